@@ -1,0 +1,8 @@
+//! `opctl manifests` (not yet implemented).
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("this command is not implemented yet")
+}

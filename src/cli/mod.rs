@@ -1,0 +1,59 @@
+//! The command line: one module per command.
+
+use clap::{Parser, Subcommand};
+
+pub mod completion;
+pub mod create_api;
+pub mod create_webhook;
+pub mod envtest;
+pub mod init;
+pub mod manifests;
+
+/// Scaffold, generate and test Kubernetes operators written in Rust.
+#[derive(Debug, Parser)]
+#[command(name = "opctl", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Scaffold a new operator project in the current directory.
+    Init(init::Args),
+    /// Add an API (a kind and/or its controller) or a webhook to the project.
+    #[command(subcommand)]
+    Create(CreateCommand),
+    /// Regenerate CRDs, RBAC and webhook configuration from the code.
+    Manifests(manifests::Args),
+    /// Run an embedded Kubernetes API server for tests.
+    #[command(subcommand)]
+    Envtest(envtest::Command),
+    /// Print the opctl version.
+    Version,
+    /// Print a shell completion script.
+    Completion(completion::Args),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CreateCommand {
+    /// Add a kind (types, CRD, sample) and/or a controller for it.
+    Api(create_api::Args),
+    /// Add admission webhooks (defaulting, validation) for a kind.
+    Webhook(create_webhook::Args),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Init(args) => init::run(args),
+        Command::Create(CreateCommand::Api(args)) => create_api::run(args),
+        Command::Create(CreateCommand::Webhook(args)) => create_webhook::run(args),
+        Command::Manifests(args) => manifests::run(args),
+        Command::Envtest(cmd) => envtest::run(cmd),
+        Command::Version => {
+            println!("opctl {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Completion(args) => completion::run(args),
+    }
+}
