@@ -173,8 +173,12 @@ impl ApiError {
 
     /// 404 for a path the server does not serve (`details: {}`).
     pub fn not_found_path() -> Self {
-        ApiError::new(404, "NotFound", "the server could not find the requested resource")
-            .with_details(Details::default())
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(Details::default())
     }
 
     /// 404 for a missing object: `configmaps "x" not found`.

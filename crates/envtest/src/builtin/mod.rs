@@ -37,7 +37,14 @@ impl KindInfo {
 }
 
 const ALL_VERBS: &[&str] = &[
-    "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
 ];
 
 /// Every built-in kind the server serves.
@@ -71,6 +78,28 @@ pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
     let _ = (kind, obj);
 }
 
+/// Create-time changes the real server's registry strategies and admission
+/// plugins make before validation: `generation: 1` where the kind tracks it,
+/// Secret `stringData` folded into `data`, a Job's generated selector and
+/// labels, a Pod's `serviceAccountName` and `kube-api-access-<suffix>`
+/// volume, status cleared where a status subresource exists, and the like.
+pub fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
+    let _ = (kind, obj);
+}
+
+/// Update-time changes before validation. On the main resource of a kind with
+/// a status subresource, status is kept from `old` and `generation` is bumped
+/// when the spec changed; on the `status` subresource only status is taken from
+/// `obj`. `subresource` is `None` or `Some("status")`.
+pub fn prepare_for_update(
+    kind: &KindInfo,
+    obj: &mut Value,
+    old: &Value,
+    subresource: Option<&str>,
+) {
+    let _ = (kind, obj, old, subresource);
+}
+
 /// Validates metadata (name rules per kind, labels, annotations, finalizers,
 /// ownerReferences) and the kind's own fields. `old` is set on update.
 pub fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -97,7 +126,11 @@ pub fn validate_metadata(obj: &Value, namespaced: bool, name_is_path_segment: bo
 /// `kubectl get` columns for a built-in kind: the `columnDefinitions` and one
 /// row of cells per object, as the real server's Table. `None` when the kind has
 /// no special columns (the caller then serves Name and Age).
-pub fn table(kind: &KindInfo, objects: &[Value], now: jiff::Timestamp) -> Option<(Vec<Value>, Vec<Vec<Value>>)> {
+pub fn table(
+    kind: &KindInfo,
+    objects: &[Value],
+    now: jiff::Timestamp,
+) -> Option<(Vec<Value>, Vec<Vec<Value>>)> {
     let _ = (kind, objects, now);
     None
 }

@@ -37,8 +37,10 @@ impl PatchType {
             "application/merge-patch+json" => Ok(PatchType::Merge),
             "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
             "application/apply-patch+yaml" => Ok(PatchType::Apply),
-            _ => Err(ApiError::unsupported_media_type("415: Unsupported Media Type")
-                .with_details(crate::error::Details::default())),
+            _ => Err(
+                ApiError::unsupported_media_type("415: Unsupported Media Type")
+                    .with_details(crate::error::Details::default()),
+            ),
         }
     }
 }
@@ -103,7 +105,10 @@ pub struct ApplyRequest<'a> {
 /// 409 with one `FieldManagerConflict` cause per field.
 pub fn server_side_apply(req: &ApplyRequest<'_>) -> ApiResult<Value> {
     // Placeholder until server-side apply lands: merge the applied config.
-    let mut out = req.live.cloned().unwrap_or(Value::Object(Default::default()));
+    let mut out = req
+        .live
+        .cloned()
+        .unwrap_or(Value::Object(Default::default()));
     json_patch::merge(&mut out, req.applied);
     Ok(out)
 }

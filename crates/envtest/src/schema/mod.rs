@@ -18,7 +18,9 @@ impl Structural {
     /// causes kube-apiserver reports (paths relative to the schema, e.g.
     /// `properties[spec].type`); the CRD validator prefixes them.
     pub fn compile(schema: &Value) -> Result<Structural, Vec<Cause>> {
-        Ok(Structural { raw: schema.clone() })
+        Ok(Structural {
+            raw: schema.clone(),
+        })
     }
 
     /// The schema as given.
