@@ -119,10 +119,10 @@ fn compile_rule(rule: &Rule, s: &Schema) -> CompiledRule {
             Err(e) => out.error = Some(format!("messageExpression compilation failed: {e}")),
         }
     }
-    if !rule.field_path.is_empty() {
-        if let Ok(p) = valid_field_path(&rule.field_path, s) {
-            out.field_path = Some(p.to_string());
-        }
+    if !rule.field_path.is_empty()
+        && let Ok(p) = valid_field_path(&rule.field_path, s)
+    {
+        out.field_path = Some(p.to_string());
     }
     out
 }
@@ -172,14 +172,14 @@ pub(crate) fn compile_errors(
                 continue;
             }
         };
-        if !rule.message_expression.is_empty() {
-            if let Err(e) = compile_expression(&rule.message_expression, true) {
-                errs.push(FieldError::invalid(
-                    &rp.child("messageExpression"),
-                    rule_value(rule),
-                    &format!("messageExpression compilation failed: {e}"),
-                ));
-            }
+        if !rule.message_expression.is_empty()
+            && let Err(e) = compile_expression(&rule.message_expression, true)
+        {
+            errs.push(FieldError::invalid(
+                &rp.child("messageExpression"),
+                rule_value(rule),
+                &format!("messageExpression compilation failed: {e}"),
+            ));
         }
         if compiled.uses_old_self {
             if let Some(u) = uncorrelatable {
@@ -261,10 +261,10 @@ impl RefCheck {
                 if !is_operator && !cellib::is_known_function(&name) {
                     self.undeclared(&name);
                 }
-                if qualified.is_none() {
-                    if let Some(t) = &call.target {
-                        self.expr(t);
-                    }
+                if qualified.is_none()
+                    && let Some(t) = &call.target
+                {
+                    self.expr(t);
                 }
                 for a in &call.args {
                     self.expr(a);

@@ -310,10 +310,9 @@ fn find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Res<'b, 'v> {
     owned(Value::List(Arc::new(all)))
 }
 
-fn two_lists(
-    args: &[CowVal<'_, '_>],
-    function: &str,
-) -> Result<(Arc<Vec<Value>>, Arc<Vec<Value>>), ExecutionError> {
+type ListPair = (Arc<Vec<Value>>, Arc<Vec<Value>>);
+
+fn two_lists(args: &[CowVal<'_, '_>], function: &str) -> Result<ListPair, ExecutionError> {
     let vals = values(args)?;
     let a = list_arg(vals.first().unwrap_or(&Value::Null), function)?;
     let b = list_arg(vals.get(1).unwrap_or(&Value::Null), function)?;

@@ -332,25 +332,22 @@ fn crd_errors(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
             v.get("subresources")
                 .is_some_and(|x| x.get("status").is_some_and(|st| !st.is_null()))
         };
-        if !schema_hoisted {
-            if let Some(schema) = v
+        if !schema_hoisted
+            && let Some(schema) = v
                 .get("schema")
                 .and_then(|x| x.get("openAPIV3Schema"))
                 .filter(|x| !x.is_null())
-            {
-                errs.extend(schema_checks(schema, &vp.child("schema"), status_enabled));
-            }
+        {
+            errs.extend(schema_checks(schema, &vp.child("schema"), status_enabled));
         }
-        if !sub_hoisted {
-            if let Some(sub) = v.get("subresources") {
-                errs.extend(subresources(sub, &vp.child("subresources")));
-            }
+        if !sub_hoisted && let Some(sub) = v.get("subresources") {
+            errs.extend(subresources(sub, &vp.child("subresources")));
         }
-        if !cols_hoisted {
-            if let Some(cols) = v.get("additionalPrinterColumns").and_then(Value::as_array) {
-                for (j, c) in cols.iter().enumerate() {
-                    errs.extend(column(c, &vp.child("additionalPrinterColumns").index(j)));
-                }
+        if !cols_hoisted
+            && let Some(cols) = v.get("additionalPrinterColumns").and_then(Value::as_array)
+        {
+            for (j, c) in cols.iter().enumerate() {
+                errs.extend(column(c, &vp.child("additionalPrinterColumns").index(j)));
             }
         }
     }
@@ -556,38 +553,36 @@ fn crd_names(
 fn schema_checks(schema: &Value, path: &FieldPath, status_enabled: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let sp = path.child("openAPIV3Schema");
-    if status_enabled {
-        if let Some(m) = schema.as_object() {
-            // Go walks the struct's fields in declaration order and stops at
-            // the first one not allowed.
-            for (key, v) in m {
-                if is_zero(v) {
-                    continue;
-                }
-                if key == "type" {
-                    if v.as_str() != Some("object") {
-                        errs.push(FieldError::invalid(
+    if status_enabled && let Some(m) = schema.as_object() {
+        // Go walks the struct's fields in declaration order and stops at
+        // the first one not allowed.
+        for (key, v) in m {
+            if is_zero(v) {
+                continue;
+            }
+            if key == "type" {
+                if v.as_str() != Some("object") {
+                    errs.push(FieldError::invalid(
                             &path.child("openAPIV3Schema.type"),
                             BadValue::of(v),
                             "only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled",
                         ));
-                        break;
-                    }
-                    continue;
+                    break;
                 }
-                if !ROOT_FIELDS_WITH_STATUS.iter().any(|(k, _)| k == key) {
-                    let allowed = ROOT_FIELDS_WITH_STATUS
-                        .iter()
-                        .map(|(_, go)| *go)
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    errs.push(FieldError::invalid(
+                continue;
+            }
+            if !ROOT_FIELDS_WITH_STATUS.iter().any(|(k, _)| k == key) {
+                let allowed = ROOT_FIELDS_WITH_STATUS
+                    .iter()
+                    .map(|(_, go)| *go)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                errs.push(FieldError::invalid(
                         &sp,
                         BadValue::of(schema),
                         &format!("only [{allowed}] fields are allowed at the root of the schema if the status subresource is enabled"),
                     ));
-                    break;
-                }
+                break;
             }
         }
     }
@@ -869,10 +864,10 @@ fn api_approval(crd: &Value, group: &str, old: Option<&Value>) -> Vec<FieldError
             .map(str::to_string)
     };
     let new = annotation(crd);
-    if let Some(o) = old {
-        if annotation(o) == new {
-            return Vec::new();
-        }
+    if let Some(o) = old
+        && annotation(o) == new
+    {
+        return Vec::new();
     }
     let path = FieldPath::new("metadata")
         .child("annotations")

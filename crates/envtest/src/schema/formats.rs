@@ -258,7 +258,7 @@ fn is_isbn10(s: &str) -> bool {
         };
         sum += (i as u32 + 1) * v;
     }
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 fn is_isbn13(s: &str) -> bool {
@@ -271,7 +271,7 @@ fn is_isbn13(s: &str) -> bool {
         .enumerate()
         .map(|(i, c)| c.to_digit(10).unwrap_or(0) * if i % 2 == 0 { 1 } else { 3 })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn is_credit_card(s: &str) -> bool {

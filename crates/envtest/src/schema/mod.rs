@@ -21,6 +21,8 @@ mod structural;
 mod validate;
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;

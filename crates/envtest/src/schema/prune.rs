@@ -55,11 +55,11 @@ fn prune_map_or_list(
     parent: &mut Vec<String>,
     out: &mut Vec<String>,
 ) {
-    if let Some(s) = s {
-        if s.preserve_unknown() {
-            skip_prune(x, s, embedded, parent, out);
-            return;
-        }
+    if let Some(s) = s
+        && s.preserve_unknown()
+    {
+        skip_prune(x, s, embedded, parent, out);
+        return;
     }
     let len = parent.len();
     match x {

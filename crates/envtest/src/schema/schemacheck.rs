@@ -186,29 +186,29 @@ fn check(
                 &s.type_,
                 "must be array if x-kubernetes-list-type is specified",
             );
-        } else if lt == "set" {
-            if let Some(is) = &s.items {
-                match is.type_.as_str() {
-                    "array" if is.x_list_type.as_deref().is_some_and(|t| t != "atomic") => {
-                        errs.push(FieldError::invalid(
-                            &path.child("items").child("x-kubernetes-list-type"),
-                            BadValue::str(is.x_list_type.as_deref().unwrap_or_default()),
-                            "must be atomic as item of a list with x-kubernetes-list-type=set",
-                        ));
-                    }
-                    "object" if is.x_map_type.as_deref() != Some("atomic") => {
-                        // Go prints the items' list type here (a nil pointer).
-                        errs.push(FieldError::invalid(
-                            &path.child("items").child("x-kubernetes-map-type"),
-                            match &is.x_list_type {
-                                Some(t) => BadValue::str(t),
-                                None => BadValue::Str("null".into()),
-                            },
-                            "must be atomic as item of a list with x-kubernetes-list-type=set",
-                        ));
-                    }
-                    _ => {}
+        } else if lt == "set"
+            && let Some(is) = &s.items
+        {
+            match is.type_.as_str() {
+                "array" if is.x_list_type.as_deref().is_some_and(|t| t != "atomic") => {
+                    errs.push(FieldError::invalid(
+                        &path.child("items").child("x-kubernetes-list-type"),
+                        BadValue::str(is.x_list_type.as_deref().unwrap_or_default()),
+                        "must be atomic as item of a list with x-kubernetes-list-type=set",
+                    ));
                 }
+                "object" if is.x_map_type.as_deref() != Some("atomic") => {
+                    // Go prints the items' list type here (a nil pointer).
+                    errs.push(FieldError::invalid(
+                        &path.child("items").child("x-kubernetes-map-type"),
+                        match &is.x_list_type {
+                            Some(t) => BadValue::str(t),
+                            None => BadValue::Str("null".into()),
+                        },
+                        "must be atomic as item of a list with x-kubernetes-list-type=set",
+                    ));
+                }
+                _ => {}
             }
         }
         if lt != "atomic" && lt != "set" && lt != "map" {
@@ -271,13 +271,13 @@ fn standard(s: &Schema, path: &FieldPath, ctx: &Ctx, errs: &mut Vec<FieldError>)
             &OPENAPI_TYPES.map(String::from),
         ));
     }
-    if s.default.is_some() {
-        if let Some(reason) = &ctx.forbid_defaults {
-            errs.push(FieldError::forbidden(
-                &path.child("default"),
-                &format!("must not be set {reason}"),
-            ));
-        }
+    if s.default.is_some()
+        && let Some(reason) = &ctx.forbid_defaults
+    {
+        errs.push(FieldError::forbidden(
+            &path.child("default"),
+            &format!("must not be set {reason}"),
+        ));
     }
     if !s.id.is_empty() {
         errs.push(FieldError::forbidden(
@@ -475,14 +475,14 @@ fn rule_checks(s: &Schema, path: &FieldPath, errs: &mut Vec<FieldError>) {
                 "messageExpression must be non-empty if specified",
             ));
         }
-        if let Some(reason) = &rule.reason {
-            if !RULE_REASONS.contains(&reason.as_str()) {
-                errs.push(FieldError::not_supported(
-                    &rp.child("reason"),
-                    BadValue::str(reason),
-                    &RULE_REASONS.map(String::from),
-                ));
-            }
+        if let Some(reason) = &rule.reason
+            && !RULE_REASONS.contains(&reason.as_str())
+        {
+            errs.push(FieldError::not_supported(
+                &rp.child("reason"),
+                BadValue::str(reason),
+                &RULE_REASONS.map(String::from),
+            ));
         }
         if !rule.field_path.is_empty() && rule.field_path.trim().is_empty() {
             errs.push(FieldError::invalid(

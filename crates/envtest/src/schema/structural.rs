@@ -108,14 +108,14 @@ fn invariants(s: &Schema, lvl: Level, path: &FieldPath, errs: &mut Vec<FieldErro
     }
     if check_metadata {
         for name in ["kind", "apiVersion"] {
-            if let Some(p) = s.properties.get(name) {
-                if p.type_ != "string" {
-                    errs.push(FieldError::invalid(
-                        &path.child("properties").key(name).child("type"),
-                        BadValue::str(&p.type_),
-                        "must be string",
-                    ));
-                }
+            if let Some(p) = s.properties.get(name)
+                && p.type_ != "string"
+            {
+                errs.push(FieldError::invalid(
+                    &path.child("properties").key(name).child("type"),
+                    BadValue::str(&p.type_),
+                    "must be string",
+                ));
             }
         }
     }

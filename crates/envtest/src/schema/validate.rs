@@ -307,13 +307,12 @@ fn type_check(types: &[&str], format: &str, nullable: bool, data: &Value, path: 
         sch_type == "number" && data.as_f64().is_some_and(is_json_integer) && contains("integer");
     let is_int_float = sch_type == "integer" && contains("number");
     let is_str_or_slice = data.is_string() || data.is_array();
-    if !is_str_or_slice
-        && !format.is_empty()
-        && !(contains(sch_type) || fmt == format || is_float_int || is_int_float)
-    {
+    let format_matches = contains(sch_type) || fmt == format || is_float_int || is_int_float;
+    if !(is_str_or_slice || format.is_empty() || format_matches) {
         return VResult::one(invalid_type(path, format, fmt));
     }
-    if !(contains("number") || contains("integer")) && !format.is_empty() && is_str_or_slice {
+    let numeric = contains("number") || contains("integer");
+    if is_str_or_slice && !numeric && !format.is_empty() {
         return ok;
     }
     if !(contains(sch_type) || is_float_int || is_int_float) {
@@ -409,13 +408,13 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
             )));
         }
     }
-    if let Some(not) = &s.not {
-        if validate_node(not, data, path).is_valid() {
-            main.add(VErr::Plain(format!(
-                "{} must not validate the schema (not)",
-                super::fielderr::go_quote(path)
-            )));
-        }
+    if let Some(not) = &s.not
+        && validate_node(not, data, path).is_valid()
+    {
+        main.add(VErr::Plain(format!(
+            "{} must not validate the schema (not)",
+            super::fielderr::go_quote(path)
+        )));
     }
     main.match_count += 1;
     main
@@ -424,29 +423,29 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
 fn string_check(s: &Schema, data: &str, path: &str) -> VResult {
     let len = data.chars().count() as i64;
     let value = Some(BadValue::str(data));
-    if let Some(max) = s.max_length {
-        if len > max {
-            return VResult::one(VErr::Validation {
-                code: Code::TooLong,
-                name: path.to_string(),
-                value,
-                valid: Some(max),
-                values: Vec::new(),
-                message: format!("{path} in {IN} should be at most {max} chars long"),
-            });
-        }
+    if let Some(max) = s.max_length
+        && len > max
+    {
+        return VResult::one(VErr::Validation {
+            code: Code::TooLong,
+            name: path.to_string(),
+            value,
+            valid: Some(max),
+            values: Vec::new(),
+            message: format!("{path} in {IN} should be at most {max} chars long"),
+        });
     }
-    if let Some(min) = s.min_length {
-        if len < min {
-            return VResult::one(VErr::Validation {
-                code: Code::TooShort,
-                name: path.to_string(),
-                value,
-                valid: Some(min),
-                values: Vec::new(),
-                message: format!("{path} in {IN} should be at least {min} chars long"),
-            });
-        }
+    if let Some(min) = s.min_length
+        && len < min
+    {
+        return VResult::one(VErr::Validation {
+            code: Code::TooShort,
+            name: path.to_string(),
+            value,
+            valid: Some(min),
+            values: Vec::new(),
+            message: format!("{path} in {IN} should be at least {min} chars long"),
+        });
     }
     match &s.pattern_re {
         Some(Ok(re)) if !re.is_match(data) => VResult::one(verr(
@@ -610,29 +609,29 @@ fn slice_check(s: &Schema, items: &[Value], path: &str) -> VResult {
         }
     }
     let size = items.len() as i64;
-    if let Some(min) = s.min_items {
-        if size < min {
-            result.add(VErr::Validation {
-                code: Code::MinItems,
-                name: path.to_string(),
-                value: Some(BadValue::Raw(size.to_string())),
-                valid: Some(min),
-                values: Vec::new(),
-                message: format!("{path} in {IN} should have at least {min} items"),
-            });
-        }
+    if let Some(min) = s.min_items
+        && size < min
+    {
+        result.add(VErr::Validation {
+            code: Code::MinItems,
+            name: path.to_string(),
+            value: Some(BadValue::Raw(size.to_string())),
+            valid: Some(min),
+            values: Vec::new(),
+            message: format!("{path} in {IN} should have at least {min} items"),
+        });
     }
-    if let Some(max) = s.max_items {
-        if size > max {
-            result.add(VErr::Validation {
-                code: Code::MaxItems,
-                name: path.to_string(),
-                value: Some(BadValue::Raw(size.to_string())),
-                valid: Some(max),
-                values: Vec::new(),
-                message: format!("{path} in {IN} should have at most {max} items"),
-            });
-        }
+    if let Some(max) = s.max_items
+        && size > max
+    {
+        result.add(VErr::Validation {
+            code: Code::MaxItems,
+            name: path.to_string(),
+            value: Some(BadValue::Raw(size.to_string())),
+            valid: Some(max),
+            values: Vec::new(),
+            message: format!("{path} in {IN} should have at most {max} items"),
+        });
     }
     if s.unique_items {
         let dup = items
@@ -737,29 +736,29 @@ fn go_enum_elem(v: &Value) -> String {
 fn object_check(s: &Schema, m: &serde_json::Map<String, Value>, path: &str) -> VResult {
     let mut res = VResult::default();
     let num_keys = m.len() as i64;
-    if let Some(min) = s.min_properties {
-        if num_keys < min {
-            res.add(VErr::Validation {
-                code: Code::TooFewProperties,
-                name: path.to_string(),
-                value: Some(BadValue::Raw(num_keys.to_string())),
-                valid: Some(min),
-                values: Vec::new(),
-                message: format!("{path} in {IN} should have at least {min} properties"),
-            });
-        }
+    if let Some(min) = s.min_properties
+        && num_keys < min
+    {
+        res.add(VErr::Validation {
+            code: Code::TooFewProperties,
+            name: path.to_string(),
+            value: Some(BadValue::Raw(num_keys.to_string())),
+            valid: Some(min),
+            values: Vec::new(),
+            message: format!("{path} in {IN} should have at least {min} properties"),
+        });
     }
-    if let Some(max) = s.max_properties {
-        if num_keys > max {
-            res.add(VErr::Validation {
-                code: Code::TooManyProperties,
-                name: path.to_string(),
-                value: Some(BadValue::Raw(num_keys.to_string())),
-                valid: Some(max),
-                values: Vec::new(),
-                message: format!("{path} in {IN} should have at most {max} properties"),
-            });
-        }
+    if let Some(max) = s.max_properties
+        && num_keys > max
+    {
+        res.add(VErr::Validation {
+            code: Code::TooManyProperties,
+            name: path.to_string(),
+            value: Some(BadValue::Raw(num_keys.to_string())),
+            valid: Some(max),
+            values: Vec::new(),
+            message: format!("{path} in {IN} should have at most {max} properties"),
+        });
     }
     let mut keys: Vec<&String> = m.keys().collect();
     keys.sort();
