@@ -7,7 +7,9 @@
 
 mod cel;
 mod cellib;
+mod celvalues;
 mod crd;
+mod crdparts;
 mod default;
 mod embedded;
 mod fielderr;
@@ -21,9 +23,13 @@ mod structural;
 mod validate;
 
 #[cfg(test)]
+mod celtests;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod validate_tests;
 
 use std::sync::Arc;
 
