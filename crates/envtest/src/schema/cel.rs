@@ -127,26 +127,33 @@ fn compile_rule(rule: &Rule, s: &Schema) -> CompiledRule {
     out
 }
 
-/// The rule as `json.Marshal` prints a `ValidationRule`.
+/// The rule as `json.Marshal` prints a `ValidationRule` (fields in
+/// declaration order, empty ones omitted).
 fn rule_value(rule: &Rule) -> BadValue {
-    let mut m = serde_json::Map::new();
-    m.insert("rule".into(), Value::String(rule.rule.clone()));
-    for (k, v) in [
-        ("message", &rule.message),
-        ("messageExpression", &rule.message_expression),
-        ("fieldPath", &rule.field_path),
-    ] {
-        if !v.is_empty() {
-            m.insert(k.into(), Value::String(v.clone()));
-        }
+    let mut parts = vec![format!(
+        "\"rule\":{}",
+        go_json(&Value::String(rule.rule.clone()))
+    )];
+    let mut push = |k: &str, v: Value| parts.push(format!("\"{k}\":{}", go_json(&v)));
+    if !rule.message.is_empty() {
+        push("message", Value::String(rule.message.clone()));
+    }
+    if !rule.message_expression.is_empty() {
+        push(
+            "messageExpression",
+            Value::String(rule.message_expression.clone()),
+        );
     }
     if let Some(r) = &rule.reason {
-        m.insert("reason".into(), Value::String(r.clone()));
+        push("reason", Value::String(r.clone()));
+    }
+    if !rule.field_path.is_empty() {
+        push("fieldPath", Value::String(rule.field_path.clone()));
     }
     if let Some(o) = rule.optional_old_self {
-        m.insert("optionalOldSelf".into(), Value::Bool(o));
+        push("optionalOldSelf", Value::Bool(o));
     }
-    BadValue::Raw(go_json(&Value::Object(m)))
+    BadValue::Raw(format!("{{{}}}", parts.join(",")))
 }
 
 /// The CRD validator's errors for the rules of one schema node.

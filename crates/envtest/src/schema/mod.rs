@@ -25,6 +25,8 @@ mod validate;
 #[cfg(test)]
 mod celtests;
 #[cfg(test)]
+mod crd_tests;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod tests;
