@@ -1,6 +1,7 @@
 //! The Kubernetes CEL library functions (k8s.io/apiserver `cel/library`)
 //! that the `cel` crate does not provide: list aggregates, regex `find`,
-//! `sets.*`, and the `isURL` / `isIP` / `isCIDR` / `isQuantity` checks.
+//! `sets.*`, `quantity` (see `quantity.rs`) and the `isURL` / `isIP` /
+//! `isCIDR` / `isQuantity` checks.
 
 use std::cmp::Ordering;
 use std::net::IpAddr;
@@ -92,6 +93,16 @@ const KNOWN_FUNCTIONS: &[&str] = &[
     "isIP",
     "isCIDR",
     "isQuantity",
+    "quantity",
+    "isLessThan",
+    "isGreaterThan",
+    "compareTo",
+    "add",
+    "sub",
+    "sign",
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
 ];
 
 pub(crate) fn is_known_function(name: &str) -> bool {
@@ -155,6 +166,7 @@ pub(crate) fn kubernetes(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload("isIP", "is_ip", vec![STRING_TYPE], is_ip)?;
     env.add_overload("isCIDR", "is_cidr", vec![STRING_TYPE], is_cidr)?;
     env.add_overload("isQuantity", "is_quantity", vec![STRING_TYPE], is_quantity)?;
+    super::quantity::register(env)?;
     Ok(())
 }
 
@@ -377,6 +389,10 @@ fn is_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Res<'b, 'v> {
 /// `resource.ParseQuantity` syntax: a decimal number with an optional
 /// binary (Ki..Ei), decimal (n..E) or exponent (e3) suffix.
 pub(crate) fn is_quantity_str(s: &str) -> bool {
+    super::quantity::parse(s).is_some() || is_quantity_syntax(s)
+}
+
+fn is_quantity_syntax(s: &str) -> bool {
     let body = s.strip_prefix(['+', '-']).unwrap_or(s);
     let digits_end = body
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

@@ -18,6 +18,7 @@ mod listtypes;
 mod names;
 mod node;
 mod prune;
+mod quantity;
 mod schemacheck;
 mod structural;
 mod validate;
