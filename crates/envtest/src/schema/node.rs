@@ -411,6 +411,16 @@ fn parse_rule(v: &Value, path: &FieldPath, errs: &mut Vec<FieldError>) -> Rule {
 }
 
 /// A regex error in the words Go's `regexp` would use where they are close.
+/// The regex crate's message spans several lines; a cause needs one.
 fn go_regex_error(e: &regex::Error) -> String {
-    format!("error parsing regexp: {e}")
+    let text = e.to_string();
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    format!(
+        "error parsing regexp: {}",
+        last.trim_start_matches("error: ").trim()
+    )
 }
