@@ -98,5 +98,8 @@ pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
         .collect::<ApiResult<Vec<_>>>()?;
     let mut out = doc.clone();
     json_patch::patch(&mut out, &ops).map_err(|_| rejected())?;
+    if super::exceeds_depth(&out) {
+        return Err(rejected());
+    }
     Ok(out)
 }

@@ -26,7 +26,14 @@ pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
         _ => Map::new(),
     };
     merge_objects(&mut out, patch);
-    Ok(Value::Object(out))
+    let out = Value::Object(out);
+    if super::exceeds_depth(&out) {
+        return Err(ApiError::bad_request(format!(
+            "error decoding patch: the patched object nests deeper than {} levels",
+            super::MAX_DEPTH
+        )));
+    }
+    Ok(out)
 }
 
 fn merge_objects(doc: &mut Map<String, Value>, patch: Map<String, Value>) {

@@ -139,8 +139,11 @@ pub fn apply(doc: &Value, body: &[u8], types: &dyn TypeInfo) -> ApiResult<Value>
         shape: Shape::new(types),
         path: Vec::new(),
     };
-    let merged = merger.merge_map(original.clone(), patch)?;
-    Ok(Value::Object(merged))
+    let merged = Value::Object(merger.merge_map(original.clone(), patch)?);
+    if exceeds_depth(&merged) {
+        return Err(SmpError::Invalid.into());
+    }
+    Ok(merged)
 }
 
 struct Merger<'a> {
