@@ -293,11 +293,6 @@ impl Set {
     }
 
     /// The paths below `pe`, with `pe` left off.
-    pub fn with_prefix(&self, pe: &PathElement) -> Set {
-        self.children.get(pe).cloned().unwrap_or_default()
-    }
-
-    /// Borrowing form of [`Set::with_prefix`].
     pub fn child(&self, pe: &PathElement) -> Option<&Set> {
         self.children.get(pe)
     }

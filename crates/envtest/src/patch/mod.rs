@@ -14,7 +14,7 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
-pub mod fieldpath;
+mod fieldpath;
 mod gofmt;
 mod gosort;
 mod json;

@@ -365,3 +365,71 @@ fn every_recorded_write_yields_the_recorded_managed_fields() {
     // Make sure the replay really ran the writes.
     assert!(total >= 80, "only {total} steps checked");
 }
+
+/// Writes of the server's own controllers, which the transcripts show only
+/// through later reads: the CRD controller's status update, the garbage
+/// collector removing an ownerReference, the namespace controller's
+/// conditions. Each is `record_update` with the controller as manager.
+#[test]
+fn controller_writes_yield_the_recorded_managed_fields() {
+    // The CRD controller writes within the second of the create; the
+    // namespace controller seconds after the namespace was written.
+    let later = "2026-11-30T10:00:07Z";
+    let cases = [
+        // (file, step before, step after, manager, subresource, time)
+        (
+            "08-crd-lifecycle.json",
+            0,
+            1,
+            "kube-apiserver",
+            Some("status"),
+            NOW,
+        ),
+        (
+            "10-deletion-gc.json",
+            16,
+            19,
+            "kube-controller-manager",
+            None,
+            NOW,
+        ),
+        (
+            "11-namespace-deletion.json",
+            7,
+            8,
+            "kube-controller-manager",
+            Some("status"),
+            later,
+        ),
+    ];
+    for (file, before, after, manager, subresource, now) in cases {
+        let all = steps(file);
+        let old = adopt(
+            all[before]
+                .pointer("/response/body")
+                .unwrap_or(&Value::Null),
+        );
+        let mut new = with_fake_uids(all[after].pointer("/response/body").unwrap_or(&Value::Null));
+        set_managed_fields(&mut new, managed_fields(&old));
+        let api_version = text(&new, "/apiVersion").to_string();
+        record_update(
+            &UpdateRequest {
+                old: Some(&old),
+                manager,
+                api_version: &api_version,
+                subresource,
+                now,
+                types: &TranscriptKinds,
+            },
+            &mut new,
+        );
+        let recorded = managed_fields(all[after].pointer("/response/body").unwrap_or(&Value::Null));
+        let mine = normalise_managed_fields(&managed_fields(&new));
+        assert_eq!(mine, recorded, "{file} step {after}");
+        assert_eq!(
+            fields_v1_texts(&mine),
+            fields_v1_texts(&recorded),
+            "{file} step {after}"
+        );
+    }
+}
