@@ -7,9 +7,9 @@ use super::fieldpath::{Path, Set, path_string, values_equal};
 use super::managed::{self, Entry, Managed, ManagerId};
 use super::shape::Shape;
 use super::update::store;
-use super::walk;
 use super::zero::{empty_view, typed_view};
 use super::{ApplyRequest, exceeds_depth};
+use super::{last_applied, walk};
 use crate::error::{ApiError, ApiResult, Cause, Details};
 
 fn internal(message: String) -> ApiError {
@@ -72,13 +72,55 @@ fn check_applied(req: &ApplyRequest<'_>) -> ApiResult<()> {
     Ok(())
 }
 
+/// Why an apply did not go through.
+pub enum Failure {
+    Conflicts(Vec<(ManagerId, Set)>),
+    Error(ApiError),
+}
+
+impl From<ApiError> for Failure {
+    fn from(e: ApiError) -> Failure {
+        Failure::Error(e)
+    }
+}
+
 pub fn apply(req: &ApplyRequest<'_>) -> ApiResult<Value> {
+    let outcome = match apply_once(req, req.force) {
+        Err(Failure::Conflicts(conflicts)) if req.manager == last_applied::KUBECTL => {
+            // kubectl moving from client-side to server-side apply.
+            match last_applied::allowed_conflicts(req) {
+                Some(allowed) => {
+                    let left: Vec<(ManagerId, Set)> = conflicts
+                        .into_iter()
+                        .map(|(id, set)| (id, set.difference(&allowed)))
+                        .filter(|(_, set)| !set.is_empty())
+                        .collect();
+                    if left.is_empty() {
+                        apply_once(req, true)
+                    } else {
+                        Err(Failure::Conflicts(left))
+                    }
+                }
+                None => Err(Failure::Conflicts(conflicts)),
+            }
+        }
+        other => other,
+    };
+    match outcome {
+        Ok(mut out) => {
+            last_applied::sync_annotation(req, &mut out);
+            Ok(out)
+        }
+        Err(Failure::Conflicts(conflicts)) => Err(conflict_error(conflicts)),
+        Err(Failure::Error(e)) => Err(e),
+    }
+}
+
+fn apply_once(req: &ApplyRequest<'_>, force: bool) -> Result<Value, Failure> {
     check_applied(req)?;
     let shape = Shape::new(req.types);
     if req.live.is_some_and(exceeds_depth) {
-        return Err(internal(
-            "failed to decode live object: nested too deeply".into(),
-        ));
+        return Err(internal("failed to decode live object: nested too deeply".into()).into());
     }
     let mut managers = match req.live {
         Some(live) => Managed::decode(live.get("metadata").and_then(|m| m.get("managedFields")))
@@ -150,8 +192,8 @@ pub fn apply(req: &ApplyRequest<'_>) -> ApiResult<Value> {
         .map(|(other, entry)| (other.clone(), entry.set.intersection(&changed)))
         .filter(|(_, set)| !set.is_empty())
         .collect();
-    if !req.force && !conflicts.is_empty() {
-        return Err(conflict_error(conflicts));
+    if !force && !conflicts.is_empty() {
+        return Err(Failure::Conflicts(conflicts));
     }
     managers.take_from_others(Some(&id), &changed.union(&cmp.removed));
 

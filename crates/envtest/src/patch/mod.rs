@@ -18,6 +18,7 @@ mod fieldpath;
 mod gofmt;
 mod gosort;
 mod json;
+mod last_applied;
 mod managed;
 mod merge;
 mod shape;

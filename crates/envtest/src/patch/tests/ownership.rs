@@ -511,3 +511,41 @@ fn an_update_takes_fields_over_and_drops_emptied_entries() {
         "removing data empties both entries"
     );
 }
+
+#[test]
+fn kubectl_takes_over_from_its_client_side_apply() {
+    let last = r#"{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap","metadata":{"annotations":{},"name":"c"}}"#;
+    let cm = |data: Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "c", "annotations": {"kubectl.kubernetes.io/last-applied-configuration": last}},
+               "data": data})
+    };
+    let mut created = cm(json!({"k": "v", "other": "o"}));
+    update_as(None, &mut created, "kubectl-client-side-apply", None);
+    let live = stored(created);
+    let applied = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "new", "other": "x"}});
+
+    // `other` was not applied client-side: still a conflict, and only that.
+    let err =
+        apply_as(Some(&live), applied.clone(), "kubectl", false).expect_err("other conflicts");
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.other"
+    );
+    // Another manager would conflict on both.
+    let err = apply_as(Some(&live), applied.clone(), "someone", false).expect_err("two conflicts");
+    assert!(
+        err.message.starts_with("Apply failed with 2 conflicts"),
+        "{}",
+        err.message
+    );
+
+    let applied = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "new"}});
+    let out = apply_ok(Some(&live), applied, "kubectl");
+    assert_eq!(out["data"]["k"], "new");
+    assert_eq!(fields_of(&out, "kubectl"), json!({"f:data": {"f:k": {}}}));
+    assert_eq!(
+        out["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
+        "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"new\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\"}}\n"
+    );
+}
