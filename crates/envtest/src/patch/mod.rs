@@ -5,9 +5,10 @@
 //! live object, calls in, then validates and stores the result.
 //!
 //! Ownership follows kube-apiserver's field manager (structured-merge-diff):
-//! [`fieldpath`] holds field sets and their `FieldsV1` encoding, [`walk`] the
-//! typed comparisons and merges over a kind's [`TypeInfo`], [`managed`] the
-//! `managedFields` entries; [`update`] and [`apply`] are the two operations.
+//! `fieldpath` holds field sets and their `FieldsV1` encoding, `walk` the
+//! typed comparisons and merges over a kind's [`TypeInfo`], `zero` the Go zero
+//! values of built-in kinds, `managed` the `managedFields` entries; `update`
+//! and `apply` are the two operations.
 
 // `ApiError` is the shared error type of every request path (error.rs); its
 // size is its owner's decision, not something to box here.
