@@ -10,10 +10,6 @@
 //! values of built-in kinds, `managed` the `managedFields` entries; `update`
 //! and `apply` are the two operations.
 
-// `ApiError` is the shared error type of every request path (error.rs); its
-// size is its owner's decision, not something to box here.
-#![allow(clippy::result_large_err)]
-
 mod apply;
 mod fieldpath;
 mod gofmt;
