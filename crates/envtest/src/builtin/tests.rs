@@ -1,0 +1,1 @@
+//! Transcript-driven tests (filled in below).
