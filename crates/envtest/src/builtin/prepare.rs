@@ -128,6 +128,30 @@ pub(crate) fn for_update(kind: &KindInfo, obj: &mut Value, old: &Value, subresou
     let Some(meta) = object_at(obj, "metadata") else {
         return;
     };
+    // `rest.BeforeUpdate`: the uid when none is given, the creation and
+    // deletion timestamps and the grace period are the stored ones.
+    let old_meta = old.get("metadata");
+    let old_field = |key: &str| old_meta.and_then(|m| m.get(key)).filter(|v| !v.is_null());
+    if meta
+        .get("uid")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+        && let Some(uid) = old_field("uid")
+    {
+        meta.insert("uid".into(), uid.clone());
+    }
+    for key in ["creationTimestamp", "deletionTimestamp"] {
+        if let Some(value) = old_field(key) {
+            meta.insert(key.into(), value.clone());
+        }
+    }
+    if meta
+        .get("deletionGracePeriodSeconds")
+        .is_none_or(Value::is_null)
+        && let Some(value) = old_field("deletionGracePeriodSeconds")
+    {
+        meta.insert("deletionGracePeriodSeconds".into(), value.clone());
+    }
     // Clients cannot set the generation.
     match old_generation {
         Some(generation) => {

@@ -81,10 +81,12 @@ fn container(container: &mut Map<String, Value>, host_network: bool) {
     default_str(container, "terminationMessagePolicy", "File");
     for port in objects_mut(container, "ports") {
         default_str(port, "protocol", "TCP");
-        if host_network && port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
-            && let Some(container_port) = port.get("containerPort").cloned() {
-                port.insert("hostPort".into(), container_port);
-            }
+        if host_network
+            && port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
+            && let Some(container_port) = port.get("containerPort").cloned()
+        {
+            port.insert("hostPort".into(), container_port);
+        }
     }
     for env in objects_mut(container, "env") {
         if let Some(field_ref) = env

@@ -129,11 +129,10 @@ pub(crate) fn secret(obj: &Value) -> Vec<Cause> {
         }
         "kubernetes.io/dockercfg" => docker_config(data, ".dockercfg", &mut causes),
         "kubernetes.io/dockerconfigjson" => docker_config(data, ".dockerconfigjson", &mut causes),
-        "kubernetes.io/basic-auth"
-            if !has("username") && !has("password") => {
-                causes.push(Cause::required("data[%s][username]", ""));
-                causes.push(Cause::required("data[%s][password]", ""));
-            }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            causes.push(Cause::required("data[%s][username]", ""));
+            causes.push(Cause::required("data[%s][password]", ""));
+        }
         "kubernetes.io/ssh-auth" => {
             let key = data
                 .and_then(|d| d.get("ssh-privatekey"))

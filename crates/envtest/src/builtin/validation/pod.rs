@@ -254,14 +254,12 @@ fn volume_source(volume: &Value, source: &str, idx: &str, errs: &mut Vec<Cause>)
             default_mode(src, &path, errs);
             key_to_paths(src, &path, errs);
         }
-        "hostPath"
-            if s(src, "path").is_empty() => {
-                errs.push(Cause::required(format!("{path}.path"), ""));
-            }
-        "persistentVolumeClaim"
-            if s(src, "claimName").is_empty() => {
-                errs.push(Cause::required(format!("{path}.claimName"), ""));
-            }
+        "hostPath" if s(src, "path").is_empty() => {
+            errs.push(Cause::required(format!("{path}.path"), ""));
+        }
+        "persistentVolumeClaim" if s(src, "claimName").is_empty() => {
+            errs.push(Cause::required(format!("{path}.claimName"), ""));
+        }
         "emptyDir" => {
             if let Some(limit) = src.get("sizeLimit").and_then(quantity::from_json)
                 && limit.nanos() < 0
@@ -281,10 +279,9 @@ fn volume_source(volume: &Value, source: &str, idx: &str, errs: &mut Vec<Cause>)
                 errs.push(Cause::required(format!("{path}.path"), ""));
             }
         }
-        "csi"
-            if s(src, "driver").is_empty() => {
-                errs.push(Cause::required(format!("{path}.driver"), ""));
-            }
+        "csi" if s(src, "driver").is_empty() => {
+            errs.push(Cause::required(format!("{path}.driver"), ""));
+        }
         _ => {}
     }
 }
