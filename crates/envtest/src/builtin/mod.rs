@@ -22,6 +22,10 @@ mod validation;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_kinds;
+#[cfg(test)]
+mod tests_props;
 
 use std::sync::LazyLock;
 
@@ -103,7 +107,11 @@ pub fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
 /// Update-time changes before validation. On the main resource of a kind with
 /// a status subresource, status is kept from `old` and `generation` is bumped
 /// when the spec changed; on the `status` subresource only status is taken from
-/// `obj`. `subresource` is `None` or `Some("status")`.
+/// `obj`. `subresource` is `None`, `Some("status")` or, for namespaces,
+/// `Some("finalize")` (only `spec.finalizers` taken from `obj`). As
+/// `rest.BeforeUpdate` does, the stored uid (when `obj` has none), creation
+/// and deletion timestamps and grace period are kept, and `generation` is
+/// the stored one (bumped where the kind tracks spec changes).
 pub fn prepare_for_update(
     kind: &KindInfo,
     obj: &mut Value,
@@ -116,10 +124,13 @@ pub fn prepare_for_update(
 /// Validates metadata (name rules per kind, labels, annotations, finalizers,
 /// ownerReferences) and the kind's own fields. `old` is set on update.
 ///
+/// `obj` carries its namespace (set from the URL by the server). Errors come
+/// in the order kube-apiserver reports them (metadata first).
 /// CustomResourceDefinitions are validated by `schema::validate_crd`
-/// (metadata included); events.k8s.io/v1 Events are given in that API's
-/// shape. The server sets `metadata.resourceVersion` of an unconditional
-/// update before calling this.
+/// (metadata included); Events of both APIs may be given in either shape.
+/// The 422 for an events.k8s.io/v1 Event names the core kind (`Event "x" is
+/// invalid`, no group), as the real server does. Whether an update carries
+/// `metadata.resourceVersion` is the server's business.
 pub fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     validation::validate(kind, obj, old)
 }

@@ -120,10 +120,10 @@ pub(crate) fn for_create(kind: &KindInfo, obj: &mut Value) {
 /// See [`super::prepare_for_update`].
 pub(crate) fn for_update(kind: &KindInfo, obj: &mut Value, old: &Value, subresource: Option<&str>) {
     let old_generation = old.pointer("/metadata/generation").cloned();
-    if subresource == Some("status") {
-        status_update(kind, obj, old);
-    } else {
-        main_update(kind, obj, old);
+    match subresource {
+        Some("status") => status_update(kind, obj, old),
+        Some("finalize") => finalize_update(obj, old),
+        _ => main_update(kind, obj, old),
     }
     let Some(meta) = object_at(obj, "metadata") else {
         return;
@@ -312,6 +312,26 @@ fn status_update(kind: &KindInfo, obj: &mut Value, old: &Value) {
                 None => {
                     meta.remove(*key);
                 }
+            }
+        }
+    }
+}
+
+/// `namespaces/finalize` writes `spec.finalizers` only.
+fn finalize_update(obj: &mut Value, old: &Value) {
+    let finalizers = obj.pointer("/spec/finalizers").cloned();
+    let metadata = obj.get("metadata").cloned();
+    *obj = old.clone();
+    if let (Some(root), Some(metadata)) = (obj.as_object_mut(), metadata) {
+        root.insert("metadata".into(), metadata);
+    }
+    if let Some(spec) = object_at(obj, "spec") {
+        match finalizers {
+            Some(f) => {
+                spec.insert("finalizers".into(), f);
+            }
+            None => {
+                spec.remove("finalizers");
             }
         }
     }

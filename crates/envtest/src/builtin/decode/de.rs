@@ -238,6 +238,30 @@ impl<'de, V: Visitor<'de>> fmt::Display for Expecting<'_, V> {
     }
 }
 
+/// Compares what a visitor expects with `text` without allocating (this runs
+/// for every optional field).
+fn expects<'de, V: Visitor<'de>>(visitor: &V, text: &str) -> bool {
+    struct Compare<'t> {
+        rest: &'t str,
+        equal: bool,
+    }
+    impl fmt::Write for Compare<'_> {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            match self.rest.strip_prefix(s) {
+                Some(rest) if self.equal => self.rest = rest,
+                _ => self.equal = false,
+            }
+            Ok(())
+        }
+    }
+    let mut compare = Compare {
+        rest: text,
+        equal: true,
+    };
+    let _ = fmt::write(&mut compare, format_args!("{}", Expecting(visitor)));
+    compare.equal && compare.rest.is_empty()
+}
+
 impl<'de, 'r> Deserializer<'de> for ValueDe<'de, 'r> {
     type Error = DeError;
 
@@ -346,7 +370,7 @@ impl<'de, 'r> Deserializer<'de> for ValueDe<'de, 'r> {
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         // Secret data and webhook CA bundles: Go's []byte decoding.
-        if Expecting(&visitor).to_string() == "a base64-encoded string" {
+        if expects(&visitor, "a base64-encoded string") {
             return match self.value {
                 Value::Null => visitor.visit_none(),
                 Value::String(s) => match super::gobase64::decode(s) {

@@ -105,8 +105,41 @@ pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<S
         return Ok((obj, Vec::new()));
     };
     drop_empty_collections(&mut out, &report.empty_collections);
+    nil_for_absent_lists(&mut out, &obj);
     normalize::go_zero_values(kind, &mut out);
     Ok((out, report.unknown))
+}
+
+/// k8s-openapi writes a required list the body left out as `[]`; Go writes
+/// its nil slice as `null`. (Optional lists left out are not written at all.)
+fn nil_for_absent_lists(out: &mut Value, input: &Value) {
+    match out {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                let given = input.get(key.as_str());
+                match value {
+                    Value::Array(items) if items.is_empty() => {
+                        if given.is_none_or(Value::is_null) {
+                            *value = Value::Null;
+                        }
+                    }
+                    // A webhook's sideEffects is a pointer in Go: absent means null.
+                    Value::String(s) if s.is_empty() && key == "sideEffects" => {
+                        if given.is_none_or(Value::is_null) {
+                            *value = Value::Null;
+                        }
+                    }
+                    _ => nil_for_absent_lists(value, given.unwrap_or(&Value::Null)),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                nil_for_absent_lists(item, input.get(i).unwrap_or(&Value::Null));
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Go's `omitempty` drops maps and lists that are empty; k8s-openapi writes

@@ -1,8 +1,10 @@
 //! Validation of built-in kinds with kube-apiserver's messages, field paths
 //! and order (metadata first, then the kind's own rules).
 
+mod container;
 mod core;
 mod cron;
+mod fields;
 pub(crate) mod gofmt;
 pub(crate) mod meta;
 pub(crate) mod names;
@@ -10,6 +12,7 @@ mod pod;
 mod rbac_admission;
 mod selector;
 mod service;
+mod volumes;
 mod workloads;
 
 use serde_json::Value;
@@ -51,10 +54,10 @@ pub(crate) fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec
             };
         }
         ("events.k8s.io", "Event") => {
-            let obj = super::events::events_v1_to_core(obj);
+            let obj = core_shape(obj);
             return match old {
                 None => core::event(&obj, true),
-                Some(old) => core::event_update(&obj, &super::events::events_v1_to_core(old), true),
+                Some(old) => core::event_update(&obj, &core_shape(old), true),
             };
         }
         _ => {}
@@ -68,6 +71,15 @@ pub(crate) fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec
     }
     causes.extend(kind_rules(kind, obj, old));
     causes
+}
+
+/// An Event in the core/v1 shape, whichever shape it came in.
+fn core_shape(event: &Value) -> Value {
+    if super::events::is_events_v1_shape(event) {
+        super::events::events_v1_to_core(event)
+    } else {
+        event.clone()
+    }
 }
 
 fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {

@@ -477,7 +477,7 @@ pub(crate) fn webhook_configuration(obj: &Value, mutating: bool, update: bool) -
             ));
         }
         match webhook.get("sideEffects").and_then(Value::as_str) {
-            None => causes.push(Cause::required(
+            None | Some("") => causes.push(Cause::required(
                 format!("{path}.sideEffects"),
                 "must specify one of None, NoneOnDryRun",
             )),

@@ -491,7 +491,8 @@ pub(crate) fn job(obj: &Value) -> Vec<Cause> {
     let spec = obj.get("spec").unwrap_or(&empty);
     let manual = spec.get("manualSelector").and_then(Value::as_bool) == Some(true);
     let template_meta = spec.pointer("/template/metadata").unwrap_or(&empty);
-    if !manual && template_meta.get("labels").is_some_and(|l| !l.is_null()) {
+    // `validateGeneratedSelector`; a missing selector is reported below.
+    if !manual && spec.get("selector").is_some_and(|s| !s.is_null()) {
         let uid = obj
             .pointer("/metadata/uid")
             .and_then(Value::as_str)
@@ -500,40 +501,34 @@ pub(crate) fn job(obj: &Value) -> Vec<Cause> {
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        if spec.get("selector").is_none_or(Value::is_null) {
-            causes.push(Cause::required(
+        if uid.is_empty() {
+            causes.push(Cause::required("metadata.uid", ""));
+        }
+        for (key, expected) in [("controller-uid", uid), ("job-name", name)] {
+            match template_meta
+                .get("labels")
+                .and_then(|l| l.get(key))
+                .and_then(Value::as_str)
+            {
+                None => causes.push(Cause::required(
+                    format!("spec.template.metadata.labels[{key}]"),
+                    "",
+                )),
+                Some(actual) if actual != expected => causes.push(invalid_raw(
+                    format!("spec.template.metadata.labels[{key}]"),
+                    &gofmt::string_map(template_meta.get("labels")),
+                    &format!("must be '{expected}'"),
+                )),
+                Some(_) => {}
+            }
+        }
+        let expected = serde_json::json!({"controller-uid": uid, "job-name": name});
+        if selector::selects(spec.get("selector"), Some(&expected)) == Selects::Matches(false) {
+            causes.push(invalid_raw(
                 "spec.selector",
-                "will be automatically generated",
+                &go_selector(spec.get("selector")),
+                "`selector` not auto-generated",
             ));
-        } else {
-            if uid.is_empty() {
-                causes.push(Cause::required("metadata.uid", ""));
-            }
-            for (key, expected) in [("controller-uid", uid), ("job-name", name)] {
-                match template_meta
-                    .pointer(&format!("/labels/{key}"))
-                    .and_then(Value::as_str)
-                {
-                    None => causes.push(Cause::required(
-                        format!("spec.template.metadata.labels[{key}]"),
-                        "",
-                    )),
-                    Some(actual) if actual != expected => causes.push(invalid_raw(
-                        format!("spec.template.metadata.labels[{key}]"),
-                        &gofmt::string_map(template_meta.get("labels")),
-                        &format!("must be '{expected}'"),
-                    )),
-                    Some(_) => {}
-                }
-            }
-            let expected = serde_json::json!({"controller-uid": uid, "job-name": name});
-            if selector::selects(spec.get("selector"), Some(&expected)) == Selects::Matches(false) {
-                causes.push(invalid_raw(
-                    "spec.selector",
-                    &go_selector(spec.get("selector")),
-                    "`selector` not auto-generated",
-                ));
-            }
         }
     }
     job_spec(spec, "spec", &mut causes);
