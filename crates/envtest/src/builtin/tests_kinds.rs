@@ -435,3 +435,25 @@ fn namespaces_finalize_subresource_writes_finalizers_only() {
     );
     assert_eq!(kept["spec"]["finalizers"], json!(["kubernetes"]));
 }
+
+#[test]
+fn transcript_08_crd_create_is_stored_as_recorded() {
+    let doc: Value = serde_json::from_str(include_str!(
+        "../../tests/fixtures/transcripts/08-crd-lifecycle.json"
+    ))
+    .unwrap();
+    let step = &doc["steps"][0];
+    let body: Value = serde_saphyr::from_str(step["request"]["body"].as_str().unwrap()).unwrap();
+    let crds = kind("apiextensions.k8s.io", "customresourcedefinitions");
+    let (obj, causes) = create(crds, body);
+    assert!(causes.is_empty(), "{causes:?}");
+    let mut expected = step["response"]["body"].clone();
+    let mut actual = obj;
+    for meta in [&mut expected["metadata"], &mut actual["metadata"]] {
+        let meta = meta.as_object_mut().unwrap();
+        for key in ["uid", "resourceVersion", "creationTimestamp", "managedFields"] {
+            meta.remove(key);
+        }
+    }
+    assert_eq!(actual, expected);
+}

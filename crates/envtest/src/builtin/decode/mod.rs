@@ -106,8 +106,27 @@ pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<S
     };
     drop_empty_collections(&mut out, &report.empty_collections);
     nil_for_absent_lists(&mut out, &obj);
+    integral_floats(&mut out);
     normalize::go_zero_values(kind, &mut out);
     Ok((out, report.unknown))
+}
+
+/// Go's encoder writes a float64 without a fraction as an integer (`1`, not
+/// `1.0`): schema bounds, free-form JSON.
+fn integral_floats(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats),
+        Value::Object(map) => map.values_mut().for_each(integral_floats),
+        _ => {}
+    }
 }
 
 /// k8s-openapi writes a required list the body left out as `[]`; Go writes
