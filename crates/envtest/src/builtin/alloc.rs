@@ -88,8 +88,11 @@ impl Allocator {
     /// honouring requested values (422 causes when taken or out of range). On
     /// dry run the values are shown but not reserved. Calling it again for the
     /// same Service (an update) keeps its values and frees what it no longer
-    /// needs. The server must call [`Allocator::release_service`] when the
-    /// Service is deleted or its creation fails after allocation.
+    /// needs. Call it after `apply_defaults` and, on update, after
+    /// `prepare_for_update` (which restores the values a PUT leaves out), and
+    /// before `validate`; as in kube-apiserver, its causes are reported alone.
+    /// The server must call [`Allocator::release_service`] when the Service is
+    /// deleted or its creation fails after allocation.
     pub fn allocate_service(&mut self, svc: &mut Value, dry_run: bool) -> Result<(), Vec<Cause>> {
         let owner = owner_of(svc);
         let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {

@@ -237,7 +237,10 @@ fn main_update(kind: &KindInfo, obj: &mut Value, old: &Value) {
                 }
             }
         }
-        ("", "Service") => keep_allocated_values(obj, old),
+        ("", "Service") => {
+            keep_allocated_values(obj, old);
+            drop_type_dependent_fields(obj, old);
+        }
         ("apps", "DaemonSet") => {
             // Restored here; bumped with the generation when the template changed.
             let annotation = old
@@ -334,6 +337,61 @@ fn finalize_update(obj: &mut Value, old: &Value) {
                 spec.remove("finalizers");
             }
         }
+    }
+}
+
+/// `dropTypeDependentFields`: after a type change, values the new type does
+/// not use are dropped when they are still the stored ones (a value the
+/// request changed is left for validation to judge).
+fn drop_type_dependent_fields(obj: &mut Value, old: &Value) {
+    let Some(old_spec) = old.get("spec") else {
+        return;
+    };
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let old_type = old_spec.get("type").and_then(Value::as_str).unwrap_or("");
+    let new_type = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if old_type == new_type {
+        return;
+    }
+    let node_ports = |t: &str| matches!(t, "NodePort" | "LoadBalancer");
+    if new_type == "ExternalName" {
+        for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            if spec.get(key) == old_spec.get(key) {
+                spec.remove(key);
+            }
+        }
+    }
+    if node_ports(old_type) && !node_ports(&new_type) {
+        let old_ports: Vec<Value> = old_spec
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("nodePort").cloned())
+            .collect();
+        for port in objects_mut(spec, "ports") {
+            if port
+                .get("nodePort")
+                .is_some_and(|np| old_ports.contains(np))
+            {
+                port.remove("nodePort");
+            }
+        }
+        if spec.get("healthCheckNodePort") == old_spec.get("healthCheckNodePort") {
+            spec.remove("healthCheckNodePort");
+        }
+    }
+    if new_type != "LoadBalancer"
+        && spec.get("allocateLoadBalancerNodePorts")
+            == old_spec.get("allocateLoadBalancerNodePorts")
+    {
+        spec.remove("allocateLoadBalancerNodePorts");
     }
 }
 

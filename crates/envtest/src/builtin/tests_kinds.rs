@@ -245,6 +245,18 @@ fn service_updates_keep_allocated_values() {
     );
     assert_eq!(updated["status"], json!({"loadBalancer": {}}));
 
+    // Turning it into a ClusterIP Service drops and frees its node ports.
+    let mut cluster_ip = updated.clone();
+    cluster_ip["spec"]["type"] = json!("ClusterIP");
+    prepare_for_update(services, &mut cluster_ip, &updated, None);
+    alloc.allocate_service(&mut cluster_ip, false).unwrap();
+    assert!(validate(services, &cluster_ip, Some(&updated)).is_empty());
+    assert!(cluster_ip["spec"]["ports"][0].get("nodePort").is_none());
+    let node_port = updated["spec"]["ports"][0]["nodePort"].clone();
+    let mut other = json!({"metadata": {"name": "o", "namespace": "n"}, "spec": {"type": "NodePort",
+        "ports": [{"port": 80, "nodePort": node_port}]}});
+    alloc.allocate_service(&mut other, false).unwrap();
+
     // Changing the cluster IP is refused.
     let mut moved = updated.clone();
     moved["spec"]["clusterIP"] = json!("10.96.0.99");
@@ -451,9 +463,44 @@ fn transcript_08_crd_create_is_stored_as_recorded() {
     let mut actual = obj;
     for meta in [&mut expected["metadata"], &mut actual["metadata"]] {
         let meta = meta.as_object_mut().unwrap();
-        for key in ["uid", "resourceVersion", "creationTimestamp", "managedFields"] {
+        for key in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+        ] {
             meta.remove(key);
         }
     }
     assert_eq!(actual, expected);
+}
+
+#[test]
+fn crd_schemas_round_trip_unchanged() {
+    let crds = kind("apiextensions.k8s.io", "customresourcedefinitions");
+    let schema = json!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {
+            "list": {"type": "array", "items": {"type": "string", "maxLength": 5}, "x-kubernetes-list-type": "set"},
+            "tuple": {"type": "array", "items": [{"type": "string"}]},
+            "map": {"type": "object", "additionalProperties": {"type": "integer", "format": "int32"}},
+            "open": {"type": "object", "additionalProperties": true},
+            "port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "ratio": {"type": "number", "minimum": 0.5, "default": 1.5, "example": {"a": [1, 2.0]}},
+            "rules": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() > 1", "message": "m"}]}
+        }
+    });
+    let body = json!({"metadata": {"name": "things.example.com"}, "spec": {"group": "example.com", "scope": "Cluster",
+        "names": {"plural": "things", "kind": "Thing"},
+        "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]}});
+    let (obj, unknown) = decode(crds, body).unwrap();
+    assert!(unknown.is_empty(), "{unknown:?}");
+    let mut expected = schema;
+    // Go writes the float64 2.0 of free-form JSON as 2.
+    expected["properties"]["ratio"]["example"]["a"][1] = json!(2);
+    assert_eq!(
+        obj["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+        expected
+    );
 }
