@@ -72,12 +72,14 @@ pub fn kinds() -> &'static [KindInfo] {
 }
 
 /// Decodes a request body object as the typed kind: fields the type does not
-/// know are dropped and their paths returned (sorted) for warnings or the
-/// Strict error; values of the wrong type are a 400 shaped like the real
+/// know are dropped and their paths returned for warnings or the Strict
+/// error; values of the wrong type are a 400 shaped like the real
 /// server's (`<Kind> in version "<v>" cannot be handled as a <Kind>: ...`).
 ///
 /// The paths come in the order the real server reports them for a JSON
-/// body: depth first in document order, each once, at most 100. `apiVersion`
+/// body: depth first in document order, each once, at most 100. (For a YAML
+/// body the real server's YAML-to-JSON step sorts keys first, so the order
+/// follows sorted keys at each level.) `apiVersion`
 /// and `kind` of the result are the kind's own (the server checks the body's
 /// against the URL first). Values are canonicalised as Go writes them back
 /// (quantities, times, base64) and empty maps and lists are dropped where Go
@@ -86,15 +88,16 @@ pub fn decode(kind: &KindInfo, obj: Value) -> ApiResult<(Value, Vec<String>)> {
     decode::decode(kind, obj)
 }
 
-/// Fills in the defaults kube-apiserver applies to `kind` on create and update.
+/// Fills in the defaults kube-apiserver applies to `kind` on create and update,
+/// including what its v1 conversion does (a Secret's `stringData` folded into
+/// `data`, a PodSpec's deprecated `serviceAccount` mirrored).
 pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
     defaults::apply(kind, obj);
 }
 
 /// Create-time changes the real server's registry strategies and admission
 /// plugins make before validation: `generation: 1` where the kind tracks it,
-/// Secret `stringData` folded into `data`, a Job's generated selector and
-/// labels, a Pod's `serviceAccountName` and `kube-api-access-<suffix>`
+/// a Job's generated selector and labels, a Pod's `serviceAccountName` and `kube-api-access-<suffix>`
 /// volume, status cleared where a status subresource exists, and the like.
 ///
 /// As in kube-apiserver, the server fills in `metadata.uid` and the name
