@@ -755,7 +755,7 @@ fn recorded_objects_are_fixed_points_of_decode_and_defaults() {
             };
             let kind_name = kind.kind;
             concrete(&mut obj, None);
-            placeholders_to_values(&mut obj, None);
+            placeholders_to_values(&mut obj);
             let (decoded, unknown) =
                 decode(kind, obj.clone()).unwrap_or_else(|e| panic!("{e}: {obj}"));
             assert!(unknown.is_empty(), "{unknown:?}");
