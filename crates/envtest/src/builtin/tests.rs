@@ -770,18 +770,12 @@ fn recorded_objects_are_fixed_points_of_decode_and_defaults() {
 }
 
 /// Placeholders in typed fields back to values of their type.
-fn placeholders_to_values(value: &mut Value, key: Option<&str>) {
+fn placeholders_to_values(value: &mut Value) {
     match value {
         Value::String(s) if s == "<nodePort>" => *value = json!(30001),
         Value::String(s) if s == "<clusterIP>" => *value = json!("10.96.0.20"),
-        Value::Array(items) => items
-            .iter_mut()
-            .for_each(|v| placeholders_to_values(v, key)),
-        Value::Object(map) => {
-            for (k, v) in map.iter_mut() {
-                placeholders_to_values(v, Some(k));
-            }
-        }
+        Value::Array(items) => items.iter_mut().for_each(placeholders_to_values),
+        Value::Object(map) => map.values_mut().for_each(placeholders_to_values),
         _ => {}
     }
 }
