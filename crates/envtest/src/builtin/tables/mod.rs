@@ -55,4 +55,35 @@ mod tests {
         let sel = json!({"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [{"key": "c", "operator": "In", "values": ["y", "x"]}]});
         assert_eq!(selector_string(Some(&sel)), "a=1,b=2,c in (x,y)");
     }
+
+    #[test]
+    fn pod_rows_follow_container_states() {
+        let kind = crate::builtin::find("", "pods").unwrap();
+        let now: jiff::Timestamp = "2026-11-30T10:10:00Z".parse().unwrap();
+        let pod = json!({
+            "metadata": {"name": "p", "creationTimestamp": "2026-11-30T10:00:00Z"},
+            "spec": {"containers": [{"name": "a"}, {"name": "b"}], "nodeName": "n1"},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.5"}],
+                "containerStatuses": [
+                    {"name": "a", "ready": true, "restartCount": 2, "state": {"running": {}},
+                     "lastState": {"terminated": {"exitCode": 1, "finishedAt": "2026-11-30T10:09:00Z"}}},
+                    {"name": "b", "ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+                ]}
+        });
+        let (_, rows) = table(kind, &[pod], now).unwrap();
+        assert_eq!(
+            rows[0],
+            vec![
+                json!("p"),
+                json!("1/2"),
+                json!("CrashLoopBackOff"),
+                json!("3 (60s ago)"),
+                json!("10m"),
+                json!("10.0.0.5"),
+                json!("n1"),
+                json!("<none>"),
+                json!("<none>"),
+            ]
+        );
+    }
 }

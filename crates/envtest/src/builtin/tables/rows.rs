@@ -155,6 +155,11 @@ fn containers_and_images(obj: &Value, pointer: &str) -> (String, String) {
     (names.join(","), images.join(","))
 }
 
+/// When a container last terminated before restarting.
+fn finished_at(status: &Value) -> Option<jiff::Timestamp> {
+    timestamp(status.pointer("/lastState/terminated/finishedAt"))
+}
+
 fn pod_row(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
     let total = len_at(pod, "/spec/containers");
     let mut reason = s(pod, "/status/phase").to_string();
@@ -162,6 +167,7 @@ fn pod_row(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
         reason = s(pod, "/status/reason").to_string();
     }
     let mut restarts = 0;
+    let mut last_restart: Option<jiff::Timestamp> = None;
     let mut ready = 0;
     let mut initializing = false;
     let init_total = len_at(pod, "/spec/initContainers");
@@ -173,6 +179,7 @@ fn pod_row(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
         .enumerate()
     {
         restarts += int(status, "/restartCount");
+        last_restart = last_restart.max(finished_at(status));
         let terminated = status.pointer("/state/terminated").filter(|t| !t.is_null());
         let waiting_reason = s(status, "/state/waiting/reason");
         match terminated {
@@ -205,6 +212,7 @@ fn pod_row(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
             .map_or(&[][..], Vec::as_slice);
         for status in statuses.iter().rev() {
             restarts += int(status, "/restartCount");
+            last_restart = last_restart.max(finished_at(status));
             let terminated = status.pointer("/state/terminated").filter(|t| !t.is_null());
             if !s(status, "/state/waiting/reason").is_empty() {
                 reason = s(status, "/state/waiting/reason").to_string();
@@ -282,7 +290,13 @@ fn pod_row(pod: &Value, now: jiff::Timestamp) -> Vec<Value> {
         json!(s(pod, "/metadata/name")),
         json!(format!("{ready}/{total}")),
         json!(reason),
-        json!(restarts.to_string()),
+        json!(match last_restart {
+            Some(at) => format!(
+                "{restarts} ({} ago)",
+                human_duration(now.as_second() - at.as_second())
+            ),
+            None => restarts.to_string(),
+        }),
         json!(since(pod.pointer("/metadata/creationTimestamp"), now)),
         json!(or_none(pod_ip)),
         json!(or_none(s(pod, "/spec/nodeName"))),

@@ -136,6 +136,22 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             }
             causes
         }
+        ("apps", "ControllerRevision", _) => {
+            let mut causes = Vec::new();
+            if obj.get("data").is_none_or(Value::is_null) {
+                causes.push(Cause::required("data", "data is mandatory"));
+            }
+            if let Some(revision) = obj.get("revision").and_then(Value::as_i64)
+                && revision < 0
+            {
+                causes.push(Cause::invalid(
+                    "revision",
+                    &Value::from(revision),
+                    "must be greater than or equal to 0",
+                ));
+            }
+            causes
+        }
         ("batch", "Job", None) => workloads::job(obj),
         ("batch", "Job", Some(old)) => workloads::job_update(obj, old),
         ("batch", "CronJob", _) => workloads::cron_job(obj),
