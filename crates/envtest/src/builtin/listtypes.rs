@@ -31,7 +31,7 @@ fn merge(key: &str) -> PatchStrategy {
 type Shape = (ListType, PatchStrategy);
 
 fn keyed(keys: &[&str]) -> Shape {
-    (map(keys), merge(keys[0]))
+    (map(keys), merge(keys.first().copied().unwrap_or_default()))
 }
 
 /// Where the PodSpec of a kind starts.
