@@ -193,47 +193,12 @@ impl Allocator {
             }
         }
 
+        // As kube-apiserver, the first failed allocation is reported alone.
+        if !causes.is_empty() {
+            return Err(causes);
+        }
         if node_ports_needed(spec) {
-            let ports = spec.get_mut("ports").and_then(Value::as_array_mut);
-            let mut chosen: BTreeSet<i64> = BTreeSet::new();
-            for (i, port) in ports.into_iter().flatten().enumerate() {
-                let Some(port) = port.as_object_mut() else {
-                    continue;
-                };
-                let requested = port.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
-                let node_port = if requested != 0 {
-                    let taken = self.ports.get(&requested).is_some_and(|o| *o != owner);
-                    if !(NODE_PORT_MIN..=NODE_PORT_MAX).contains(&requested) {
-                        causes.push(Cause::invalid(
-                            format!("spec.ports[{i}].nodePort"),
-                            &json!(requested),
-                            "provided port is not in the valid range. The range of valid ports is 30000-32767",
-                        ));
-                    } else if taken || chosen.contains(&requested) {
-                        causes.push(Cause::invalid(
-                            format!("spec.ports[{i}].nodePort"),
-                            &json!(requested),
-                            "provided port is already allocated",
-                        ));
-                    }
-                    requested
-                } else {
-                    match self.free_port(&mut rng, &chosen) {
-                        Some(p) => p,
-                        None => {
-                            causes.push(Cause::new(
-                                "FieldValueInvalid",
-                                format!("spec.ports[{i}].nodePort"),
-                                "Internal error: range is full",
-                            ));
-                            continue;
-                        }
-                    }
-                };
-                port.insert("nodePort".into(), json!(node_port));
-                chosen.insert(node_port);
-            }
-            wanted.ports = chosen;
+            wanted.ports = self.node_ports(spec, &owner, &mut rng)?;
         }
 
         if !causes.is_empty() {
@@ -243,6 +208,90 @@ impl Allocator {
             self.commit(&owner, wanted);
         }
         Ok(())
+    }
+
+    /// `initNodePorts`: ports sharing a port number (`53/TCP`, `53/UDP`) share
+    /// a node port; requested values are checked, others picked.
+    fn node_ports(
+        &self,
+        spec: &mut serde_json::Map<String, Value>,
+        owner: &str,
+        rng: &mut impl Rng,
+    ) -> Result<BTreeSet<i64>, Vec<Cause>> {
+        let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) else {
+            return Ok(BTreeSet::new());
+        };
+        let number = |p: &Value| p.get("port").and_then(Value::as_i64).unwrap_or(0);
+        let node_port = |p: &Value| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
+        let mut chosen: BTreeSet<i64> = BTreeSet::new();
+        let mut by_port: HashMap<i64, i64> = HashMap::new();
+        let claim = |chosen: &mut BTreeSet<i64>,
+                     i: usize,
+                     requested: i64|
+         -> Result<(), Vec<Cause>> {
+            let detail = if !(NODE_PORT_MIN..=NODE_PORT_MAX).contains(&requested) {
+                Some(
+                    "provided port is not in the valid range. The range of valid ports is 30000-32767",
+                )
+            } else if chosen.contains(&requested)
+                || self.ports.get(&requested).is_some_and(|o| o != owner)
+            {
+                Some("provided port is already allocated")
+            } else {
+                None
+            };
+            match detail {
+                Some(detail) => Err(vec![Cause::invalid(
+                    format!("spec.ports[{i}].nodePort"),
+                    &json!(requested),
+                    detail,
+                )]),
+                None => {
+                    chosen.insert(requested);
+                    Ok(())
+                }
+            }
+        };
+        for i in 0..ports.len() {
+            let Some(port) = ports.get(i) else { continue };
+            let (port_number, requested) = (number(port), node_port(port));
+            let assigned = match by_port.get(&port_number) {
+                None => {
+                    // A value requested on this or a later port of the same number.
+                    let wanted = ports
+                        .iter()
+                        .skip(i)
+                        .filter(|p| number(p) == port_number)
+                        .map(node_port)
+                        .find(|np| *np != 0)
+                        .unwrap_or(0);
+                    if wanted != 0 {
+                        claim(&mut chosen, i, wanted)?;
+                        wanted
+                    } else {
+                        let Some(free) = self.free_port(rng, &chosen) else {
+                            return Err(vec![Cause::new(
+                                "FieldValueInvalid",
+                                format!("spec.ports[{i}].nodePort"),
+                                "Internal error: range is full",
+                            )]);
+                        };
+                        chosen.insert(free);
+                        free
+                    }
+                }
+                Some(shared) if requested == 0 || requested == *shared => *shared,
+                Some(_) => {
+                    claim(&mut chosen, i, requested)?;
+                    requested
+                }
+            };
+            by_port.entry(port_number).or_insert(assigned);
+            if let Some(port) = ports.get_mut(i).and_then(Value::as_object_mut) {
+                port.insert("nodePort".into(), json!(assigned));
+            }
+        }
+        Ok(chosen)
     }
 
     fn free_ip(&self, rng: &mut impl Rng) -> Option<u32> {
@@ -354,6 +403,24 @@ mod tests {
         alloc.allocate_service(&mut a, false).unwrap();
         alloc.release_service(&a);
         alloc.allocate_service(&mut b, false).unwrap();
+    }
+
+    #[test]
+    fn ports_of_one_number_share_a_node_port() {
+        let mut alloc = Allocator::default();
+        let mut dns = svc(
+            "dns",
+            json!({"type": "NodePort", "ports": [
+                {"name": "tcp", "port": 53, "protocol": "TCP"},
+                {"name": "udp", "port": 53, "protocol": "UDP", "nodePort": 30053},
+                {"name": "web", "port": 80, "protocol": "TCP"}
+            ]}),
+        );
+        alloc.allocate_service(&mut dns, false).unwrap();
+        let ports = &dns["spec"]["ports"];
+        assert_eq!(ports[0]["nodePort"], 30053);
+        assert_eq!(ports[1]["nodePort"], 30053);
+        assert_ne!(ports[2]["nodePort"], 30053);
     }
 
     #[test]
