@@ -5,9 +5,6 @@
 //! Ground truth: the transcripts recorded from kube-apiserver v1.24
 //! (`tests/fixtures/transcripts`), then the Kubernetes sources of that version.
 
-// `ApiResult` is the crate's shared error contract; its size is a given here.
-#![allow(clippy::result_large_err)]
-
 mod alloc;
 mod decode;
 mod defaults;
