@@ -3,9 +3,10 @@
 //!
 //! Fields missing from a stored configuration take the `admissionregistration.k8s.io/v1`
 //! defaults (kube-apiserver defaults them on write, so it never sees them absent):
-//! `failurePolicy: Fail`, `matchPolicy: Equivalent`, empty selectors,
+//! `failurePolicy: Fail`, empty selectors,
 //! `timeoutSeconds: 10`, `reinvocationPolicy: Never`, rule `scope: "*"`,
-//! service `port: 443`.
+//! service `port: 443`. `matchPolicy` is not read: in envtest `Equivalent`
+//! and `Exact` match the same requests (see the module overview).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,8 +56,6 @@ pub(crate) struct Webhook {
     pub rules: Vec<Rule>,
     /// `failurePolicy: Ignore`.
     pub ignore_failures: bool,
-    /// `matchPolicy: Exact`.
-    pub exact_match: bool,
     pub namespace_selector: Result<LabelSelector, String>,
     pub object_selector: Result<LabelSelector, String>,
     pub side_effects: Option<String>,
@@ -157,7 +156,6 @@ fn compile_webhook(config_name: &str, index: usize, hook: &Value, hook_type: Hoo
             .map(|rules| rules.iter().map(compile_rule).collect())
             .unwrap_or_default(),
         ignore_failures: text("failurePolicy") == Some("Ignore"),
-        exact_match: text("matchPolicy") == Some("Exact"),
         namespace_selector: LabelSelector::parse(hook.get("namespaceSelector")),
         object_selector: LabelSelector::parse(hook.get("objectSelector")),
         side_effects: text("sideEffects").map(str::to_string),
@@ -199,7 +197,6 @@ mod tests {
         );
         let hook = &set.hooks[0];
         assert!(!hook.ignore_failures);
-        assert!(!hook.exact_match);
         assert!(!hook.reinvoke_if_needed);
         assert_eq!(hook.timeout, Duration::from_secs(10));
         assert_eq!(hook.rules[0].scope, Scope::All);

@@ -162,13 +162,13 @@ impl WebhookRegistry {
                 let outcome = self
                     .call_mutating(hook, attrs, object.as_ref(), &routes, warnings)
                     .await;
-                if let Ok(Some(patched)) = &outcome {
-                    if object.as_ref() != Some(patched) {
-                        // Webhooks that ran before this change see it on reinvocation;
-                        // the webhook that made it is not reinvoked for its own change.
-                        to_reinvoke.extend(invoked_reinvocable.drain());
-                        reinvoke = true;
-                    }
+                if let Ok(Some(patched)) = &outcome
+                    && object.as_ref() != Some(patched)
+                {
+                    // Webhooks that ran before this change see it on reinvocation;
+                    // the webhook that made it is not reinvoked for its own change.
+                    to_reinvoke.extend(invoked_reinvocable.drain());
+                    reinvoke = true;
                 }
                 if hook.reinvoke_if_needed {
                     invoked_reinvocable.insert(hook.uid.as_str());

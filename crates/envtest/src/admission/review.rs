@@ -78,7 +78,26 @@ fn type_error(value: &Value, field: &str, go_type: &str) -> String {
 
 /// Go's `encoding/json` wording for a body that does not parse.
 fn json_syntax_error(body: &[u8], error: &serde_json::Error) -> String {
-    let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    let start = body.iter().position(|b| !b.is_ascii_whitespace());
+    let first = start.and_then(|i| body.get(i)).copied();
+    // A bare word that is not true, false or null: Go names the first wrong letter.
+    if let (Some(i), Some(word)) = (
+        start,
+        ["true", "false", "null"]
+            .into_iter()
+            .find(|w| first == w.bytes().next()),
+    ) {
+        let rest = body.get(i..).unwrap_or_default();
+        for (have, want) in rest.iter().zip(word.bytes()).skip(1) {
+            if *have != want {
+                return format!(
+                    "invalid character {:?} in literal {word} (expecting {:?})",
+                    char::from(*have),
+                    char::from(want)
+                );
+            }
+        }
+    }
     match first {
         Some(c) if !b"{[\"tfn-0123456789".contains(&c) => format!(
             "invalid character {:?} looking for beginning of value",
@@ -344,10 +363,8 @@ fn decode_response(review: &Map<String, Value>) -> Result<(Decoded, bool), Respo
                     decoded.warnings.push(w.to_string());
                 }
             }
-            "auditAnnotations" => {
-                if !value.is_object() {
-                    return Err(Decode(type_error(value, &path, "map[string]string")));
-                }
+            "auditAnnotations" if !value.is_object() => {
+                return Err(Decode(type_error(value, &path, "map[string]string")));
             }
             _ => {}
         }
@@ -481,6 +498,10 @@ mod tests {
         assert_eq!(
             decode(answer(200, None, "<html>")),
             "couldn't get version/kind; json parse error: invalid character '<' looking for beginning of value"
+        );
+        assert_eq!(
+            decode(answer(200, None, "not json")),
+            "couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u')"
         );
         assert_eq!(
             decode(answer(200, None, "{\"response\": ")),

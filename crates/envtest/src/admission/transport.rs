@@ -317,8 +317,9 @@ fn tls_cause(e: &std::io::Error, server_name: &ServerName<'_>) -> String {
             CertificateError::NotValidForNameContext { presented, .. } => {
                 let name = server_name.to_str();
                 let ip = matches!(server_name, ServerName::IpAddress(_));
-                let relevant: Vec<&String> = presented
+                let relevant: Vec<String> = presented
                     .iter()
+                    .map(|p| presented_name(p))
                     .filter(|p| p.parse::<IpAddr>().is_ok() == ip)
                     .collect();
                 if ip && relevant.is_empty() {
@@ -326,10 +327,9 @@ fn tls_cause(e: &std::io::Error, server_name: &ServerName<'_>) -> String {
                         "cannot validate certificate for {name} because it doesn't contain any IP SANs"
                     ))
                 } else {
-                    let valid: Vec<&str> = relevant.iter().map(|s| s.as_str()).collect();
                     verify(format!(
                         "certificate is valid for {}, not {name}",
-                        valid.join(", ")
+                        relevant.join(", ")
                     ))
                 }
             }
@@ -344,6 +344,15 @@ fn tls_cause(e: &std::io::Error, server_name: &ServerName<'_>) -> String {
         }
         other => format!("tls: {other}"),
     }
+}
+
+/// A name as webpki presents it (`DnsName("a.b")`, `IpAddress(1.2.3.4)`) as plain text.
+fn presented_name(presented: &str) -> String {
+    let inner = presented
+        .split_once('(')
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .unwrap_or(presented);
+    inner.trim_matches('"').to_string()
 }
 
 async fn exchange(
@@ -415,6 +424,13 @@ fn hyper_cause(e: hyper::Error) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn presented_names_are_plain() {
+        assert_eq!(presented_name("DnsName(\"localhost\")"), "localhost");
+        assert_eq!(presented_name("IpAddress(127.0.0.1)"), "127.0.0.1");
+        assert_eq!(presented_name("plain"), "plain");
+    }
 
     #[test]
     fn paths_are_cleaned_like_go() {
