@@ -29,6 +29,11 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     Arc::new(env)
 });
 
+/// Why `expression` does not compile, if it does not (for configuration validation).
+pub(crate) fn compile_error(expression: &str) -> Option<String> {
+    ENV.compile(expression).err().map(|e| e.to_string())
+}
+
 #[derive(Debug)]
 struct Condition {
     expression: String,

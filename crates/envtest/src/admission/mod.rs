@@ -11,7 +11,13 @@
 //! ```text
 //! let registry = WebhookRegistry::new(cluster_view);       // once, at start-up
 //! registry.set_routes(config.webhook_routes.clone());      // --webhook-route flags
-//! registry.set_configurations(&mutating, &validating);     // whenever one is written
+//!
+//! // writing a Mutating/ValidatingWebhookConfiguration (create / update):
+//! default_configuration(ConfigurationKind::Mutating, &mut obj);
+//! let causes = validate_configuration(ConfigurationKind::Mutating, &obj, old.as_ref());
+//! if !causes.is_empty() { return Err(invalid_configuration(kind, name, causes)) } // 422
+//! //   store, then (also after a delete) hand every stored configuration over:
+//! registry.set_configurations(&mutating, &validating);
 //!
 //! // create / update / delete (and subresources, CONNECT):
 //! //   decode, then the server's own defaulting and preparation, then:
@@ -67,6 +73,7 @@ mod review;
 pub mod routes;
 mod selector;
 mod transport;
+mod validation;
 
 pub use attributes::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
@@ -74,3 +81,6 @@ pub use attributes::{
 pub use dispatch::{Admission, WebhookRegistry};
 pub use matching::{ClusterView, EmptyCluster};
 pub use routes::{WebhookRoute, WebhookRoutes};
+pub use validation::{
+    ConfigurationKind, default_configuration, invalid_configuration, validate_configuration,
+};
