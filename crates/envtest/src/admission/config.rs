@@ -19,6 +19,8 @@ use super::transport::ClientSpec;
 
 /// Default `timeoutSeconds` of the v1 API.
 pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+/// Largest `timeoutSeconds` the v1 API accepts.
+pub(crate) const MAX_TIMEOUT_SECONDS: u64 = 30;
 
 /// Which dispatcher a webhook belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +149,9 @@ fn compile_webhook(config_name: &str, index: usize, hook: &Value, hook_type: Hoo
         .get("timeoutSeconds")
         .and_then(Value::as_u64)
         .filter(|t| *t > 0)
-        .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+        .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+        // The API allows 1 to 30 seconds; an unvalidated stored value is kept in that range.
+        .min(MAX_TIMEOUT_SECONDS);
     Webhook {
         uid: format!("{config_name}/{name}/{index}"),
         rules: hook

@@ -75,6 +75,9 @@ mod selector;
 mod transport;
 mod validation;
 
+#[cfg(test)]
+mod proptests;
+
 pub use attributes::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
 };
