@@ -6,95 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use admission_support::fixtures::*;
 use admission_support::{Pki, Reply, SERVICE_NAME, TestCluster, WebhookServer, closed_port};
 use opctl_envtest::admission::{
-    AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, WebhookRegistry,
-    WebhookRoute, WebhookRoutes,
+    AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, WebhookRoute,
+    WebhookRoutes,
 };
 use opctl_envtest::error::ApiError;
 use serde_json::{Value, json};
-
-fn pod(name: &str, labels: Value) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": labels},
-        "spec": {"containers": [{"name": "app", "image": "nginx"}]}
-    })
-}
-
-fn create_pod(namespace: &str, object: Value) -> AdmissionAttributes {
-    let name = object["metadata"]["name"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    AdmissionAttributes::new(
-        Operation::Create,
-        GroupVersionKind::new("", "v1", "Pod"),
-        GroupVersionResource::new("", "v1", "pods"),
-        namespace,
-        &name,
-    )
-    .with_object(object)
-    .with_options(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}))
-}
-
-fn url_client(server: &WebhookServer, pki: &Pki, path: &str) -> Value {
-    json!({"url": server.url(path), "caBundle": pki.ca_bundle()})
-}
-
-/// A webhook on Pod CREATE/UPDATE with the fields `opctl create webhook` writes.
-fn hook(name: &str, client: Value) -> Value {
-    json!({
-        "name": name,
-        "clientConfig": client,
-        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
-        "sideEffects": "None",
-        "admissionReviewVersions": ["v1"],
-    })
-}
-
-fn with(mut hook: Value, field: &str, value: Value) -> Value {
-    hook[field] = value;
-    hook
-}
-
-fn configuration(kind: &str, name: &str, hooks: Vec<Value>) -> Value {
-    json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
-        "metadata": {"name": name}, "webhooks": hooks
-    })
-}
-
-fn mutating(name: &str, hooks: Vec<Value>) -> Value {
-    configuration("MutatingWebhookConfiguration", name, hooks)
-}
-
-fn validating(name: &str, hooks: Vec<Value>) -> Value {
-    configuration("ValidatingWebhookConfiguration", name, hooks)
-}
-
-fn registry(cluster: TestCluster) -> WebhookRegistry {
-    WebhookRegistry::new(Arc::new(cluster.with_namespace("default", &[])))
-}
-
-fn labels_of(object: &Value) -> Value {
-    object["metadata"]["labels"].clone()
-}
-
-fn add_label(key: &str, value: &str) -> Value {
-    json!([{"op": "add", "path": format!("/metadata/labels/{key}"), "value": value}])
-}
-
-async fn mutate(
-    reg: &WebhookRegistry,
-    attrs: &AdmissionAttributes,
-) -> Result<Option<Value>, ApiError> {
-    reg.admit_mutating(attrs).await.result
-}
-
-async fn validate(reg: &WebhookRegistry, attrs: &AdmissionAttributes) -> Result<(), ApiError> {
-    reg.admit_validating(attrs).await.result
-}
 
 #[tokio::test]
 async fn mutating_webhooks_run_in_name_order_and_see_earlier_patches() {

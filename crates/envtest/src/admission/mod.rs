@@ -77,6 +77,8 @@ mod validation;
 
 #[cfg(test)]
 mod proptests;
+#[cfg(test)]
+mod validation_tests;
 
 pub use attributes::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,

@@ -2,6 +2,8 @@
 //! certificate made with rcgen at test start, a loopback listener on a
 //! random port, and a scripted handler that answers each AdmissionReview.
 
+pub mod fixtures;
+
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
