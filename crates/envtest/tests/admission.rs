@@ -1035,3 +1035,54 @@ async fn concurrent_requests_share_one_registry() {
     }
     assert_eq!(count.load(Ordering::SeqCst), 8);
 }
+
+#[tokio::test]
+async fn no_ca_bundle_means_system_roots() {
+    let pki = Pki::new();
+    let server = WebhookServer::start(&pki, Reply::allow).await;
+    let reg = registry(TestCluster::default());
+    let client = json!({"url": server.url("/v")});
+    reg.set_configurations(
+        &[],
+        &[validating("v", vec![hook("roots.example.com", client)])],
+    );
+    let err = validate(&reg, &create_pod("default", pod("p", json!({}))))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message
+            .ends_with("x509: certificate signed by unknown authority"),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn v1beta1_only_webhooks_get_a_v1beta1_review() {
+    let pki = Pki::new();
+    // v1beta1 answers were never checked for uid or kind.
+    let server = WebhookServer::start(&pki, |_| {
+        Reply::json(
+            200,
+            json!({"response": {"uid": "anything", "allowed": true,
+                   "patch": "W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2xhYmVscy92MWJldGExIiwidmFsdWUiOiJ5ZXMifV0="}}),
+        )
+    })
+    .await;
+    let reg = registry(TestCluster::default());
+    let h = with(
+        hook("old.example.com", url_client(&server, &pki, "/")),
+        "admissionReviewVersions",
+        json!(["v1beta1"]),
+    );
+    reg.set_configurations(&[mutating("m", vec![h])], &[]);
+    let out = mutate(&reg, &create_pod("default", pod("p", json!({}))))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out["metadata"]["labels"]["v1beta1"], "yes");
+    assert_eq!(
+        server.received()[0].review["apiVersion"],
+        "admission.k8s.io/v1beta1"
+    );
+}

@@ -127,8 +127,9 @@ impl UserInfo {
 
 /// Everything a webhook call needs to know about one API request.
 ///
-/// `kind` and `resource` are those of the request as received (the request
-/// kind/resource of the `AdmissionRequest`). `object` is the object being
+/// `kind` and `resource` are those of the request as received. They are sent
+/// both as `kind`/`resource` and as `requestKind`/`requestResource`: envtest
+/// never converts a request to an equivalent version for a webhook. `object` is the object being
 /// admitted as it would be stored (`None` for DELETE), `old_object` the stored
 /// object on UPDATE and DELETE. `options` is the `CreateOptions` /
 /// `UpdateOptions` / `DeleteOptions` object (with `kind` and `apiVersion`

@@ -3,7 +3,7 @@
 //! (`Post "<url>": dial tcp 127.0.0.1:9443: connect: connection refused`).
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use base64::Engine;
@@ -20,6 +20,10 @@ use tokio_rustls::TlsConnector;
 
 use super::matching::ClusterView;
 use super::routes::WebhookRoutes;
+
+/// The system's trusted roots, read once: used by webhooks without a caBundle.
+static NATIVE_ROOTS: LazyLock<Vec<CertificateDer<'static>>> =
+    LazyLock::new(|| rustls_native_certs::load_native_certs().certs);
 
 /// Largest webhook response read (a guard, not a kube-apiserver limit).
 const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
@@ -146,9 +150,9 @@ fn tls_config(ca_bundle: Option<&Value>) -> Result<Arc<ClientConfig>, String> {
         Some(_) => return Err("caBundle must be a base64 string".to_string()),
     };
     if bundle.is_empty() {
-        for cert in rustls_native_certs::load_native_certs().certs {
+        for cert in NATIVE_ROOTS.iter() {
             // A system root rustls cannot use is skipped, as Go skips it.
-            let _ = roots.add(cert);
+            let _ = roots.add(cert.clone());
         }
     } else {
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bundle)
