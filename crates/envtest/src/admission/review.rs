@@ -331,8 +331,22 @@ fn decode_response(review: &Map<String, Value>) -> Result<(Decoded, bool), Respo
                     .ok_or_else(|| Decode(type_error(value, &path, "bool")))?;
             }
             "status" => {
-                if !value.is_object() {
+                let Some(status) = value.as_object() else {
                     return Err(Decode(type_error(value, &path, "v1.Status")));
+                };
+                for (field, go_type) in [
+                    ("status", "string"),
+                    ("message", "string"),
+                    ("reason", "v1.StatusReason"),
+                ] {
+                    if let Some(v) = status.get(field).filter(|v| !v.is_null() && !v.is_string()) {
+                        return Err(Decode(type_error(v, &format!("{path}.{field}"), go_type)));
+                    }
+                }
+                if let Some(code) = status.get("code").filter(|v| !v.is_null())
+                    && code.as_i64().is_none_or(|c| i32::try_from(c).is_err())
+                {
+                    return Err(Decode(type_error(code, &format!("{path}.code"), "int32")));
                 }
                 decoded.status = Some(value.clone());
             }
@@ -514,6 +528,10 @@ mod tests {
         assert_eq!(
             decode(ok(json!({"response": {"allowed": "yes"}}))),
             "json: cannot unmarshal string into Go struct field AdmissionReview.response.allowed of type bool"
+        );
+        assert_eq!(
+            decode(ok(json!({"response": {"status": {"code": "403"}}}))),
+            "json: cannot unmarshal string into Go struct field AdmissionReview.response.status.code of type int32"
         );
         assert_eq!(
             decode(ok(json!({"response": {"patch": "a*=="}}))),
