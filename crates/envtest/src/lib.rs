@@ -5,6 +5,7 @@
 //! clients (kubectl, kube-rs, the Python client), checked against transcripts
 //! recorded from a real server (`tests/fixtures/transcripts`).
 
+pub mod admission;
 pub mod builtin;
 pub mod error;
 pub mod patch;
