@@ -117,7 +117,11 @@ fn summary(r: &Resource) -> String {
 fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     names::validate_group(&args.group).or_else(|err| {
         // Built-in groups may be given in full (rbac.authorization.k8s.io) or as "core".
-        if !args.resource && builtin::is_builtin_group(&args.group) { Ok(()) } else { Err(err) }
+        if !args.resource && builtin::is_builtin_group(&args.group) {
+            Ok(())
+        } else {
+            Err(err)
+        }
     })?;
     names::validate_version(&args.version)?;
     names::validate_kind(&args.kind)?;
@@ -125,7 +129,9 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         names::validate_plural(plural)?;
     }
     if !args.resource && !args.controller {
-        anyhow::bail!("nothing to scaffold: --resource=false and --controller=false; drop one of them");
+        anyhow::bail!(
+            "nothing to scaffold: --resource=false and --controller=false; drop one of them"
+        );
     }
 
     let resource = if args.resource {
@@ -145,11 +151,9 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     }
     if resource.controller {
         let module = names::kind_module(&resource.kind);
-        if let Some(other) = project
-            .resources
-            .iter()
-            .find(|r| r.controller && !r.same_gvk(&resource) && names::kind_module(&r.kind) == module)
-        {
+        if let Some(other) = project.resources.iter().find(|r| {
+            r.controller && !r.same_gvk(&resource) && names::kind_module(&r.kind) == module
+        }) {
             anyhow::bail!(
                 "src/controller/{module}.rs already holds the controller of {}; pass --controller=false (one controller reconciles a kind in all its versions)",
                 other.gvk()
@@ -177,9 +181,14 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     }
     let api_group = format!("{}.{}", args.group, project.domain);
     if !names::is_dns1123_subdomain(&api_group) {
-        anyhow::bail!("the API group {api_group} is longer than 253 characters; choose a shorter --group");
+        anyhow::bail!(
+            "the API group {api_group} is longer than 253 characters; choose a shorter --group"
+        );
     }
-    let plural = args.plural.clone().unwrap_or_else(|| names::plural_of(&args.kind));
+    let plural = args
+        .plural
+        .clone()
+        .unwrap_or_else(|| names::plural_of(&args.kind));
     let module = names::group_module(&args.group);
     for other in project.crd_resources() {
         if other.group != args.group && names::group_module(&other.group) == module {
@@ -189,7 +198,8 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
                 other.group
             );
         }
-        if other.api_group != api_group || other.version != args.version || other.kind == args.kind {
+        if other.api_group != api_group || other.version != args.version || other.kind == args.kind
+        {
             continue;
         }
         for (a, b) in [(&args.kind, &other.kind), (&other.kind, &args.kind)] {
@@ -204,7 +214,10 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
             }
         }
     }
-    if let Some(other) = project.crd_resources().find(|r| r.api_group == api_group && r.kind == args.kind) {
+    if let Some(other) = project
+        .crd_resources()
+        .find(|r| r.api_group == api_group && r.kind == args.kind)
+    {
         if other.plural != plural {
             anyhow::bail!(
                 "{} already has the plural {:?} in version {}; every version of a kind shares it: pass --plural {}",
@@ -218,7 +231,11 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
             anyhow::bail!(
                 "{} is {} in version {}; every version of a kind shares its scope: pass --namespaced={}",
                 args.kind,
-                if other.namespaced { "namespaced" } else { "cluster-scoped" },
+                if other.namespaced {
+                    "namespaced"
+                } else {
+                    "cluster-scoped"
+                },
                 other.version,
                 other.namespaced
             );

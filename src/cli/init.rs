@@ -51,7 +51,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     )?;
     report.print();
     println!();
-    println!("Scaffolded project {} (domain {}).", project.project_name, project.domain);
+    println!(
+        "Scaffolded project {} (domain {}).",
+        project.project_name, project.domain
+    );
     println!("Next: add a kind and its controller, for example");
     println!("  opctl create api --group webapp --version v1 --kind Guestbook");
     println!("or a controller for a built-in kind:");
@@ -65,7 +68,10 @@ fn project_for(root: &Path, args: Args) -> anyhow::Result<Project> {
     let name = match args.project_name {
         Some(name) => name,
         None => {
-            let dir = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let dir = root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let name = names::project_name_from_dir(&dir);
             if names::validate_project_name(&name).is_err() {
                 anyhow::bail!(
@@ -79,7 +85,9 @@ fn project_for(root: &Path, args: Args) -> anyhow::Result<Project> {
     if let Some(owner) = &args.owner
         && (owner.trim().is_empty() || owner.chars().any(char::is_control))
     {
-        anyhow::bail!("invalid --owner {owner:?}: give a name without control characters, for example --owner \"Jane Doe\"");
+        anyhow::bail!(
+            "invalid --owner {owner:?}: give a name without control characters, for example --owner \"Jane Doe\""
+        );
     }
     if root.join(PROJECT_FILE).exists() {
         anyhow::bail!(
@@ -87,5 +95,11 @@ fn project_for(root: &Path, args: Args) -> anyhow::Result<Project> {
             root.display()
         );
     }
-    Ok(Project::new(&args.domain, &name, args.owner, args.license, args.namespaced))
+    Ok(Project::new(
+        &args.domain,
+        &name,
+        args.owner,
+        args.license,
+        args.namespaced,
+    ))
 }

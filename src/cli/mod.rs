@@ -75,5 +75,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// The directory the command works in.
 pub fn current_dir() -> anyhow::Result<std::path::PathBuf> {
-    std::env::current_dir().map_err(|err| anyhow::anyhow!("cannot use the current directory: {err}; cd to an existing directory"))
+    std::env::current_dir().map_err(|err| {
+        anyhow::anyhow!("cannot use the current directory: {err}; cd to an existing directory")
+    })
 }

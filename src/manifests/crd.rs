@@ -34,7 +34,9 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<CrdFile>> 
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .output()
-        .context("cannot run cargo; install Rust (https://rustup.rs) and run `opctl manifests` again")?;
+        .context(
+            "cannot run cargo; install Rust (https://rustup.rs) and run `opctl manifests` again",
+        )?;
     if !output.status.success() {
         anyhow::bail!(
             "the project does not compile: `cargo run --bin {bin}` failed ({}); fix the errors cargo printed above and run `opctl manifests` again",
@@ -51,7 +53,8 @@ pub fn parse(json: &[u8]) -> anyhow::Result<Vec<CrdFile>> {
     for crd in crds {
         let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
         let body = serde_saphyr::to_string(&crd).context("cannot render a CRD as YAML")?;
-        let yaml = format!("# Written by `opctl manifests` from src/api. DO NOT EDIT.\n---\n{body}");
+        let yaml =
+            format!("# Written by `opctl manifests` from src/api. DO NOT EDIT.\n---\n{body}");
         files.push(CrdFile { file, yaml });
     }
     files.sort_by(|a, b| a.file.cmp(&b.file));
@@ -83,9 +86,14 @@ mod tests {
         let files = parse(CRD.as_bytes()).expect("parses");
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].file, "zalando.org_databases.yaml");
-        let back: CustomResourceDefinition = serde_saphyr::from_str(&files[0].yaml).expect("YAML parses");
+        let back: CustomResourceDefinition =
+            serde_saphyr::from_str(&files[0].yaml).expect("YAML parses");
         assert_eq!(back.metadata.name.as_deref(), Some("databases.zalando.org"));
-        assert_eq!(parse(CRD.as_bytes()).expect("parses")[0].yaml, files[0].yaml, "deterministic");
+        assert_eq!(
+            parse(CRD.as_bytes()).expect("parses")[0].yaml,
+            files[0].yaml,
+            "deterministic"
+        );
     }
 
     #[test]

@@ -20,11 +20,26 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Report> {
     let mut plan = Plan::default();
     let mut files = Vec::new();
     for crd in crds {
-        plan.file(format!("config/crd/bases/{}", crd.file), crd.yaml, Owner::Generated, IfExists::Overwrite);
+        plan.file(
+            format!("config/crd/bases/{}", crd.file),
+            crd.yaml,
+            Owner::Generated,
+            IfExists::Overwrite,
+        );
         files.push(crd.file);
     }
     files.sort();
-    plan.file(CRD_KUSTOMIZATION, crd_kustomization(&files), Owner::Generated, IfExists::Overwrite);
-    plan.file(ROLE_FILE, rules.to_yaml(project.namespaced), Owner::Generated, IfExists::Overwrite);
+    plan.file(
+        CRD_KUSTOMIZATION,
+        crd_kustomization(&files),
+        Owner::Generated,
+        IfExists::Overwrite,
+    );
+    plan.file(
+        ROLE_FILE,
+        rules.to_yaml(project.namespaced),
+        Owner::Generated,
+        IfExists::Overwrite,
+    );
     scaffold::apply(root, &plan, "")
 }

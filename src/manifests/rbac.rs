@@ -57,7 +57,13 @@ impl Rules {
             let (key, value) = part.split_once('=').with_context(|| {
                 format!("{part:?} is not key=value; write groups=apps,resources=deployments,verbs=get;list;watch")
             })?;
-            let values: Vec<String> = value.split(';').map(|v| v.trim().to_owned()).collect();
+            // `groups=""` (as kubebuilder writes the core group) means the empty group.
+            let values: Vec<String> = value
+                .split(';')
+                .map(|v| v.trim())
+                .map(|v| if v == "\"\"" { "" } else { v })
+                .map(str::to_owned)
+                .collect();
             match key.trim() {
                 "groups" => groups = Some(values),
                 "resources" => resources = Some(values),
@@ -84,14 +90,21 @@ impl Rules {
         names.sort();
         names.dedup();
         for group in &groups {
-            let api_group = if group == "core" { String::new() } else { group.clone() };
+            let api_group = if group == "core" {
+                String::new()
+            } else {
+                group.clone()
+            };
             for resource in &resources {
                 let grant = Grant {
                     api_group: api_group.clone(),
                     resource: resource.clone(),
                     resource_names: names.clone(),
                 };
-                self.grants.entry(grant).or_default().extend(verbs.iter().cloned());
+                self.grants
+                    .entry(grant)
+                    .or_default()
+                    .extend(verbs.iter().cloned());
             }
         }
         Ok(())
@@ -108,7 +121,8 @@ impl Rules {
     /// The rules: grants with the same group, verbs and names share a rule;
     /// everything sorted.
     pub fn rules(&self) -> Vec<Rule> {
-        let mut merged: BTreeMap<(String, Vec<String>, Vec<String>), BTreeSet<String>> = BTreeMap::new();
+        let mut merged: BTreeMap<(String, Vec<String>, Vec<String>), BTreeSet<String>> =
+            BTreeMap::new();
         for (grant, verbs) in &self.grants {
             let verbs: Vec<String> = if verbs.contains("*") {
                 vec!["*".to_owned()]
@@ -139,7 +153,11 @@ impl Rules {
             "# Written by `opctl manifests` from the +opctl:rbac markers in src/. DO NOT EDIT.\n",
         );
         out.push_str("apiVersion: rbac.authorization.k8s.io/v1\n");
-        out.push_str(if namespaced { "kind: Role\n" } else { "kind: ClusterRole\n" });
+        out.push_str(if namespaced {
+            "kind: Role\n"
+        } else {
+            "kind: ClusterRole\n"
+        });
         out.push_str("metadata:\n  name: manager-role\n");
         if namespaced {
             out.push_str("  namespace: system\n");
@@ -190,9 +208,12 @@ fn check_word(what: &str, value: &str, may_be_empty: bool) -> anyhow::Result<()>
         anyhow::bail!("an empty {what}");
     }
     let ok = value == "*"
-        || value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-./".contains(&b) || (what == "verb" && b.is_ascii_alphabetic()));
+        || value.bytes().all(|b| {
+            b.is_ascii_lowercase()
+                || b.is_ascii_digit()
+                || b"-./".contains(&b)
+                || (what == "verb" && b.is_ascii_alphabetic())
+        });
     if !ok {
         anyhow::bail!("{what} {value:?} has characters Kubernetes does not allow there");
     }
@@ -214,11 +235,14 @@ pub fn rust_sources(root: &Path, dir: &str) -> anyhow::Result<Vec<(String, Strin
             let entry = entry.with_context(|| format!("cannot read {relative}"))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let child = format!("{relative}/{name}");
-            let kind = entry.file_type().with_context(|| format!("cannot read {child}"))?;
+            let kind = entry
+                .file_type()
+                .with_context(|| format!("cannot read {child}"))?;
             if kind.is_dir() {
                 stack.push(child);
             } else if name.ends_with(".rs") && !name.starts_with('.') {
-                let text = std::fs::read_to_string(entry.path()).with_context(|| format!("cannot read {child}"))?;
+                let text = std::fs::read_to_string(entry.path())
+                    .with_context(|| format!("cannot read {child}"))?;
                 out.push((child, text));
             }
         }
@@ -293,10 +317,20 @@ rules:
 
     #[test]
     fn a_namespaced_project_gets_a_role() {
-        let rules = rules_of(&[("a.rs", "// +opctl:rbac:groups=apps,resources=deployments,verbs=get\n")]).expect("valid");
+        let rules = rules_of(&[(
+            "a.rs",
+            "// +opctl:rbac:groups=apps,resources=deployments,verbs=get\n",
+        )])
+        .expect("valid");
         let yaml = rules.to_yaml(true);
-        assert!(yaml.contains("kind: Role\nmetadata:\n  name: manager-role\n  namespace: system\n"), "{yaml}");
-        assert_eq!(Rules::default().to_yaml(false).lines().last(), Some("rules: []"));
+        assert!(
+            yaml.contains("kind: Role\nmetadata:\n  name: manager-role\n  namespace: system\n"),
+            "{yaml}"
+        );
+        assert_eq!(
+            Rules::default().to_yaml(false).lines().last(),
+            Some("rules: []")
+        );
     }
 
     #[test]
@@ -316,20 +350,30 @@ rules:
     fn bad_markers_name_the_file_and_line() {
         for (marker, expected) in [
             ("groups=apps,resources=deployments", "required"),
-            ("groups=apps,resources=deployments,verbs=get,colour=red", "unknown key"),
+            (
+                "groups=apps,resources=deployments,verbs=get,colour=red",
+                "unknown key",
+            ),
             ("groups=apps,resources=Deployments,verbs=get", "characters"),
-            ("groups=apps;resources=x", "not key=value"),
+            ("groups=apps,resources,verbs=get", "not key=value"),
         ] {
-            let err = rules_of(&[("src/x.rs", &format!("\n// +opctl:rbac:{marker}\n"))]).expect_err(marker);
+            let err = rules_of(&[("src/x.rs", &format!("\n// +opctl:rbac:{marker}\n"))])
+                .expect_err(marker);
             let text = format!("{err:#}");
-            assert!(text.starts_with("src/x.rs:2: bad `+opctl:rbac` marker"), "{text}");
+            assert!(
+                text.starts_with("src/x.rs:2: bad `+opctl:rbac` marker"),
+                "{text}"
+            );
             assert!(text.contains(expected), "{text}");
         }
     }
 
     #[test]
     fn text_that_only_mentions_markers_is_ignored() {
-        let rules = rules_of(&[("a.rs", "let s = \"// +opctl:rbac:nonsense\";\n/// +opctl:rbac:in docs\n")]);
+        let rules = rules_of(&[(
+            "a.rs",
+            "let s = \"// +opctl:rbac:nonsense\";\n/// +opctl:rbac:in docs\n",
+        )]);
         // Doc comments start with `///`: after `//` comes `/`, not the marker.
         assert_eq!(rules.expect("ignored").rules(), Vec::new());
     }

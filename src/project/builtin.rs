@@ -27,51 +27,333 @@ const fn kind(
     namespaced: bool,
     module: &'static str,
 ) -> BuiltinKind {
-    BuiltinKind { group, api_group, version, kind, plural, namespaced, module }
+    BuiltinKind {
+        group,
+        api_group,
+        version,
+        kind,
+        plural,
+        namespaced,
+        module,
+    }
 }
 
 /// Every kind opctl knows, sorted by group, version and kind.
 pub const BUILTIN_KINDS: &[BuiltinKind] = &[
-    kind("admissionregistration", "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false, "k8s_openapi::api::admissionregistration::v1"),
-    kind("admissionregistration", "admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false, "k8s_openapi::api::admissionregistration::v1"),
-    kind("apiextensions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, "k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1"),
-    kind("apps", "apps", "v1", "DaemonSet", "daemonsets", true, "k8s_openapi::api::apps::v1"),
-    kind("apps", "apps", "v1", "Deployment", "deployments", true, "k8s_openapi::api::apps::v1"),
-    kind("apps", "apps", "v1", "ReplicaSet", "replicasets", true, "k8s_openapi::api::apps::v1"),
-    kind("apps", "apps", "v1", "StatefulSet", "statefulsets", true, "k8s_openapi::api::apps::v1"),
-    kind("autoscaling", "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", true, "k8s_openapi::api::autoscaling::v2"),
-    kind("batch", "batch", "v1", "CronJob", "cronjobs", true, "k8s_openapi::api::batch::v1"),
-    kind("batch", "batch", "v1", "Job", "jobs", true, "k8s_openapi::api::batch::v1"),
-    kind("coordination", "coordination.k8s.io", "v1", "Lease", "leases", true, "k8s_openapi::api::coordination::v1"),
-    kind("core", "", "v1", "ConfigMap", "configmaps", true, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "Endpoints", "endpoints", true, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "Event", "events", true, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "Namespace", "namespaces", false, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "Node", "nodes", false, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "PersistentVolume", "persistentvolumes", false, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "Pod", "pods", true, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "Secret", "secrets", true, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "Service", "services", true, "k8s_openapi::api::core::v1"),
-    kind("core", "", "v1", "ServiceAccount", "serviceaccounts", true, "k8s_openapi::api::core::v1"),
-    kind("discovery", "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, "k8s_openapi::api::discovery::v1"),
-    kind("events", "events.k8s.io", "v1", "Event", "events", true, "k8s_openapi::api::events::v1"),
-    kind("networking", "networking.k8s.io", "v1", "Ingress", "ingresses", true, "k8s_openapi::api::networking::v1"),
-    kind("networking", "networking.k8s.io", "v1", "IngressClass", "ingressclasses", false, "k8s_openapi::api::networking::v1"),
-    kind("networking", "networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", true, "k8s_openapi::api::networking::v1"),
-    kind("policy", "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, "k8s_openapi::api::policy::v1"),
-    kind("rbac", "rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, "k8s_openapi::api::rbac::v1"),
-    kind("rbac", "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, "k8s_openapi::api::rbac::v1"),
-    kind("rbac", "rbac.authorization.k8s.io", "v1", "Role", "roles", true, "k8s_openapi::api::rbac::v1"),
-    kind("rbac", "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, "k8s_openapi::api::rbac::v1"),
-    kind("scheduling", "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, "k8s_openapi::api::scheduling::v1"),
-    kind("storage", "storage.k8s.io", "v1", "StorageClass", "storageclasses", false, "k8s_openapi::api::storage::v1"),
+    kind(
+        "admissionregistration",
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        false,
+        "k8s_openapi::api::admissionregistration::v1",
+    ),
+    kind(
+        "admissionregistration",
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        false,
+        "k8s_openapi::api::admissionregistration::v1",
+    ),
+    kind(
+        "apiextensions",
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        "k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1",
+    ),
+    kind(
+        "apps",
+        "apps",
+        "v1",
+        "DaemonSet",
+        "daemonsets",
+        true,
+        "k8s_openapi::api::apps::v1",
+    ),
+    kind(
+        "apps",
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        true,
+        "k8s_openapi::api::apps::v1",
+    ),
+    kind(
+        "apps",
+        "apps",
+        "v1",
+        "ReplicaSet",
+        "replicasets",
+        true,
+        "k8s_openapi::api::apps::v1",
+    ),
+    kind(
+        "apps",
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        true,
+        "k8s_openapi::api::apps::v1",
+    ),
+    kind(
+        "autoscaling",
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+        "k8s_openapi::api::autoscaling::v2",
+    ),
+    kind(
+        "batch",
+        "batch",
+        "v1",
+        "CronJob",
+        "cronjobs",
+        true,
+        "k8s_openapi::api::batch::v1",
+    ),
+    kind(
+        "batch",
+        "batch",
+        "v1",
+        "Job",
+        "jobs",
+        true,
+        "k8s_openapi::api::batch::v1",
+    ),
+    kind(
+        "coordination",
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        true,
+        "k8s_openapi::api::coordination::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "ConfigMap",
+        "configmaps",
+        true,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "Endpoints",
+        "endpoints",
+        true,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "Event",
+        "events",
+        true,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "Namespace",
+        "namespaces",
+        false,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "Node",
+        "nodes",
+        false,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "PersistentVolume",
+        "persistentvolumes",
+        false,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        true,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "Pod",
+        "pods",
+        true,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "Secret",
+        "secrets",
+        true,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "Service",
+        "services",
+        true,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "core",
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        true,
+        "k8s_openapi::api::core::v1",
+    ),
+    kind(
+        "discovery",
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        true,
+        "k8s_openapi::api::discovery::v1",
+    ),
+    kind(
+        "events",
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        true,
+        "k8s_openapi::api::events::v1",
+    ),
+    kind(
+        "networking",
+        "networking.k8s.io",
+        "v1",
+        "Ingress",
+        "ingresses",
+        true,
+        "k8s_openapi::api::networking::v1",
+    ),
+    kind(
+        "networking",
+        "networking.k8s.io",
+        "v1",
+        "IngressClass",
+        "ingressclasses",
+        false,
+        "k8s_openapi::api::networking::v1",
+    ),
+    kind(
+        "networking",
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+        "k8s_openapi::api::networking::v1",
+    ),
+    kind(
+        "policy",
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        "k8s_openapi::api::policy::v1",
+    ),
+    kind(
+        "rbac",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+        "k8s_openapi::api::rbac::v1",
+    ),
+    kind(
+        "rbac",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+        "k8s_openapi::api::rbac::v1",
+    ),
+    kind(
+        "rbac",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        "roles",
+        true,
+        "k8s_openapi::api::rbac::v1",
+    ),
+    kind(
+        "rbac",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+        "k8s_openapi::api::rbac::v1",
+    ),
+    kind(
+        "scheduling",
+        "scheduling.k8s.io",
+        "v1",
+        "PriorityClass",
+        "priorityclasses",
+        false,
+        "k8s_openapi::api::scheduling::v1",
+    ),
+    kind(
+        "storage",
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        "storageclasses",
+        false,
+        "k8s_openapi::api::storage::v1",
+    ),
 ];
 
 /// Whether `group` (as given to `--group`, or its full form such as
 /// `rbac.authorization.k8s.io`) is a built-in Kubernetes group.
 pub fn is_builtin_group(group: &str) -> bool {
-    BUILTIN_KINDS.iter().any(|k| k.group == group || (!k.api_group.is_empty() && k.api_group == group))
+    BUILTIN_KINDS
+        .iter()
+        .any(|k| k.group == group || (!k.api_group.is_empty() && k.api_group == group))
 }
 
 /// The built-in kind `group/version kind`; `group` may be the short form
@@ -90,7 +372,10 @@ mod tests {
 
     #[test]
     fn the_table_is_sorted_and_unique() {
-        let keys: Vec<_> = BUILTIN_KINDS.iter().map(|k| (k.group, k.version, k.kind)).collect();
+        let keys: Vec<_> = BUILTIN_KINDS
+            .iter()
+            .map(|k| (k.group, k.version, k.kind))
+            .collect();
         let mut sorted = keys.clone();
         sorted.sort();
         sorted.dedup();
@@ -122,29 +407,36 @@ mod tests {
 #[cfg(test)]
 mod openapi_tests {
     use super::*;
-    use k8s_openapi::{NamespaceResourceScope, Resource, ResourceScope};
+    use k8s_openapi::{NamespaceResourceScope, Resource};
     use std::any::TypeId;
 
     fn check<K: Resource>(module: &str)
     where
         K::Scope: 'static,
     {
-        let kind = find(K::GROUP, K::VERSION, K::KIND)
-            .unwrap_or_else(|| panic!("{}/{} {} is missing from the table", K::GROUP, K::VERSION, K::KIND));
+        let kind = find(K::GROUP, K::VERSION, K::KIND).unwrap_or_else(|| {
+            panic!(
+                "{}/{} {} is missing from the table",
+                K::GROUP,
+                K::VERSION,
+                K::KIND
+            )
+        });
         assert_eq!(kind.api_group, K::GROUP);
         assert_eq!(kind.plural, K::URL_PATH_SEGMENT, "{}", K::KIND);
         assert_eq!(kind.module, module, "{}", K::KIND);
         let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
         assert_eq!(kind.namespaced, namespaced, "{}", K::KIND);
-        let _ = <K::Scope as ResourceScope>::url_segment;
     }
 
     macro_rules! check_all {
-        ($($module:ident)::+ => [$($kind:ident),+ $(,)?]; $($rest:tt)*) => {
-            $(check::<$($module)::+::$kind>(stringify!($($module)::+).replace(' ', "").as_str());)+
-            check_all!($($rest)*);
+        ($($module:path => [$($kind:ident),+ $(,)?];)*) => {
+            $({
+                use $module as module;
+                let name = stringify!($module).replace(' ', "");
+                $(check::<module::$kind>(&name);)+
+            })*
         };
-        () => {};
     }
 
     /// Every row names a real k8s-openapi type with the same group, version,

@@ -14,20 +14,49 @@ pub const MAX_GROUP_LEN: usize = 40;
 
 /// Rust keywords (strict, reserved and 2018+ ones) that cannot name a type or module.
 const RUST_KEYWORDS: &[&str] = &[
-    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate", "do",
-    "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl", "in", "let",
-    "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref", "return",
-    "self", "Self", "static", "struct", "super", "trait", "true", "try", "type", "typeof", "unsafe",
-    "unsized", "use", "virtual", "where", "while", "yield",
+    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate",
+    "do", "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl",
+    "in", "let", "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref",
+    "return", "self", "Self", "static", "struct", "super", "trait", "true", "try", "type",
+    "typeof", "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
 ];
 
 /// Type names the generated modules already use: a kind with one of these
 /// names would collide with an import or a generated item.
 const RESERVED_KINDS: &[&str] = &[
-    "Action", "Api", "Arc", "Backoff", "Box", "Client", "Condition", "Context", "Controller",
-    "CustomResource", "Default", "Deserialize", "Duration", "Err", "Error", "Event", "EventType",
-    "JsonSchema", "Manager", "None", "ObjectMeta", "ObjectRef", "Ok", "Option", "Patch",
-    "PatchParams", "Resource", "ResourceExt", "Result", "Serialize", "Some", "String", "Time",
+    "Action",
+    "Api",
+    "Arc",
+    "Backoff",
+    "Box",
+    "Client",
+    "Condition",
+    "Context",
+    "Controller",
+    "CustomResource",
+    "Default",
+    "Deserialize",
+    "Duration",
+    "Err",
+    "Error",
+    "Event",
+    "EventType",
+    "JsonSchema",
+    "Manager",
+    "None",
+    "ObjectMeta",
+    "ObjectRef",
+    "Ok",
+    "Option",
+    "Patch",
+    "PatchParams",
+    "Resource",
+    "ResourceExt",
+    "Result",
+    "Serialize",
+    "Some",
+    "String",
+    "Time",
     "Vec",
 ];
 
@@ -36,7 +65,8 @@ const RESERVED_KINDS: &[&str] = &[
 pub fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -95,7 +125,9 @@ pub fn validate_version(version: &str) -> anyhow::Result<()> {
         if rest.is_empty() {
             return Some(());
         }
-        let minor = rest.strip_prefix("alpha").or_else(|| rest.strip_prefix("beta"))?;
+        let minor = rest
+            .strip_prefix("alpha")
+            .or_else(|| rest.strip_prefix("beta"))?;
         (!minor.is_empty() && !minor.starts_with('0') && minor.bytes().all(|b| b.is_ascii_digit()))
             .then_some(())
     })();
@@ -162,7 +194,9 @@ pub fn validate_project_name(name: &str) -> anyhow::Result<()> {
         );
     }
     let crate_name = name.to_snake_case();
-    if RUST_KEYWORDS.contains(&crate_name.as_str()) || ["core", "std", "alloc", "test", "proc_macro"].contains(&crate_name.as_str()) {
+    if RUST_KEYWORDS.contains(&crate_name.as_str())
+        || ["core", "std", "alloc", "test", "proc_macro"].contains(&crate_name.as_str())
+    {
         anyhow::bail!(
             "invalid project name {name:?}: `{crate_name}` cannot name a Rust crate; pass another --project-name"
         );
@@ -227,7 +261,15 @@ mod tests {
         for good in ["example.com", "org", "a-b.c1", "kruise.io"] {
             assert!(validate_domain(good).is_ok(), "{good}");
         }
-        for bad in ["", "Example.com", "-a.com", "a..b", "a_b.com", "a.com.", &"a".repeat(64)] {
+        for bad in [
+            "",
+            "Example.com",
+            "-a.com",
+            "a..b",
+            "a_b.com",
+            "a.com.",
+            &"a".repeat(64),
+        ] {
             assert!(validate_domain(bad).is_err(), "{bad}");
         }
         assert!(validate_group("zalando").is_ok());
@@ -242,7 +284,10 @@ mod tests {
         for good in ["v1", "v2", "v10", "v1alpha1", "v2beta3", "v1beta12"] {
             assert!(validate_version(good).is_ok(), "{good}");
         }
-        for bad in ["", "1", "v", "v0", "V1", "v1alpha", "v1gamma1", "v1alpha0", "v01", "v1-beta1", "v1beta1x"] {
+        for bad in [
+            "", "1", "v", "v0", "V1", "v1alpha", "v1gamma1", "v1alpha0", "v01", "v1-beta1",
+            "v1beta1x",
+        ] {
             assert!(validate_version(bad).is_err(), "{bad}");
         }
     }
@@ -252,7 +297,17 @@ mod tests {
         for good in ["Database", "SidecarSet", "DNSRecord", "V1Thing"] {
             assert!(validate_kind(good).is_ok(), "{good}");
         }
-        for bad in ["database", "Data-base", "Data_base", "", "Self", "Context", "Error", "Ünicode", &"A".repeat(33)] {
+        for bad in [
+            "database",
+            "Data-base",
+            "Data_base",
+            "",
+            "Self",
+            "Context",
+            "Error",
+            "Ünicode",
+            &"A".repeat(33),
+        ] {
             assert!(validate_kind(bad).is_err(), "{bad}");
         }
     }

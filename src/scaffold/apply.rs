@@ -65,7 +65,12 @@ pub fn apply(root: &Path, plan: &Plan, force_hint: &str) -> anyhow::Result<Repor
 }
 
 /// Works out every file's final contents; fails without touching the disk.
-fn prepare(root: &Path, plan: &Plan, force_hint: &str, report: &mut Report) -> anyhow::Result<Vec<Change>> {
+fn prepare(
+    root: &Path,
+    plan: &Plan,
+    force_hint: &str,
+    report: &mut Report,
+) -> anyhow::Result<Vec<Change>> {
     let mut finals: BTreeMap<String, (String, bool)> = BTreeMap::new();
     let mut conflicts = Vec::new();
     for file in plan.files() {
@@ -86,10 +91,15 @@ fn prepare(root: &Path, plan: &Plan, force_hint: &str, report: &mut Report) -> a
         }
     }
     if !conflicts.is_empty() {
+        conflicts.sort_unstable();
         anyhow::bail!(
             "would overwrite {}: {} already there; {force_hint}",
             conflicts.join(", "),
-            if conflicts.len() == 1 { "it is" } else { "they are" },
+            if conflicts.len() == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
         );
     }
 
@@ -121,15 +131,29 @@ fn prepare(root: &Path, plan: &Plan, force_hint: &str, report: &mut Report) -> a
     let mut changes = Vec::new();
     for (relative, (contents, existed)) in finals {
         let path = target(root, &relative);
-        let current = if existed { read_existing(&path, &relative)? } else { None };
+        let current = if existed {
+            read_existing(&path, &relative)?
+        } else {
+            None
+        };
         if current.as_deref() == Some(contents.as_str()) {
             report.files.entry(relative).or_insert(Outcome::Unchanged);
             continue;
         }
-        report
-            .files
-            .insert(relative.clone(), if existed { Outcome::Updated } else { Outcome::Created });
-        changes.push(Change { relative, target: path, contents, existed });
+        report.files.insert(
+            relative.clone(),
+            if existed {
+                Outcome::Updated
+            } else {
+                Outcome::Created
+            },
+        );
+        changes.push(Change {
+            relative,
+            target: path,
+            contents,
+            existed,
+        });
     }
     Ok(changes)
 }
@@ -139,7 +163,9 @@ fn read_existing(path: &Path, relative: &str) -> anyhow::Result<Option<String>> 
         Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(err) if path.is_dir() => {
-            anyhow::bail!("cannot write {relative}: a directory is in the way ({err}); move it away")
+            anyhow::bail!(
+                "cannot write {relative}: a directory is in the way ({err}); move it away"
+            )
         }
         Err(err) => anyhow::bail!("cannot read {relative}: {err}"),
     }
@@ -176,7 +202,10 @@ impl Fs for StdFs {
 }
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     path.with_file_name(format!(".{name}.opctl-{suffix}"))
 }
 
@@ -191,19 +220,23 @@ fn write_all(changes: &[Change], fs: &mut dyn Fs) -> anyhow::Result<()> {
     let result = (|| -> anyhow::Result<()> {
         for change in changes {
             if let Some(parent) = change.target.parent() {
-                create_dirs(parent, fs, &mut created_dirs).map_err(|err| write_error(&change.relative, &err))?;
+                create_dirs(parent, fs, &mut created_dirs)
+                    .map_err(|err| write_error(&change.relative, &err))?;
             }
             let temp = sibling(&change.target, "new");
-            fs.write(&temp, &change.contents).map_err(|err| write_error(&change.relative, &err))?;
+            fs.write(&temp, &change.contents)
+                .map_err(|err| write_error(&change.relative, &err))?;
             staged.push(temp);
         }
         for (change, temp) in changes.iter().zip(&staged) {
             if change.existed {
                 let backup = sibling(&change.target, "old");
-                fs.rename(&change.target, &backup).map_err(|err| write_error(&change.relative, &err))?;
+                fs.rename(&change.target, &backup)
+                    .map_err(|err| write_error(&change.relative, &err))?;
                 backups.push((backup, change.target.clone()));
             }
-            fs.rename(temp, &change.target).map_err(|err| write_error(&change.relative, &err))?;
+            fs.rename(temp, &change.target)
+                .map_err(|err| write_error(&change.relative, &err))?;
             placed.push(change.target.clone());
         }
         Ok(())
@@ -262,9 +295,9 @@ mod tests {
     use super::*;
     use crate::scaffold::Owner;
 
-    /// Real file-system operations, failing the n-th rename.
+    /// Real file-system operations, failing the n-th rename once.
     struct FailingRename {
-        renames_left: usize,
+        renames_left: Option<usize>,
     }
 
     impl Fs for FailingRename {
@@ -275,10 +308,14 @@ mod tests {
             StdFs.write(path, contents)
         }
         fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
-            if self.renames_left == 0 {
-                return Err(io::Error::other("injected failure"));
+            match self.renames_left {
+                Some(0) => {
+                    self.renames_left = None;
+                    return Err(io::Error::other("injected failure"));
+                }
+                Some(n) => self.renames_left = Some(n - 1),
+                None => {}
             }
-            self.renames_left -= 1;
             StdFs.rename(from, to)
         }
         fn remove_file(&mut self, path: &Path) -> io::Result<()> {
@@ -295,7 +332,11 @@ mod tests {
         while let Some(dir) = stack.pop() {
             for entry in fs::read_dir(&dir).expect("readable") {
                 let path = entry.expect("entry").path();
-                let rel = path.strip_prefix(root).expect("inside").display().to_string();
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("inside")
+                    .display()
+                    .to_string();
                 if path.is_dir() {
                     out.insert(format!("{rel}/"), String::new());
                     stack.push(path);
@@ -316,24 +357,61 @@ mod tests {
         let before = snapshot(dir.path());
 
         let mut plan = Plan::default();
-        plan.file("src/a.rs", "new a".into(), Owner::Scaffold, IfExists::Overwrite);
-        plan.file("src/deep/b.rs", "new b".into(), Owner::User, IfExists::Error);
-        plan.file("keep.txt", "new keep".into(), Owner::Scaffold, IfExists::Overwrite);
+        plan.file(
+            "src/a.rs",
+            "new a".into(),
+            Owner::Scaffold,
+            IfExists::Overwrite,
+        );
+        plan.file(
+            "src/deep/b.rs",
+            "new b".into(),
+            Owner::User,
+            IfExists::Error,
+        );
+        plan.file(
+            "keep.txt",
+            "new keep".into(),
+            Owner::Scaffold,
+            IfExists::Overwrite,
+        );
         let mut report = Report::default();
         let changes = prepare(dir.path(), &plan, "", &mut report).expect("plan is valid");
         assert_eq!(changes.len(), 3);
 
         // Fail at every possible rename: the tree always ends as it began.
         for fail_at in 0..5 {
-            let err = write_all(&changes, &mut FailingRename { renames_left: fail_at }).expect_err("fails");
-            assert!(format!("{err:#}").contains("nothing was changed"), "{err:#}");
-            assert_eq!(snapshot(dir.path()), before, "after failing rename #{fail_at}");
+            let err = write_all(
+                &changes,
+                &mut FailingRename {
+                    renames_left: Some(fail_at),
+                },
+            )
+            .expect_err("fails");
+            assert!(
+                format!("{err:#}").contains("nothing was changed"),
+                "{err:#}"
+            );
+            assert_eq!(
+                snapshot(dir.path()),
+                before,
+                "after failing rename #{fail_at}"
+            );
         }
         write_all(&changes, &mut StdFs).expect("succeeds");
-        assert_eq!(fs::read_to_string(dir.path().join("src/deep/b.rs")).expect("read"), "new b");
-        assert_eq!(fs::read_to_string(dir.path().join("keep.txt")).expect("read"), "new keep");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("src/deep/b.rs")).expect("read"),
+            "new b"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("keep.txt")).expect("read"),
+            "new keep"
+        );
         let after = snapshot(dir.path());
-        assert!(after.keys().all(|k| !k.contains(".opctl-")), "no staging left: {after:?}");
+        assert!(
+            after.keys().all(|k| !k.contains(".opctl-")),
+            "no staging left: {after:?}"
+        );
     }
 
     #[test]
@@ -345,15 +423,24 @@ mod tests {
         plan.file("a", "x".into(), Owner::User, IfExists::Error);
         plan.file("b", "x".into(), Owner::User, IfExists::Error);
         plan.file("c", "x".into(), Owner::Scaffold, IfExists::Overwrite);
-        let err = apply(dir.path(), &plan, "pass --force").expect_err("conflict").to_string();
-        assert_eq!(err, "would overwrite a, b: they are already there; pass --force");
+        let err = apply(dir.path(), &plan, "pass --force")
+            .expect_err("conflict")
+            .to_string();
+        assert_eq!(
+            err,
+            "would overwrite a, b: they are already there; pass --force"
+        );
         assert!(!dir.path().join("c").exists());
     }
 
     #[test]
     fn unchanged_files_are_not_rewritten_and_insertions_are_idempotent() {
         let dir = tempfile::tempdir().expect("tempdir");
-        fs::write(dir.path().join("main.rs"), "fn main() {\n    // +opctl:scaffold:x\n}\n").expect("write");
+        fs::write(
+            dir.path().join("main.rs"),
+            "fn main() {\n    // +opctl:scaffold:x\n}\n",
+        )
+        .expect("write");
         let mut plan = Plan::default();
         plan.file("same", "s".into(), Owner::Scaffold, IfExists::Overwrite);
         plan.insert("main.rs", "x", "a();\n");
@@ -375,8 +462,13 @@ mod tests {
         let mut plan = Plan::default();
         plan.file("new", "n".into(), Owner::Scaffold, IfExists::Overwrite);
         plan.insert("main.rs", "x", "a();\n");
-        let err = apply(dir.path(), &plan, "").expect_err("no marker").to_string();
-        assert!(err.contains("cannot find the `// +opctl:scaffold:x` marker in main.rs"), "{err}");
+        let err = apply(dir.path(), &plan, "")
+            .expect_err("no marker")
+            .to_string();
+        assert!(
+            err.contains("cannot find the `// +opctl:scaffold:x` marker in main.rs"),
+            "{err}"
+        );
         assert!(!dir.path().join("new").exists());
     }
 }

@@ -25,7 +25,8 @@ pub fn insert(text: &str, name: &str, fragment: &str) -> Result<String, InsertEr
     let mut found = None;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
-        if (trimmed.starts_with("//") || trimmed.starts_with('#')) && holds_marker(trimmed, &marker) {
+        if (trimmed.starts_with("//") || trimmed.starts_with('#')) && holds_marker(trimmed, &marker)
+        {
             found = Some((offset, &line[..line.len() - trimmed.len()]));
             break;
         }
@@ -79,7 +80,8 @@ fn contains_fragment(text: &str, fragment: &str) -> bool {
 mod tests {
     use super::*;
 
-    const MAIN: &str = "fn main() {\n    let a = 1;\n    // +opctl:scaffold:things\n    run(a);\n}\n";
+    const MAIN: &str =
+        "fn main() {\n    let a = 1;\n    // +opctl:scaffold:things\n    run(a);\n}\n";
 
     #[test]
     fn a_fragment_lands_before_the_marker_with_its_indentation() {
@@ -105,14 +107,25 @@ mod tests {
 
     #[test]
     fn a_missing_marker_is_reported() {
-        assert_eq!(insert("fn main() {}\n", "things", "x\n"), Err(InsertError::MissingMarker));
+        assert_eq!(
+            insert("fn main() {}\n", "things", "x\n"),
+            Err(InsertError::MissingMarker)
+        );
         // A marker name that merely starts like another does not count as it.
-        assert_eq!(insert("// +opctl:scaffold:things\n", "thing", "x\n"), Err(InsertError::MissingMarker));
+        assert_eq!(
+            insert("// +opctl:scaffold:things\n", "thing", "x\n"),
+            Err(InsertError::MissingMarker)
+        );
     }
 
     #[test]
     fn yaml_markers_work_too() {
-        let out = insert("resources:\n# +opctl:scaffold:resources\n", "resources", "- a.yaml\n").expect("marker found");
+        let out = insert(
+            "resources:\n# +opctl:scaffold:resources\n",
+            "resources",
+            "- a.yaml\n",
+        )
+        .expect("marker found");
         assert_eq!(out, "resources:\n- a.yaml\n# +opctl:scaffold:resources\n");
     }
 }

@@ -79,14 +79,30 @@ pub struct Plan {
 
 impl Plan {
     /// Adds a file; a later file with the same path replaces an earlier one.
-    pub fn file(&mut self, path: impl Into<String>, contents: String, owner: Owner, if_exists: IfExists) {
+    pub fn file(
+        &mut self,
+        path: impl Into<String>,
+        contents: String,
+        owner: Owner,
+        if_exists: IfExists,
+    ) {
         let path = path.into();
         self.files.retain(|f| f.path != path);
-        self.files.push(File { path, contents, owner, if_exists });
+        self.files.push(File {
+            path,
+            contents,
+            owner,
+            if_exists,
+        });
     }
 
     /// Adds an insertion.
-    pub fn insert(&mut self, path: impl Into<String>, marker: impl Into<String>, fragment: impl Into<String>) {
+    pub fn insert(
+        &mut self,
+        path: impl Into<String>,
+        marker: impl Into<String>,
+        fragment: impl Into<String>,
+    ) {
         self.insertions.push(Insertion {
             path: path.into(),
             marker: marker.into(),
@@ -104,7 +120,10 @@ impl Plan {
 
     /// Every planned file's owner, by path.
     pub fn owners(&self) -> BTreeMap<String, Owner> {
-        self.files.iter().map(|f| (f.path.clone(), f.owner)).collect()
+        self.files
+            .iter()
+            .map(|f| (f.path.clone(), f.owner))
+            .collect()
     }
 
     /// Sets the if-exists policy of user-owned files (what `--force` changes).
@@ -126,5 +145,7 @@ impl Plan {
 
 /// `root/relative` for a plan path.
 pub fn target(root: &Path, relative: &str) -> PathBuf {
-    relative.split('/').fold(root.to_path_buf(), |path, part| path.join(part))
+    relative
+        .split('/')
+        .fold(root.to_path_buf(), |path, part| path.join(part))
 }

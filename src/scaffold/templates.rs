@@ -67,3 +67,28 @@ pub fn names() -> Vec<String> {
     names.sort();
     names
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_template_parses_and_is_used_by_a_plan() {
+        let plans = include_str!("plans.rs");
+        let names = names();
+        assert!(names.len() > 30, "{names:?}");
+        for name in names {
+            let source = TEMPLATES
+                .get_file(format!("{name}.tera"))
+                .and_then(|f| f.contents_utf8())
+                .expect("utf-8 template");
+            let mut tera = tera::Tera::default();
+            tera.add_raw_template(&name, source)
+                .unwrap_or_else(|err| panic!("{name}: {}", error_chain(&err)));
+            assert!(
+                plans.contains(&format!("\"{name}\"")),
+                "templates/{name}.tera is not used by any plan"
+            );
+        }
+    }
+}
