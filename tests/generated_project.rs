@@ -327,6 +327,46 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         }
     }
 
+    // A project that does not compile: cargo's errors, then one line from
+    // opctl, and nothing written.
+    let types = dir.join("src/api/web/v1/guestbook.rs");
+    let good = std::fs::read_to_string(&types).expect("read");
+    std::fs::write(
+        &types,
+        good.replace("pub foo: Option<String>,", "pub foo: Option<Strin>,"),
+    )
+    .expect("write");
+    let before = snapshot(&dir);
+    let out = Command::new(common::opctl_bin())
+        .arg("manifests")
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("opctl runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot find type `Strin`"),
+        "cargo's error is shown:\n{stderr}"
+    );
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "error: the project does not compile: `cargo run --bin opctl-build-check-crdgen` failed"
+        ),
+        "{last}"
+    );
+    assert!(
+        last.contains("fix the errors cargo printed above"),
+        "{last}"
+    );
+    assert_eq!(
+        snapshot(&dir),
+        before,
+        "a failed `opctl manifests` wrote nothing"
+    );
+    std::fs::write(&types, good).expect("write");
+
     // The CRD generator is also usable by hand: YAML documents on stdout.
     let (ok, out) = cargo(
         &dir,

@@ -125,26 +125,34 @@ impl Manager {
 
         let mut failure = None;
         tokio::select! {
+            biased;
             () = shutdown.wait() => tracing::info!("shutting down"),
             () = leader::lost(&mut leadership) => {
                 failure = Some(anyhow::anyhow!("lost the leader-election lease"));
                 shutdown.trigger();
             }
             Some(result) = running.join_next() => {
-                failure = Some(match result {
-                    Ok(()) => anyhow::anyhow!("a controller stopped on its own"),
-                    Err(err) => anyhow::anyhow!("a controller failed: {err}"),
-                });
+                // A controller only returns on shutdown; anything else is fatal.
+                if !shutdown.is_triggered() {
+                    failure = Some(match result {
+                        Ok(()) => anyhow::anyhow!("a controller stopped on its own"),
+                        Err(err) => anyhow::anyhow!("a controller failed: {err}"),
+                    });
+                }
                 shutdown.trigger();
             }
         }
 
+        // In-flight reconciles finish; a controller still waiting for its
+        // first list (of a kind the API server does not serve, say) cannot
+        // see the shutdown and is left behind after the grace period.
         let grace = options.shutdown_timeout();
-        if tokio::time::timeout(grace, running.join_all())
-            .await
-            .is_err()
-        {
-            tracing::warn!(?grace, "controllers did not stop in time; abandoning them");
+        let stopped = tokio::time::timeout(grace, running.join_all()).await;
+        if stopped.is_err() {
+            tracing::warn!(
+                ?grace,
+                "some controllers did not stop in time; exiting anyway"
+            );
         }
         if let Some(leadership) = leadership {
             leadership.release().await;
