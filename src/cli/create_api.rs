@@ -124,7 +124,11 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         }
     })?;
     names::validate_version(&args.version)?;
-    names::validate_kind(&args.kind)?;
+    // Built-in kinds are known good names (`Event`, `Role`, ...); the reserved
+    // names only matter for types this project defines.
+    if args.resource || builtin::find(&args.group, &args.version, &args.kind).is_none() {
+        names::validate_kind(&args.kind)?;
+    }
     if let Some(plural) = &args.plural {
         names::validate_plural(plural)?;
     }

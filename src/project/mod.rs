@@ -192,7 +192,13 @@ impl Project {
         names::validate_project_name(&self.project_name)?;
         for (i, resource) in self.resources.iter().enumerate() {
             names::validate_version(&resource.version)?;
-            names::validate_kind(&resource.kind)?;
+            if resource.builtin {
+                if builtin::find(&resource.api_group, &resource.version, &resource.kind).is_none() {
+                    anyhow::bail!("{} is not a built-in kind opctl knows", resource.gvk());
+                }
+            } else {
+                names::validate_kind(&resource.kind)?;
+            }
             names::validate_plural(&resource.plural)?;
             if self.resources[..i].iter().any(|r| r.same_gvk(resource)) {
                 anyhow::bail!("{} is listed twice", resource.gvk());
