@@ -1,6 +1,9 @@
 //! opctl: scaffold, generate and test Kubernetes operators written in Rust.
 
 mod cli;
+mod manifests;
+mod project;
+mod scaffold;
 
 use clap::Parser;
 

@@ -1,8 +1,302 @@
-//! `opctl create api` (not yet implemented).
+//! `opctl create api`: adds a kind (type module, CRD, sample) and/or a
+//! controller to the project.
 
+use clap::ArgAction;
+
+use crate::project::{Project, Resource, builtin, names};
+use crate::scaffold::{self, IfExists, plans};
+
+const EXAMPLES: &str = "\
+Examples:
+  # A namespaced kind with its controller (CRD databases.zalando.org with --domain org):
+  opctl create api --group zalando --version v1 --kind Database
+  # A cluster-scoped kind, types only:
+  opctl create api --group apps --version v1alpha1 --kind SidecarSet --namespaced=false --controller=false
+  # A controller for a built-in kind (no CRD, no types):
+  opctl create api --group apps --version v1 --kind Deployment --resource=false
+  opctl create api --group core --version v1 --kind Pod --resource=false
+
+Built-in kinds for --resource=false (group/version Kind):
+  admissionregistration/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration;
+  apiextensions/v1 CustomResourceDefinition; apps/v1 DaemonSet, Deployment, ReplicaSet,
+  StatefulSet; autoscaling/v2 HorizontalPodAutoscaler; batch/v1 CronJob, Job;
+  coordination/v1 Lease; core/v1 ConfigMap, Endpoints, Event, Namespace, Node,
+  PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount;
+  discovery/v1 EndpointSlice; events/v1 Event; networking/v1 Ingress, IngressClass,
+  NetworkPolicy; policy/v1 PodDisruptionBudget; rbac/v1 ClusterRole, ClusterRoleBinding,
+  Role, RoleBinding; scheduling/v1 PriorityClass; storage/v1 StorageClass";
+
+/// Add a kind (types, CRD, sample) and/or a controller for it.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// API group: the kind's group is <group>.<domain> (built-in groups such as apps or core with --resource=false).
+    #[arg(long)]
+    pub group: String,
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("this command is not implemented yet")
+    /// API version, such as v1, v1alpha1 or v2beta1.
+    #[arg(long)]
+    pub version: String,
+
+    /// Kind, in PascalCase (CronTab).
+    #[arg(long)]
+    pub kind: String,
+
+    /// Resource name [default: the kind, lowercase and in the plural: Policy → policies].
+    #[arg(long)]
+    pub plural: Option<String>,
+
+    /// Whether objects of the kind live in namespaces (false: cluster-scoped).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "true", action = ArgAction::Set)]
+    pub namespaced: bool,
+
+    /// Define the kind in this project (types and CRD); false: the kind exists already.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "true", action = ArgAction::Set)]
+    pub resource: bool,
+
+    /// Scaffold a controller for the kind.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "true", action = ArgAction::Set)]
+    pub controller: bool,
+
+    /// Scaffold again over an existing group/version/kind, overwriting its files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let root = super::current_dir()?;
+    let mut project = Project::load(&root)?;
+    let force = args.force;
+    let resource = resolve(&project, &args)?;
+    // A controller for a kind scaffolded earlier keeps its type module and sample.
+    let keep_type = !args.resource && resource.resource && !force;
+    match project.resources.iter().position(|r| r.same_gvk(&resource)) {
+        Some(i) => project.resources[i] = resource.clone(),
+        None => project.resources.push(resource.clone()),
+    }
+    let mut plan = plans::create_api(&project, &resource, keep_type, &root)?;
+    if force {
+        plan.set_user_policy(IfExists::Overwrite);
+    }
+    let report = scaffold::apply(&root, &plan, "pass --force to overwrite them")?;
+    report.print();
+    println!();
+    println!("{}", summary(&resource));
+    println!("Next:");
+    if resource.resource {
+        println!(
+            "  edit src/api/{}/{}/{}.rs (the spec and status), then",
+            names::group_module(&resource.group),
+            resource.version,
+            names::kind_module(&resource.kind)
+        );
+        println!("  opctl manifests          # CRD and RBAC from the code");
+    } else {
+        println!("  opctl manifests          # RBAC from the controller's markers");
+    }
+    if resource.controller {
+        println!(
+            "  edit src/controller/{}.rs (what reconciling means), then",
+            names::kind_module(&resource.kind)
+        );
+        println!("  cargo test && make test-e2e");
+    }
+    Ok(())
+}
+
+fn summary(r: &Resource) -> String {
+    match (r.resource, r.controller) {
+        (true, true) => format!("Added the kind {} with its controller.", r.gvk()),
+        (true, false) => format!("Added the kind {}.", r.gvk()),
+        (false, _) => format!("Added a controller for {}.", r.gvk()),
+    }
+}
+
+/// Validates the arguments against each other and the project, and makes
+/// the PROJECT entry; nothing is written yet.
+fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
+    names::validate_group(&args.group).or_else(|err| {
+        // Built-in groups may be given in full (rbac.authorization.k8s.io) or as "core".
+        if !args.resource && builtin::is_builtin_group(&args.group) {
+            Ok(())
+        } else {
+            Err(err)
+        }
+    })?;
+    names::validate_version(&args.version)?;
+    // Built-in kinds are known good names (`Event`, `Role`, ...); the reserved
+    // names only matter for types this project defines.
+    if args.resource || builtin::find(&args.group, &args.version, &args.kind).is_none() {
+        names::validate_kind(&args.kind)?;
+    }
+    if let Some(plural) = &args.plural {
+        names::validate_plural(plural)?;
+    }
+    if !args.resource && !args.controller {
+        anyhow::bail!(
+            "nothing to scaffold: --resource=false and --controller=false; drop one of them"
+        );
+    }
+
+    let resource = if args.resource {
+        own_kind(project, args)?
+    } else {
+        existing_kind(project, args)?
+    };
+
+    if let Some(existing) = project.resources.iter().find(|r| r.same_gvk(&resource))
+        && !args.force
+        && (args.resource || existing.controller)
+    {
+        anyhow::bail!(
+            "{} is already in this project; pass --force to scaffold it again (its files are overwritten)",
+            existing.gvk()
+        );
+    }
+    if resource.controller {
+        let module = names::kind_module(&resource.kind);
+        if let Some(other) = project.resources.iter().find(|r| {
+            r.controller && !r.same_gvk(&resource) && names::kind_module(&r.kind) == module
+        }) {
+            anyhow::bail!(
+                "src/controller/{module}.rs already holds the controller of {}; pass --controller=false (one controller reconciles a kind in all its versions)",
+                other.gvk()
+            );
+        }
+        if project.namespaced && !resource.namespaced {
+            anyhow::bail!(
+                "{} is cluster-scoped, but this project was initialised with --namespaced and its manager may only use Roles; pass --controller=false or use a project without --namespaced",
+                resource.gvk()
+            );
+        }
+    }
+    Ok(resource)
+}
+
+/// A kind this project defines: `<group>.<domain>`.
+fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
+    if let Some(known) = builtin::find(&args.group, &args.version, &args.kind) {
+        anyhow::bail!(
+            "{}/{} {} is a built-in Kubernetes kind; add --resource=false to scaffold a controller for it",
+            known.group,
+            known.version,
+            known.kind
+        );
+    }
+    let api_group = format!("{}.{}", args.group, project.domain);
+    if !names::is_dns1123_subdomain(&api_group) {
+        anyhow::bail!(
+            "the API group {api_group} is longer than 253 characters; choose a shorter --group"
+        );
+    }
+    let plural = args
+        .plural
+        .clone()
+        .unwrap_or_else(|| names::plural_of(&args.kind));
+    let module = names::group_module(&args.group);
+    for other in project.crd_resources() {
+        if other.group != args.group && names::group_module(&other.group) == module {
+            anyhow::bail!(
+                "--group {} and the project's group {} would share the Rust module api::{module}; choose another group",
+                args.group,
+                other.group
+            );
+        }
+        if other.api_group != api_group || other.version != args.version || other.kind == args.kind
+        {
+            continue;
+        }
+        for (a, b) in [(&args.kind, &other.kind), (&other.kind, &args.kind)] {
+            if *b == format!("{a}Spec") || *b == format!("{a}Status") {
+                anyhow::bail!(
+                    "--kind {} collides with the types of {} in {}/{}; choose another kind",
+                    args.kind,
+                    other.kind,
+                    api_group,
+                    args.version
+                );
+            }
+        }
+    }
+    if let Some(other) = project
+        .crd_resources()
+        .find(|r| r.api_group == api_group && r.kind == args.kind)
+    {
+        if other.plural != plural {
+            anyhow::bail!(
+                "{} already has the plural {:?} in version {}; every version of a kind shares it: pass --plural {}",
+                args.kind,
+                other.plural,
+                other.version,
+                other.plural
+            );
+        }
+        if other.namespaced != args.namespaced {
+            anyhow::bail!(
+                "{} is {} in version {}; every version of a kind shares its scope: pass --namespaced={}",
+                args.kind,
+                if other.namespaced {
+                    "namespaced"
+                } else {
+                    "cluster-scoped"
+                },
+                other.version,
+                other.namespaced
+            );
+        }
+    }
+    Ok(Resource {
+        group: args.group.clone(),
+        path: format!(
+            "{}::api::{}::{}::{}",
+            project.crate_name(),
+            names::group_module(&args.group),
+            args.version,
+            args.kind
+        ),
+        api_group,
+        version: args.version.clone(),
+        kind: args.kind.clone(),
+        plural,
+        namespaced: args.namespaced,
+        resource: true,
+        builtin: false,
+        controller: args.controller,
+        webhooks: None,
+    })
+}
+
+/// A kind that exists already: a built-in one, or one of this project's
+/// kinds scaffolded earlier without a controller.
+fn existing_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
+    if let Some(known) = builtin::find(&args.group, &args.version, &args.kind) {
+        return Ok(Resource {
+            group: known.group.to_owned(),
+            api_group: known.api_group.to_owned(),
+            version: known.version.to_owned(),
+            kind: known.kind.to_owned(),
+            plural: known.plural.to_owned(),
+            namespaced: known.namespaced,
+            resource: false,
+            builtin: true,
+            controller: args.controller,
+            path: format!("{}::{}", known.module, known.kind),
+            webhooks: None,
+        });
+    }
+    let api_group = format!("{}.{}", args.group, project.domain);
+    if let Some(own) = project
+        .crd_resources()
+        .find(|r| r.api_group == api_group && r.version == args.version && r.kind == args.kind)
+    {
+        let mut own = own.clone();
+        own.controller = true;
+        return Ok(own);
+    }
+    anyhow::bail!(
+        "unknown kind {}/{} {}: it is neither a built-in kind opctl knows (see `opctl create api --help`) nor a kind of this project; drop --resource=false to define it here",
+        args.group,
+        args.version,
+        args.kind
+    )
 }

@@ -1,8 +1,27 @@
-//! `opctl manifests` (not yet implemented).
+//! `opctl manifests`: regenerates CRDs, RBAC and their kustomizations from the code.
 
+use crate::project::Project;
+use crate::scaffold::Outcome;
+
+const EXAMPLES: &str = "\
+Examples:
+  opctl manifests        # after changing types in src/api or +opctl:rbac markers
+  make manifests         # the same, through the project's Makefile";
+
+/// Regenerate CRDs (config/crd) and RBAC (config/rbac/role.yaml) from the code.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {}
 
 pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("this command is not implemented yet")
+    let root = super::current_dir()?;
+    let project = Project::load(&root)?;
+    let report = crate::manifests::generate(&root, &project)?;
+    report.print();
+    let changed = report.with(Outcome::Created).len() + report.with(Outcome::Updated).len();
+    if changed == 0 {
+        println!("Manifests are up to date.");
+    }
+    println!("Next: cargo test, then `make install` (CRDs) or `make test-e2e`.");
+    Ok(())
 }

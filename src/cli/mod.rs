@@ -6,12 +6,22 @@ pub mod completion;
 pub mod create_api;
 pub mod create_webhook;
 pub mod envtest;
+pub mod files;
 pub mod init;
 pub mod manifests;
 
+const EXAMPLES: &str = "\
+Examples:
+  mkdir guestbook && cd guestbook
+  opctl init --domain example.com
+  opctl create api --group webapp --version v1 --kind Guestbook
+  opctl create api --group apps --version v1 --kind Deployment --resource=false
+  opctl manifests
+  cargo test && make test-e2e";
+
 /// Scaffold, generate and test Kubernetes operators written in Rust.
 #[derive(Debug, Parser)]
-#[command(name = "opctl", version, about, long_about = None)]
+#[command(name = "opctl", version, about, long_about = None, after_help = EXAMPLES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -30,7 +40,11 @@ pub enum Command {
     #[command(subcommand)]
     Envtest(envtest::Command),
     /// Print the opctl version.
+    #[command(after_help = "Examples:\n  opctl version")]
     Version,
+    /// List the files of the project and who owns each (for regeneration checks).
+    #[command(hide = true)]
+    Files(files::Args),
     /// Print a shell completion script.
     Completion(completion::Args),
 }
@@ -55,5 +69,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Completion(args) => completion::run(args),
+        Command::Files(args) => files::run(args),
     }
+}
+
+/// The directory the command works in.
+pub fn current_dir() -> anyhow::Result<std::path::PathBuf> {
+    std::env::current_dir().map_err(|err| {
+        anyhow::anyhow!("cannot use the current directory: {err}; cd to an existing directory")
+    })
 }

@@ -1,0 +1,155 @@
+//! Golden tests: the whole tree opctl generates for a few command sequences,
+//! compared byte for byte with tests/golden/<sequence>/. Any change to the
+//! output shows up here for review; regenerate with
+//! `UPDATE_GOLDEN=1 cargo test --test cli_golden`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::{opctl_ok, project_dir, snapshot};
+
+fn golden_dir(sequence: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(sequence)
+}
+
+/// Runs `commands` in a fresh directory named `project` and compares the tree.
+fn check(sequence: &str, project: &str, commands: &[&[&str]]) {
+    let (_tmp, dir) = project_dir(project);
+    for args in commands {
+        opctl_ok(&dir, args);
+    }
+    let actual = snapshot(&dir);
+    let golden = golden_dir(sequence);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        let _ = std::fs::remove_dir_all(&golden);
+        for (path, contents) in &actual {
+            let target = golden.join(path);
+            std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+            std::fs::write(target, contents).expect("write golden");
+        }
+        return;
+    }
+    assert!(
+        golden.is_dir(),
+        "no golden files for {sequence}: run UPDATE_GOLDEN=1 cargo test --test cli_golden"
+    );
+    let expected = snapshot(&golden);
+    let names = |m: &BTreeMap<String, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        names(&actual),
+        names(&expected),
+        "the files of {sequence} differ"
+    );
+    for (path, contents) in &actual {
+        let want = &expected[path];
+        if contents != want {
+            panic!(
+                "{sequence}/{path} differs from the golden copy (UPDATE_GOLDEN=1 to accept):\n--- golden\n{}\n--- generated\n{}",
+                String::from_utf8_lossy(want),
+                String::from_utf8_lossy(contents)
+            );
+        }
+    }
+}
+
+#[test]
+fn init_only() {
+    check("init", "guestbook", &[&["init", "--domain", "example.com"]]);
+}
+
+#[test]
+fn namespaced_kind_cluster_kind_and_deployment_controller() {
+    check(
+        "three-apis",
+        "database",
+        &[
+            &["init", "--domain", "org", "--owner", "Jane \"JD\" Doe"],
+            &[
+                "create",
+                "api",
+                "--group",
+                "zalando",
+                "--version",
+                "v1",
+                "--kind",
+                "Database",
+            ],
+            &[
+                "create",
+                "api",
+                "--group",
+                "apps",
+                "--version",
+                "v1alpha1",
+                "--kind",
+                "SidecarSet",
+                "--namespaced=false",
+            ],
+            &[
+                "create",
+                "api",
+                "--group",
+                "apps",
+                "--version",
+                "v1",
+                "--kind",
+                "Deployment",
+                "--resource=false",
+            ],
+        ],
+    );
+}
+
+#[test]
+fn namespaced_project_with_two_versions_and_a_pod_controller() {
+    check(
+        "namespaced",
+        "shop",
+        &[
+            &[
+                "init",
+                "--domain",
+                "example.com",
+                "--namespaced",
+                "--license",
+                "none",
+            ],
+            &[
+                "create",
+                "api",
+                "--group",
+                "core",
+                "--version",
+                "v1",
+                "--kind",
+                "Pod",
+                "--resource=false",
+            ],
+            &[
+                "create",
+                "api",
+                "--group",
+                "web",
+                "--version",
+                "v1",
+                "--kind",
+                "NetworkPolicy",
+                "--controller=false",
+            ],
+            &[
+                "create",
+                "api",
+                "--group",
+                "web",
+                "--version",
+                "v2beta1",
+                "--kind",
+                "NetworkPolicy",
+            ],
+        ],
+    );
+}

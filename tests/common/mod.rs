@@ -1,0 +1,111 @@
+//! Helpers shared by the CLI tests: run opctl in a directory, snapshot a tree.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The opctl binary cargo built for these tests.
+pub fn opctl_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_opctl")
+}
+
+/// The result of one opctl run.
+#[derive(Debug)]
+pub struct Run {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        Run {
+            ok: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `opctl args...` in `dir`.
+pub fn opctl(dir: &Path, args: &[&str]) -> Run {
+    Command::new(opctl_bin())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("opctl runs")
+        .into()
+}
+
+/// Runs opctl and fails the test unless it succeeds.
+pub fn opctl_ok(dir: &Path, args: &[&str]) -> Run {
+    let run = opctl(dir, args);
+    assert!(
+        run.ok,
+        "opctl {args:?} failed:\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    run
+}
+
+/// Runs opctl, expects failure with exactly one line on stderr, and returns it.
+pub fn opctl_fails(dir: &Path, args: &[&str]) -> String {
+    let run = opctl(dir, args);
+    assert!(
+        !run.ok,
+        "opctl {args:?} should have failed:\n{}",
+        run.stdout
+    );
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "one line on stderr for {args:?}, got:\n{}",
+        run.stderr
+    );
+    assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+    lines[0].to_owned()
+}
+
+/// A fresh directory named `name` inside a temporary directory (the name
+/// becomes the default project name).
+pub fn project_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join(name);
+    std::fs::create_dir(&dir).expect("mkdir");
+    (tmp, dir)
+}
+
+/// Every file under `root` (relative path with '/' → contents), skipping `target/`.
+pub fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("readable dir") {
+            let entry = entry.expect("dir entry");
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(root)
+                .expect("inside root")
+                .to_string_lossy()
+                .replace('\\', "/");
+            if rel == "target" {
+                continue;
+            }
+            if entry.file_type().expect("file type").is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(rel, std::fs::read(&path).expect("readable file"));
+            }
+        }
+    }
+    files
+}
+
+/// The workspace's target directory, shared with generated projects' builds.
+pub fn shared_target_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().expect("target/tmp has a parent").to_path_buf()
+}

@@ -1,0 +1,381 @@
+//! The generated project works: a namespaced kind, a cluster-scoped kind and
+//! a controller for apps/v1 Deployment; `opctl manifests` (twice: nothing
+//! changes), then in the project `cargo test`, `cargo fmt --check` and
+//! `cargo clippy --all-targets -- -D warnings`; and every YAML file parses as
+//! the Kubernetes kind it claims, including what kustomize renders.
+//!
+//! This is the one test that builds a generated project (a few minutes the
+//! first time); it shares the workspace's target directory so the
+//! dependencies are built once for every generated and reference project.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use common::{opctl_ok, project_dir, shared_target_dir, snapshot};
+
+const PROJECT: &str = "opctl-build-check";
+
+fn cargo(dir: &Path, args: &[&str]) -> (bool, String) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .output()
+        .expect("cargo runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Deserializes `doc` as `K` and checks that nothing was lost or misplaced:
+/// serialising it again gives the same document.
+fn round_trip<K: DeserializeOwned + Serialize>(doc: &Value, file: &str) {
+    let typed: K =
+        serde_json::from_value(doc.clone()).unwrap_or_else(|err| panic!("{file}: {err}"));
+    let back = serde_json::to_value(&typed).expect("serialises");
+    assert_eq!(&back, doc, "{file} has fields its kind does not know");
+}
+
+/// Checks one YAML document of `file`; returns its kind.
+fn check_document(doc: &Value, file: &str, crds: &[CustomResourceDefinition]) -> String {
+    let kind = doc["kind"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{file}: no kind"))
+        .to_owned();
+    let api_version = doc["apiVersion"].as_str().unwrap_or_default();
+    match (api_version, kind.as_str()) {
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
+            round_trip::<CustomResourceDefinition>(doc, file)
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => round_trip::<ClusterRole>(doc, file),
+        ("rbac.authorization.k8s.io/v1", "Role") => round_trip::<Role>(doc, file),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            round_trip::<ClusterRoleBinding>(doc, file)
+        }
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => round_trip::<RoleBinding>(doc, file),
+        ("v1", "ServiceAccount") => round_trip::<ServiceAccount>(doc, file),
+        ("v1", "Service") => round_trip::<Service>(doc, file),
+        ("v1", "Namespace") => round_trip::<Namespace>(doc, file),
+        ("apps/v1", "Deployment") => round_trip::<Deployment>(doc, file),
+        ("kustomize.config.k8s.io/v1beta1", "Kustomization") => {
+            let dir = Path::new(file).parent().expect("parent");
+            for resource in doc["resources"].as_array().expect("resources") {
+                let path = dir.join(resource.as_str().expect("a path"));
+                assert!(
+                    path.exists(),
+                    "{file} lists {} which does not exist",
+                    path.display()
+                );
+            }
+        }
+        _ => {
+            // A sample: an object of one of the project's CRDs, with a served version.
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let crd = crds
+                .iter()
+                .find(|c| c.spec.group == group && c.spec.names.kind == kind)
+                .unwrap_or_else(|| panic!("{file}: {api_version} {kind} is neither a known kind nor a CRD of the project"));
+            assert!(
+                crd.spec
+                    .versions
+                    .iter()
+                    .any(|v| v.name == version && v.served),
+                "{file}"
+            );
+            assert!(doc["metadata"]["name"].is_string(), "{file}: a name");
+            assert!(doc["spec"].is_object(), "{file}: a spec");
+        }
+    }
+    kind
+}
+
+fn documents(text: &str, file: &str) -> Vec<Value> {
+    let docs: Vec<Value> =
+        serde_saphyr::from_str_multiple(text).unwrap_or_else(|err| panic!("{file}: {err}"));
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+#[test]
+fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
+    let (_tmp, dir) = project_dir(PROJECT);
+    opctl_ok(&dir, &["init", "--domain", "example.com"]);
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "web",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+        ],
+    );
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "infra",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "ClusterPolicy",
+            "--namespaced=false",
+        ],
+    );
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "apps",
+            "--version",
+            "v1",
+            "--kind",
+            "Deployment",
+            "--resource=false",
+        ],
+    );
+
+    // manifests builds the CRD generator; a second run changes nothing.
+    let target = shared_target_dir();
+    let manifests = |dir: &Path| {
+        let out = Command::new(common::opctl_bin())
+            .arg("manifests")
+            .current_dir(dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .expect("opctl runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "opctl manifests:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let first = manifests(&dir);
+    assert!(
+        first.contains("created  config/crd/bases/web.example.com_guestbooks.yaml"),
+        "{first}"
+    );
+    assert!(
+        first.contains("created  config/crd/bases/infra.example.com_clusterpolicies.yaml"),
+        "{first}"
+    );
+    let after_first = snapshot(&dir);
+    let second = manifests(&dir);
+    assert!(second.contains("Manifests are up to date."), "{second}");
+    assert_eq!(
+        snapshot(&dir),
+        after_first,
+        "a second `opctl manifests` changed files"
+    );
+
+    let (ok, out) = cargo(&dir, &["test"]);
+    assert!(ok, "cargo test failed:\n{out}");
+    assert!(out.contains("test result: ok"), "{out}");
+    assert!(
+        out.contains("3 ignored"),
+        "the e2e tests are listed as ignored:\n{out}"
+    );
+    let (ok, out) = cargo(&dir, &["fmt", "--check"]);
+    assert!(ok, "cargo fmt --check:\n{out}");
+    let (ok, out) = cargo(&dir, &["clippy", "--all-targets", "--", "-D", "warnings"]);
+    assert!(ok, "cargo clippy:\n{out}");
+    assert!(!out.contains("warning"), "{out}");
+
+    // Every YAML file parses as the kind it claims.
+    let files: Vec<String> = snapshot(&dir)
+        .into_keys()
+        .filter(|p| p.ends_with(".yaml"))
+        .collect();
+    let mut crds = Vec::new();
+    for file in files.iter().filter(|f| f.starts_with("config/crd/bases/")) {
+        let text = std::fs::read_to_string(dir.join(file)).expect("read");
+        for doc in documents(&text, file) {
+            crds.push(serde_json::from_value::<CustomResourceDefinition>(doc).expect("a CRD"));
+        }
+    }
+    let names: Vec<_> = crds
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "clusterpolicies.infra.example.com",
+            "guestbooks.web.example.com"
+        ]
+    );
+    let guestbook = crds
+        .iter()
+        .find(|c| c.spec.names.kind == "Guestbook")
+        .expect("Guestbook");
+    assert_eq!(guestbook.spec.scope, "Namespaced");
+    let policy = crds
+        .iter()
+        .find(|c| c.spec.names.kind == "ClusterPolicy")
+        .expect("ClusterPolicy");
+    assert_eq!(policy.spec.scope, "Cluster");
+    assert_eq!(
+        policy.spec.names.short_names.as_deref(),
+        Some(&["cp".to_owned()][..])
+    );
+
+    let mut kinds = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(dir.join(file)).expect("read");
+        let path = dir.join(file);
+        for doc in documents(&text, &path.to_string_lossy()) {
+            kinds.push(check_document(&doc, &path.to_string_lossy(), &crds));
+        }
+    }
+    for expected in [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ServiceAccount",
+        "Deployment",
+        "Namespace",
+        "Service",
+        "Guestbook",
+        "ClusterPolicy",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == expected),
+            "no {expected} among {kinds:?}"
+        );
+    }
+
+    // The role grants what the controllers' markers ask for.
+    let role: ClusterRole = serde_saphyr::from_str(
+        &std::fs::read_to_string(dir.join("config/rbac/role.yaml")).expect("read"),
+    )
+    .expect("a ClusterRole");
+    let rules = role.rules.unwrap_or_default();
+    let grants = |group: &str, resource: &str| {
+        rules.iter().find(|r| {
+            r.api_groups
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .any(|g| g == group)
+                && r.resources
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|x| x == resource)
+        })
+    };
+    assert!(grants("apps", "deployments").is_some_and(|r| r.verbs == ["get", "list", "watch"]));
+    assert!(grants("web.example.com", "guestbooks/status").is_some());
+    assert!(grants("infra.example.com", "clusterpolicies/finalizers").is_some());
+    assert!(grants("events.k8s.io", "events").is_some());
+
+    // kubectl renders the kustomizations into valid objects.
+    for kustomization in [
+        "config/default",
+        "config/crd",
+        "config/samples",
+        "config/rbac",
+    ] {
+        let out = Command::new("kubectl")
+            .args(["kustomize", kustomization])
+            .current_dir(&dir)
+            .output()
+            .expect("kubectl is installed (the test checks that kustomize renders config/)");
+        assert!(
+            out.status.success(),
+            "kubectl kustomize {kustomization}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        for doc in documents(&text, kustomization) {
+            check_document(&doc, kustomization, &crds);
+            if kustomization == "config/default"
+                && doc["kind"] != "Namespace"
+                && doc["kind"] != "CustomResourceDefinition"
+                && doc["kind"] != "ClusterRole"
+                && doc["kind"] != "ClusterRoleBinding"
+            {
+                assert_eq!(
+                    doc["metadata"]["namespace"],
+                    format!("{PROJECT}-system"),
+                    "{doc}"
+                );
+            }
+        }
+    }
+
+    // A project that does not compile: cargo's errors, then one line from
+    // opctl, and nothing written.
+    let types = dir.join("src/api/web/v1/guestbook.rs");
+    let good = std::fs::read_to_string(&types).expect("read");
+    std::fs::write(
+        &types,
+        good.replace("pub foo: Option<String>,", "pub foo: Option<Strin>,"),
+    )
+    .expect("write");
+    let before = snapshot(&dir);
+    let out = Command::new(common::opctl_bin())
+        .arg("manifests")
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("opctl runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot find type `Strin`"),
+        "cargo's error is shown:\n{stderr}"
+    );
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "error: the project does not compile: `cargo run --bin opctl-build-check-crdgen` failed"
+        ),
+        "{last}"
+    );
+    assert!(
+        last.contains("fix the errors cargo printed above"),
+        "{last}"
+    );
+    assert_eq!(
+        snapshot(&dir),
+        before,
+        "a failed `opctl manifests` wrote nothing"
+    );
+    std::fs::write(&types, good).expect("write");
+
+    // The CRD generator is also usable by hand: YAML documents on stdout.
+    let (ok, out) = cargo(
+        &dir,
+        &["run", "--quiet", "--bin", &format!("{PROJECT}-crdgen")],
+    );
+    assert!(ok, "{out}");
+    let docs = documents(&out, "crdgen output");
+    assert_eq!(docs.len(), 2);
+    for doc in &docs {
+        round_trip::<CustomResourceDefinition>(doc, "crdgen output");
+    }
+}
