@@ -9,6 +9,8 @@ pub mod builtin;
 pub mod error;
 pub mod patch;
 pub mod schema;
+pub mod meta;
+pub mod store;
 pub mod typeinfo;
 
 pub use error::{ApiError, ApiResult, Cause};
