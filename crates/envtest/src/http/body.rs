@@ -144,8 +144,19 @@ fn go_json_error(body: &[u8], err: &serde_json::Error) -> String {
         }
     }
     match found {
-        Some(c) => format!("invalid character {c:?} looking for beginning of value"),
+        Some(c) => format!("invalid character {} looking for beginning of value", go_quote_char(c)),
         None => err.to_string(),
+    }
+}
+
+/// A character quoted as Go's encoding/json does in syntax errors.
+pub fn go_quote_char(c: char) -> String {
+    match c {
+        '\'' => "'\\''".to_string(),
+        '"' => "'\"'".to_string(),
+        c if (' '..='~').contains(&c) => format!("'{c}'"),
+        c if (c as u32) < 0x10000 => format!("'\\u{:04x}'", c as u32),
+        c => format!("'\\U{:08x}'", c as u32),
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod crd;
 pub mod discovery;
+mod required;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -158,8 +159,15 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
-        let mut resources: Vec<Arc<Resource>> = builtin::kinds()
+        let table = builtin::kinds();
+        let missing = required::REQUIRED.iter().filter(|r| {
+            !table
+                .iter()
+                .any(|k| k.group == r.group && k.version == r.version && k.plural == r.plural)
+        });
+        let mut resources: Vec<Arc<Resource>> = table
             .iter()
+            .chain(missing)
             .map(|k| Arc::new(Resource::from_builtin(k)))
             .collect();
         let mut crd_map = HashMap::new();
