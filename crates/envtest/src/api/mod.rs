@@ -84,8 +84,24 @@ pub(crate) fn not_found(res: &Resource, name: &str) -> ApiError {
     ApiError::not_found(&res.group, &res.plural, name)
 }
 
+/// 422 for `causes`. Like apimachinery's aggregate error, the message lists
+/// each distinct cause once while `details.causes` keeps them all.
 pub(crate) fn invalid(res: &Resource, name: &str, causes: Vec<Cause>) -> ApiError {
-    ApiError::invalid(&res.group, &res.kind, name, causes)
+    let mut distinct: Vec<Cause> = Vec::new();
+    for c in &causes {
+        if !distinct.iter().any(|d| d.summary() == c.summary()) {
+            distinct.push(c.clone());
+        }
+    }
+    let mut err = ApiError::invalid(&res.group, &res.kind, name, distinct);
+    if let Some(d) = &mut err.details {
+        d.causes = causes;
+    }
+    err
+}
+
+fn is_crd(res: &Resource) -> bool {
+    res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions"
 }
 
 /// Shape information for patches and managed fields.
@@ -151,11 +167,7 @@ pub(crate) fn check_type_meta(res: &Resource, obj: &mut Value) -> ApiResult<()> 
         same_kind && av == want_av
     };
     if !ok {
-        let registry_has = |g: &str, v: &str, k: &str| {
-            builtin::kinds()
-                .iter()
-                .any(|b| b.group == g && b.version == v && b.kind == k)
-        };
+        let registry_has = crate::registry::is_builtin_kind;
         let detail = if registry_has(body_group, body_version, &kind) && !res.is_custom() {
             format!(
                 "converting ({body_version}.{kind}) to ({}.{}): unknown conversion",
@@ -299,7 +311,10 @@ pub(crate) fn check_namespace_accepts_create(
 pub(crate) fn validate_create(res: &Resource, obj: &Value) -> Vec<Cause> {
     match res.builtin() {
         Some(kind) => {
-            let causes = builtin::validate(kind, obj, None);
+            let mut causes = builtin::validate(kind, obj, None);
+            if is_crd(res) {
+                causes.extend(crate::schema::validate_crd(obj, None));
+            }
             if !causes.is_empty() {
                 return causes;
             }
@@ -375,7 +390,12 @@ pub(crate) fn common_update_causes(new: &Value, old: &Value) -> Vec<Cause> {
 pub(crate) fn validate_update(res: &Resource, new: &Value, old: &Value) -> Vec<Cause> {
     let mut causes = common_update_causes(new, old);
     match res.builtin() {
-        Some(kind) => causes.extend(builtin::validate(kind, new, Some(old))),
+        Some(kind) => {
+            causes.extend(builtin::validate(kind, new, Some(old)));
+            if is_crd(res) {
+                causes.extend(crate::schema::validate_crd(new, Some(old)));
+            }
+        }
         None => {
             // The custom resource strategy checks the metadata update rules itself too.
             causes.extend(common_update_causes(new, old));

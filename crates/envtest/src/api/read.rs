@@ -66,7 +66,13 @@ fn bad_continue(detail: &str) -> ApiError {
 }
 
 pub fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
-    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    // Go's RawURLEncoding ignores non-zero trailing bits; so does this.
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
     let raw = engine.decode(token.trim_end_matches('=')).map_err(|e| {
         bad_continue(&format!(
             "continue key is not valid: illegal base64 data: {e}"

@@ -309,6 +309,7 @@ pub(crate) fn with_retries(
 }
 
 /// PUT of an object or its `status` subresource.
+#[allow(clippy::too_many_arguments)]
 pub fn replace(
     app: &App,
     res: &Resource,

@@ -217,10 +217,10 @@ fn finalize(app: &App, name: &str) {
             let merged: Vec<Value> = wanted
                 .into_iter()
                 .map(|mut c| {
-                    if let Some(o) = old.iter().find(|o| same(o, &c, "type")) {
-                        if same(o, &c, "status") {
-                            c["lastTransitionTime"] = o["lastTransitionTime"].clone();
-                        }
+                    if let Some(o) = old.iter().find(|o| same(o, &c, "type"))
+                        && same(o, &c, "status")
+                    {
+                        c["lastTransitionTime"] = o["lastTransitionTime"].clone();
                     }
                     c
                 })

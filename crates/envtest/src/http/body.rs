@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn duplicates_are_reported_with_paths() {
         let d = parse_json(br#"{"data":{"a":"1"},"data":{"b":"2"},"m":{"x":1,"x":2}}"#).unwrap();
-        assert_eq!(d.duplicates, vec!["m.x", "data"]);
+        assert_eq!(d.duplicates, vec!["data", "m.x"]);
         assert_eq!(d.value["data"]["b"], "2");
     }
 

@@ -129,6 +129,14 @@ pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
     }
 }
 
+/// Whether `group/version` `kind` is a built-in kind this server knows.
+pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
+    builtin::kinds()
+        .iter()
+        .chain(required::REQUIRED.iter())
+        .any(|b| b.group == group && b.version == version && b.kind == kind)
+}
+
 /// Built-in kinds in their storage: `configmaps`, `apps/deployments`.
 pub fn builtin_store_key(kind: &KindInfo) -> ResKey {
     if kind.group == "events.k8s.io" && kind.plural == "events" {
