@@ -169,7 +169,9 @@ fn cleanup(app: &App, crd: &Value) {
     });
 }
 
-pub fn on_event(app: &App, ev: &Event) {
+/// Reacts to a change; returns a terminating CRD whose custom resources
+/// must be cleaned up (done once per batch by [`cleanup_by_name`]).
+pub fn on_event(app: &App, ev: &Event) -> Option<String> {
     if &*ev.resource == CRD_KEY {
         match ev.kind {
             EventType::Deleted => rebuild_registry(app),
@@ -178,7 +180,7 @@ pub fn on_event(app: &App, ev: &Event) {
                 if meta::is_deleting(crd) {
                     rebuild_registry(app);
                     if meta::finalizers(crd).iter().any(|f| f == CRD_CLEANUP) {
-                        cleanup(app, crd);
+                        return Some(ev.name.clone());
                     }
                 } else if !has_condition(crd, "Established", "True")
                     && !has_condition(crd, "NamesAccepted", "False")
@@ -189,19 +191,21 @@ pub fn on_event(app: &App, ev: &Event) {
                 }
             }
         }
-        return;
+        return None;
     }
     // A custom resource of a terminating CRD went away: maybe the last one.
-    if ev.kind == EventType::Deleted {
-        let reg = app.registry.load();
-        let owner = reg
-            .crds()
-            .find(|c| c.terminating && *custom_store_key(&c.group, &c.plural) == *ev.resource)
-            .map(|c| c.crd_name.clone());
-        if let Some(name) = owner
-            && let Some(crd) = app.store.get(&crd_key(), "", &name)
-        {
-            cleanup(app, &crd);
-        }
+    if ev.kind != EventType::Deleted {
+        return None;
+    }
+    let reg = app.registry.load();
+    reg.crds()
+        .find(|c| c.terminating && *custom_store_key(&c.group, &c.plural) == *ev.resource)
+        .map(|c| c.crd_name.clone())
+}
+
+/// Continues the cleanup of the terminating CRD `name`.
+pub fn cleanup_by_name(app: &App, name: &str) {
+    if let Some(crd) = app.store.get(&crd_key(), "", name) {
+        cleanup(app, &crd);
     }
 }

@@ -27,13 +27,32 @@ pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 struct Controllers {
     app: Arc<App>,
     gc: gc::GarbageCollector,
+    /// Terminating namespaces whose content changed since they were last finalized.
+    dirty_namespaces: std::collections::BTreeSet<String>,
+    /// Terminating CRDs whose custom resources changed.
+    dirty_crds: std::collections::BTreeSet<String>,
 }
 
 impl Controllers {
     fn handle(&mut self, ev: &Event) {
-        crds::on_event(&self.app, ev);
-        namespaces::on_event(&self.app, ev);
+        if let Some(crd) = crds::on_event(&self.app, ev) {
+            self.dirty_crds.insert(crd);
+        }
+        if let Some(ns) = namespaces::on_event(&self.app, ev) {
+            self.dirty_namespaces.insert(ns);
+        }
         self.gc.on_event(&self.app, ev);
+    }
+
+    /// Work deferred to the end of a batch of changes, so that emptying a
+    /// namespace of N objects costs one pass per batch instead of one per object.
+    fn flush(&mut self) {
+        for crd in std::mem::take(&mut self.dirty_crds) {
+            crds::cleanup_by_name(&self.app, &crd);
+        }
+        for ns in std::mem::take(&mut self.dirty_namespaces) {
+            namespaces::finalize(&self.app, &ns);
+        }
     }
 }
 
@@ -49,6 +68,8 @@ pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
     let mut ctl = Controllers {
         app: app.clone(),
         gc: gc::GarbageCollector::default(),
+        dirty_namespaces: Default::default(),
+        dirty_crds: Default::default(),
     };
     crds::rebuild_registry(&app);
     for (res, obj) in app.store.all_objects() {
@@ -63,12 +84,17 @@ pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
         };
         ctl.handle(&ev);
     }
+    ctl.flush();
     tokio::spawn(async move {
         if sub.is_err() {
             return;
         }
         while let Some(ev) = rx.recv().await {
             ctl.handle(&ev);
+            while let Ok(ev) = rx.try_recv() {
+                ctl.handle(&ev);
+            }
+            ctl.flush();
         }
     })
 }

@@ -40,32 +40,30 @@ fn ensure_default_service_account(app: &App, ns: &str) {
     );
 }
 
-pub fn on_event(app: &App, ev: &Event) {
+/// Reacts to a change; returns a terminating namespace to finalize.
+pub fn on_event(app: &App, ev: &Event) -> Option<String> {
     if &*ev.resource == NS_KEY {
         if ev.kind == EventType::Deleted {
-            return;
+            return None;
         }
         if meta::is_deleting(&ev.object) {
-            finalize(app, &ev.name);
-        } else {
-            ensure_default_service_account(app, &ev.name);
+            return Some(ev.name.clone());
         }
-        return;
+        ensure_default_service_account(app, &ev.name);
+        return None;
     }
     if ev.namespace.is_empty() {
-        return;
+        return None;
     }
     let ns_key: ResKey = Arc::from(NS_KEY);
-    let Some(ns) = app.store.get(&ns_key, "", &ev.namespace) else {
-        return;
-    };
+    let ns = app.store.get(&ns_key, "", &ev.namespace)?;
     if meta::is_deleting(&ns) {
-        if ev.kind == EventType::Deleted {
-            finalize(app, &ev.namespace);
-        }
-    } else if &*ev.resource == SA_KEY && ev.name == "default" && ev.kind == EventType::Deleted {
+        return (ev.kind == EventType::Deleted).then(|| ev.namespace.clone());
+    }
+    if &*ev.resource == SA_KEY && ev.name == "default" && ev.kind == EventType::Deleted {
         ensure_default_service_account(app, &ev.namespace);
     }
+    None
 }
 
 fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) -> Value {
@@ -74,7 +72,7 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) 
 
 /// Deletes what is left in namespace `name`, records progress, and removes
 /// the namespace once nothing remains.
-fn finalize(app: &App, name: &str) {
+pub fn finalize(app: &App, name: &str) {
     let reg = app.registry.load();
     for (key, _) in app.store.resources_in_namespace(name) {
         let Some(res) = reg.by_store_key(&key) else {

@@ -179,6 +179,10 @@ async fn resource(
         if p.namespace.is_none() && p.name.is_some() {
             return Err(ApiError::not_found_path());
         }
+        // The all-namespaces collection only lists and watches.
+        if p.namespace.is_none() && method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
     } else if p.namespace.is_some() {
         return Err(ApiError::not_found_path());
     }
