@@ -195,3 +195,54 @@ fn shell_quote(path: &Path) -> String {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: Command,
+    }
+
+    #[test]
+    fn run_takes_the_command_after_double_dash() {
+        let cli = Cli::try_parse_from([
+            "opctl", "run", "--port", "8080", "--", "kubectl", "get", "ns",
+        ])
+        .expect("parses");
+        match cli.cmd {
+            Command::Run(args) => {
+                assert_eq!(args.port, 8080);
+                assert_eq!(args.command, vec!["kubectl", "get", "ns"]);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        assert!(
+            Cli::try_parse_from(["opctl", "run"]).is_err(),
+            "COMMAND is required"
+        );
+    }
+
+    #[test]
+    fn missing_crd_directory_is_named_in_the_error() {
+        let err = config(0, Some(PathBuf::from("/no/such/dir"))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--crds /no/such/dir: no such file or directory"
+        );
+    }
+
+    #[test]
+    fn exit_codes_follow_the_shell() {
+        let status = std::process::Command::new("sh")
+            .args(["-c", "exit 3"])
+            .status()
+            .expect("sh runs");
+        assert_eq!(exit_code(status), 3);
+        assert_eq!(shell_quote(Path::new("/tmp/a b")), "'/tmp/a b'");
+        assert_eq!(shell_quote(Path::new("/tmp/ab")), "/tmp/ab");
+    }
+}

@@ -112,7 +112,7 @@ pub fn create(
         }
         return Ok(Written {
             code: 201,
-            body: obj,
+            body: Arc::new(obj),
             warnings,
         });
     }
@@ -121,7 +121,7 @@ pub fn create(
     match app.store.create(&res.store_key, ns, &name, stored) {
         Ok(stored) => Ok(Written {
             code: 201,
-            body: Arc::unwrap_or_clone(res.from_storage(&stored)),
+            body: res.from_storage(&stored),
             warnings,
         }),
         Err(e) => {

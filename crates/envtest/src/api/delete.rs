@@ -137,7 +137,7 @@ fn delete_once(
         if opts.dry_run {
             return Ok(Written {
                 code: 200,
-                body: obj,
+                body: Arc::new(obj),
                 warnings: Vec::new(),
             });
         }
@@ -147,7 +147,7 @@ fn delete_once(
         {
             Ok(s) => Ok(Written {
                 code: 200,
-                body: Arc::unwrap_or_clone(res.from_storage(&s)),
+                body: res.from_storage(&s),
                 warnings: Vec::new(),
             }),
             Err(WriteError::NotFound) => Err(Some(not_found(res, name))),
@@ -160,7 +160,7 @@ fn delete_once(
         if meta::is_deleting(&view) {
             return Ok(Written {
                 code: 200,
-                body: Arc::unwrap_or_clone(view),
+                body: view,
                 warnings: Vec::new(),
             });
         }
@@ -181,7 +181,7 @@ fn delete_once(
         if finalizers == existing {
             return Ok(Written {
                 code: 200,
-                body: Arc::unwrap_or_clone(view),
+                body: view,
                 warnings: Vec::new(),
             });
         }
@@ -272,7 +272,7 @@ fn delete_once(
     };
     Ok(Written {
         code: 200,
-        body,
+        body: Arc::new(body),
         warnings: Vec::new(),
     })
 }

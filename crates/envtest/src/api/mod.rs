@@ -9,6 +9,9 @@ pub mod scale;
 pub mod update;
 pub mod watch;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
@@ -45,7 +48,7 @@ impl App {
 #[derive(Debug, Clone)]
 pub struct Written {
     pub code: u16,
-    pub body: Value,
+    pub body: Arc<Value>,
     pub warnings: Vec<String>,
 }
 
@@ -455,21 +458,43 @@ pub(crate) fn object_details(res: &Resource, name: &str, uid: &str) -> Details {
 }
 
 /// Compares two objects ignoring managedFields timestamps and resourceVersion:
-/// equal means the write changes nothing and is skipped.
+/// equal means the write changes nothing and is skipped. Compares in place
+/// (no copies): this runs on every update.
 pub(crate) fn same_content(a: &Value, b: &Value) -> bool {
-    fn strip(v: &Value) -> Value {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
-            if let Some(Value::Array(mf)) = m.get_mut("managedFields") {
-                for e in mf {
-                    if let Some(e) = e.as_object_mut() {
-                        e.remove("time");
-                    }
-                }
-            }
-        }
-        v
+    fn maps_equal(
+        a: &Map<String, Value>,
+        b: &Map<String, Value>,
+        skip: &dyn Fn(&str) -> bool,
+    ) -> bool {
+        let keys = |m: &Map<String, Value>| m.keys().filter(|k| !skip(k)).count();
+        keys(a) == keys(b)
+            && a.iter()
+                .filter(|(k, _)| !skip(k))
+                .all(|(k, v)| b.get(k).is_some_and(|w| v == w))
     }
-    strip(a) == strip(b)
+    fn managed_equal(a: Option<&Value>, b: Option<&Value>) -> bool {
+        match (a, b) {
+            (Some(Value::Array(x)), Some(Value::Array(y))) => {
+                x.len() == y.len()
+                    && x.iter().zip(y).all(|(e, f)| match (e, f) {
+                        (Value::Object(e), Value::Object(f)) => maps_equal(e, f, &|k| k == "time"),
+                        _ => e == f,
+                    })
+            }
+            (x, y) => x == y,
+        }
+    }
+    let (Value::Object(a), Value::Object(b)) = (a, b) else {
+        return a == b;
+    };
+    if !maps_equal(a, b, &|k| k == "metadata") {
+        return false;
+    }
+    match (a.get("metadata"), b.get("metadata")) {
+        (Some(Value::Object(ma)), Some(Value::Object(mb))) => {
+            maps_equal(ma, mb, &|k| k == "resourceVersion" || k == "managedFields")
+                && managed_equal(ma.get("managedFields"), mb.get("managedFields"))
+        }
+        (x, y) => x == y,
+    }
 }

@@ -1,6 +1,8 @@
 //! The `/scale` subresource: an `autoscaling/v1` Scale view of the object's
 //! replicas, read and written through the object itself.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 use super::update::{Change, Fail, apply_patch, update_once, with_retries};
@@ -179,7 +181,7 @@ fn write_scale(
     })?;
     Ok(Written {
         code: written.code,
-        body: to_scale(res, &written.body)?,
+        body: Arc::new(to_scale(res, &written.body)?),
         warnings: written.warnings,
     })
 }

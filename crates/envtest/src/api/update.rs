@@ -246,7 +246,7 @@ pub(crate) fn update_once(
     if same_content(&new, &old_view) {
         return Ok(Written {
             code: 200,
-            body: Arc::unwrap_or_clone(old_view),
+            body: old_view,
             warnings,
         });
     }
@@ -267,14 +267,14 @@ pub(crate) fn update_once(
         }
         return Ok(Written {
             code: 200,
-            body: new,
+            body: Arc::new(new),
             warnings,
         });
     }
     if c.ctx.opts.dry_run {
         return Ok(Written {
             code: 200,
-            body: new,
+            body: Arc::new(new),
             warnings,
         });
     }
@@ -284,7 +284,7 @@ pub(crate) fn update_once(
         .map_err(store_err)?;
     Ok(Written {
         code: 200,
-        body: Arc::unwrap_or_clone(res.from_storage(&stored)),
+        body: res.from_storage(&stored),
         warnings,
     })
 }

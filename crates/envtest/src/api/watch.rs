@@ -67,9 +67,15 @@ impl Renderer {
     }
 
     fn line(&mut self, kind: &str, obj: &Arc<Value>) -> Bytes {
-        let event = json!({"type": kind, "object": self.object(obj)});
-        let mut bytes = serde_json::to_vec(&event).unwrap_or_default();
-        bytes.push(b'\n');
+        let mut bytes = format!("{{\"type\":\"{kind}\",\"object\":").into_bytes();
+        if self.shape == Shape::Plain {
+            // Serialized straight from the shared object: no copy per watcher.
+            let shown = self.res.from_storage(obj);
+            let _ = serde_json::to_writer(&mut bytes, &*shown);
+        } else {
+            let _ = serde_json::to_writer(&mut bytes, &self.object(obj));
+        }
+        bytes.extend_from_slice(b"}\n");
         Bytes::from(bytes)
     }
 

@@ -41,6 +41,18 @@ fn blocks_owner(dependent: &Value, owner_uid: &str) -> bool {
 }
 
 impl GarbageCollector {
+    /// Records an existing object without acting on it (the start-up scan
+    /// indexes everything before judging any owner reference).
+    pub fn observe(&mut self, ev: &Event) {
+        let me: ObjRef = (ev.resource.clone(), ev.namespace.clone(), ev.name.clone());
+        let uid = meta::uid(&ev.object).to_string();
+        self.objects
+            .insert(uid, (me.clone(), !ev.namespace.is_empty()));
+        for o in owner_uids(&ev.object) {
+            self.dependents.entry(o).or_default().insert(me.clone());
+        }
+    }
+
     pub fn on_event(&mut self, app: &App, ev: &Event) {
         let me: ObjRef = (ev.resource.clone(), ev.namespace.clone(), ev.name.clone());
         let uid = meta::uid(&ev.object).to_string();

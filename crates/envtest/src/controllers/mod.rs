@@ -29,6 +29,8 @@ struct Controllers {
     gc: gc::GarbageCollector,
     /// Terminating namespaces whose content changed since they were last finalized.
     dirty_namespaces: std::collections::BTreeSet<String>,
+    /// Namespaces being deleted.
+    terminating: std::collections::HashSet<String>,
     /// Terminating CRDs whose custom resources changed.
     dirty_crds: std::collections::BTreeSet<String>,
 }
@@ -38,7 +40,7 @@ impl Controllers {
         if let Some(crd) = crds::on_event(&self.app, ev) {
             self.dirty_crds.insert(crd);
         }
-        if let Some(ns) = namespaces::on_event(&self.app, ev) {
+        if let Some(ns) = namespaces::on_event(&self.app, ev, &mut self.terminating) {
             self.dirty_namespaces.insert(ns);
         }
         self.gc.on_event(&self.app, ev);
@@ -70,10 +72,14 @@ pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
         gc: gc::GarbageCollector::default(),
         dirty_namespaces: Default::default(),
         dirty_crds: Default::default(),
+        terminating: Default::default(),
     };
     crds::rebuild_registry(&app);
-    for (res, obj) in app.store.all_objects() {
-        let ev = Event {
+    let existing: Vec<Event> = app
+        .store
+        .all_objects()
+        .into_iter()
+        .map(|(res, obj)| Event {
             rv: 0,
             kind: crate::store::EventType::Added,
             resource: res,
@@ -81,8 +87,13 @@ pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
             name: crate::meta::name(&obj).to_string(),
             object: obj,
             prev: None,
-        };
-        ctl.handle(&ev);
+        })
+        .collect();
+    for ev in &existing {
+        ctl.gc.observe(ev);
+    }
+    for ev in &existing {
+        ctl.handle(ev);
     }
     ctl.flush();
     tokio::spawn(async move {
@@ -134,7 +145,7 @@ pub(crate) fn modify(
         if !edit(&mut obj) {
             return Ok(crate::api::Written {
                 code: 200,
-                body: obj,
+                body: Arc::new(obj),
                 warnings: Vec::new(),
             });
         }

@@ -2,6 +2,7 @@
 //! namespace has a `default` ServiceAccount; a terminating namespace has its
 //! content deleted, reports progress in its conditions, and goes once empty.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -41,23 +42,26 @@ fn ensure_default_service_account(app: &App, ns: &str) {
 }
 
 /// Reacts to a change; returns a terminating namespace to finalize.
-pub fn on_event(app: &App, ev: &Event) -> Option<String> {
+/// `terminating` is the controller's record of namespaces being deleted, so
+/// that the many changes elsewhere cost no store lookup.
+pub fn on_event(app: &App, ev: &Event, terminating: &mut HashSet<String>) -> Option<String> {
     if &*ev.resource == NS_KEY {
         if ev.kind == EventType::Deleted {
+            terminating.remove(&ev.name);
             return None;
         }
         if meta::is_deleting(&ev.object) {
+            terminating.insert(ev.name.clone());
             return Some(ev.name.clone());
         }
+        terminating.remove(&ev.name);
         ensure_default_service_account(app, &ev.name);
         return None;
     }
     if ev.namespace.is_empty() {
         return None;
     }
-    let ns_key: ResKey = Arc::from(NS_KEY);
-    let ns = app.store.get(&ns_key, "", &ev.namespace)?;
-    if meta::is_deleting(&ns) {
+    if terminating.contains(&ev.namespace) {
         return (ev.kind == EventType::Deleted).then(|| ev.namespace.clone());
     }
     if &*ev.resource == SA_KEY && ev.name == "default" && ev.kind == EventType::Deleted {

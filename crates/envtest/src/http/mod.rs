@@ -353,6 +353,9 @@ fn finalize_namespace(
 }
 
 fn object_response(res: &Resource, obj: &Arc<Value>, acc: &Accepted, q: &Query) -> Response {
+    if acc.shape == Shape::Plain {
+        return respond::object(200, obj, acc.format, &[]);
+    }
     let body = match &acc.shape {
         Shape::Table(v) => table(
             res,
