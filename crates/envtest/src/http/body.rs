@@ -17,6 +17,8 @@ pub const MAX_BODY: usize = 3 * 1024 * 1024;
 pub enum BodyFormat {
     Json,
     Yaml,
+    /// Kubernetes protobuf (built-in kinds only).
+    Protobuf,
 }
 
 /// The media type of a create/update body; anything else is 415.
@@ -31,6 +33,7 @@ pub fn body_format(content_type: Option<&str>) -> ApiResult<BodyFormat> {
     match essence.as_str() {
         "" | "application/json" => Ok(BodyFormat::Json),
         "application/yaml" => Ok(BodyFormat::Yaml),
+        "application/vnd.kubernetes.protobuf" => Ok(BodyFormat::Protobuf),
         _ => Err(ApiError::unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         )),
@@ -245,6 +248,10 @@ pub fn decode_object(body: &[u8], format: BodyFormat, expected_kind: &str) -> Ap
     let decoded = match format {
         BodyFormat::Json => parse_json(body),
         BodyFormat::Yaml => parse_yaml(body),
+        BodyFormat::Protobuf => super::protobuf::decode(body).map(|value| Decoded {
+            value,
+            duplicates: Vec::new(),
+        }),
     }
     .map_err(|msg| unrecognized(expected_kind, &msg, body))?;
     match &decoded.value {

@@ -5,6 +5,7 @@ pub mod body;
 pub mod negotiate;
 pub mod openapi;
 pub mod path;
+pub mod protobuf;
 pub mod query;
 pub mod respond;
 
@@ -237,7 +238,7 @@ async fn resource(
             let acc = negotiate(accept, Endpoint::Plain)?;
             let bytes = read_body(body).await?;
             let opts = query::write_options(q, "CreateOptions", false)?;
-            let format = body::body_format(content_type)?;
+            let format = object_body_format(&res, content_type)?;
             let decoded = body::decode_object(&bytes, format, &res.kind)?;
             let ctx = write_ctx(opts, headers);
             let input = api::create::Input::Body {
@@ -252,7 +253,7 @@ async fn resource(
             let acc = negotiate(accept, Endpoint::Plain)?;
             let bytes = read_body(body).await?;
             let opts = query::write_options(q, "UpdateOptions", false)?;
-            let format = body::body_format(content_type)?;
+            let format = object_body_format(&res, content_type)?;
             let kind = if sub == Some("scale") {
                 "Scale"
             } else {
@@ -328,6 +329,17 @@ async fn resource(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// The body format of an object write: custom resources have no protobuf form.
+fn object_body_format(res: &Resource, content_type: Option<&str>) -> ApiResult<body::BodyFormat> {
+    let format = body::body_format(content_type)?;
+    if format == body::BodyFormat::Protobuf && res.is_custom() {
+        return Err(ApiError::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+        ));
+    }
+    Ok(format)
 }
 
 /// PUT `/api/v1/namespaces/<name>/finalize`: only spec.finalizers changes.
