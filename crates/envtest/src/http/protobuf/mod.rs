@@ -230,14 +230,15 @@ fn special(type_name: &str, bytes: &[u8]) -> Result<Option<Value>, String> {
                 v.get("intVal").cloned().unwrap_or(Value::from(0))
             }
         }
-        "apimachinery.pkg.apis.meta.v1.Time" => {
-            let (s, n) = ints(bytes)?;
-            timestamp(s, n, false)
-        }
-        "apimachinery.pkg.apis.meta.v1.MicroTime" => {
-            let (s, n) = ints(bytes)?;
-            timestamp(s, n, true)
-        }
+        // A zero Time is JSON null (and so left out).
+        "apimachinery.pkg.apis.meta.v1.Time" => match ints(bytes)? {
+            (0, 0) => Value::Null,
+            (s, n) => timestamp(s, n, false),
+        },
+        "apimachinery.pkg.apis.meta.v1.MicroTime" => match ints(bytes)? {
+            (0, 0) => Value::Null,
+            (s, n) => timestamp(s, n, true),
+        },
         "apimachinery.pkg.apis.meta.v1.Duration" => Value::String(go_duration(ints(bytes)?.0)),
         "apimachinery.pkg.runtime.RawExtension" | "apimachinery.pkg.apis.meta.v1.FieldsV1" => {
             raw_json(bytes)?
@@ -269,6 +270,86 @@ fn scalar(kind: Kind, w: &Wire<'_>) -> Result<Value, String> {
     })
 }
 
+/// Optional integer fields that are pointers in Go, where 0 is a value.
+const ZERO_INTS: &[&str] = &[
+    "replicas",
+    "revisionHistoryLimit",
+    "progressDeadlineSeconds",
+    "parallelism",
+    "completions",
+    "backoffLimit",
+    "backoffLimitPerIndex",
+    "maxFailedIndexes",
+    "activeDeadlineSeconds",
+    "terminationGracePeriodSeconds",
+    "ttlSecondsAfterFinished",
+    "successfulJobsHistoryLimit",
+    "failedJobsHistoryLimit",
+    "startingDeadlineSeconds",
+    "gracePeriodSeconds",
+    "runAsUser",
+    "runAsGroup",
+    "fsGroup",
+    "expirationSeconds",
+    "defaultMode",
+    "mode",
+    "partition",
+    "leaseDurationSeconds",
+    "leaseTransitions",
+    "priority",
+    "minReadySeconds",
+    "timeoutSeconds",
+    "periodSeconds",
+    "successThreshold",
+    "failureThreshold",
+    "initialDelaySeconds",
+    "tolerationSeconds",
+    "minAvailable",
+    "maxUnavailable",
+    "count",
+    "port",
+    "targetPort",
+];
+
+/// Optional boolean fields that are pointers in Go, where false is a value.
+const FALSE_BOOLS: &[&str] = &[
+    "automountServiceAccountToken",
+    "enableServiceLinks",
+    "readOnlyRootFilesystem",
+    "runAsNonRoot",
+    "privileged",
+    "allowPrivilegeEscalation",
+    "optional",
+    "immutable",
+    "suspend",
+    "hostUsers",
+    "setHostnameAsFQDN",
+    "shareProcessNamespace",
+    "controller",
+    "blockOwnerDeletion",
+    "allocateLoadBalancerNodePorts",
+    "publishNotReadyAddresses",
+    "readOnly",
+    "served",
+    "storage",
+    "ready",
+    "serving",
+    "terminating",
+];
+
+/// gogo-protobuf writes Go's non-pointer fields even when they hold their
+/// zero value, which Go's JSON encoding (`omitempty`) leaves out; such
+/// values are dropped so the object reads as its JSON form would.
+fn is_unset(f: &Field, v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.is_empty(),
+        Value::Bool(false) => !FALSE_BOOLS.contains(&f.json),
+        Value::Number(n) => n.as_i64() == Some(0) && !ZERO_INTS.contains(&f.json),
+        Value::Null => true,
+        _ => false,
+    }
+}
+
 fn decode_message(bytes: &[u8], type_name: &str) -> Result<Map<String, Value>, String> {
     let fields = SCHEMA
         .messages
@@ -282,7 +363,10 @@ fn decode_message(bytes: &[u8], type_name: &str) -> Result<Map<String, Value>, S
         };
         match f.card {
             Card::Optional => {
-                out.insert(f.json.to_string(), scalar(f.kind, &w)?);
+                let v = scalar(f.kind, &w)?;
+                if !is_unset(f, &v) {
+                    out.insert(f.json.to_string(), v);
+                }
             }
             Card::Inline => {
                 if let Value::Object(inner) = scalar(f.kind, &w)? {

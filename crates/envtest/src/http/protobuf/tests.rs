@@ -115,3 +115,31 @@ fn times_and_bad_input() {
     let unknown_kind = envelope("example.com/v1", "Widget", W::default());
     assert!(decode(&unknown_kind).unwrap_err().contains("example.com"));
 }
+
+#[test]
+fn zero_values_of_non_pointer_fields_are_left_out() {
+    // kubectl create namespace: generateName "", generation 0, empty spec/status, zero creationTimestamp.
+    let meta = W::default()
+        .str(1, "ns1")
+        .str(2, "")
+        .int(7, 0)
+        .msg(8, W::default());
+    let ns = W::default()
+        .msg(1, meta)
+        .msg(2, W::default())
+        .msg(3, W::default().str(1, ""));
+    let obj = decode(&envelope("v1", "Namespace", ns)).expect("decodes");
+    assert_eq!(
+        obj,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}, "spec": {}, "status": {}})
+    );
+    // Deployment replicas 0 is a value.
+    let spec = W::default().int(1, 0);
+    let d = decode(&envelope(
+        "apps/v1",
+        "Deployment",
+        W::default().msg(2, spec),
+    ))
+    .expect("decodes");
+    assert_eq!(d["spec"]["replicas"], 0);
+}
