@@ -219,7 +219,10 @@ pub fn load_crd_documents(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Valu
             anyhow::anyhow!(
                 "{} is not valid YAML: {}",
                 file.display(),
-                msg.lines().next().unwrap_or(&msg)
+                msg.lines()
+                    .next()
+                    .unwrap_or(&msg)
+                    .trim_start_matches("error: ")
             )
         })?;
         for (i, doc) in docs.into_iter().enumerate() {

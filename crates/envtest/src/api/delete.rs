@@ -214,8 +214,9 @@ fn delete_once(
         let mut obj = (*view).clone();
         meta::set_meta(&mut obj, "deletionTimestamp", Value::String(now));
         meta::set_meta(&mut obj, "deletionGracePeriodSeconds", json!(grace));
+        // The generic graceful path bumps generation; CRD deletion does not.
         let generation = meta::generation(&obj);
-        if generation > 0 {
+        if generation > 0 && !is_crd {
             meta::set_meta(&mut obj, "generation", json!(generation + 1));
         }
         meta::set_finalizers(&mut obj, &finalizers);
