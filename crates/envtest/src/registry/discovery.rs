@@ -98,7 +98,15 @@ pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
 fn storage_hash_for(r: &Resource) -> String {
     match &r.source {
         Source::Custom(c) => storage_version_hash(&c.group, &c.storage_version, &c.kind),
-        Source::Builtin(_) => storage_version_hash(&r.group, &r.version, &r.kind),
+        // Built-in kinds hash their storage version: CRDs are stored as
+        // v1beta1, events.k8s.io Events as core/v1 Events.
+        Source::Builtin(_) => match (r.group.as_str(), r.kind.as_str()) {
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+                storage_version_hash(&r.group, "v1beta1", &r.kind)
+            }
+            ("events.k8s.io", "Event") => storage_version_hash("", "v1", "Event"),
+            _ => storage_version_hash(&r.group, &r.version, &r.kind),
+        },
     }
 }
 
