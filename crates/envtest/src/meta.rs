@@ -153,6 +153,31 @@ pub fn get_path<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(obj, |cur, key| cur.get(*key))
 }
 
+/// Sets `obj.path = value`, turning `obj` and every intermediate value that is
+/// not an object into one (request data can hold anything; this never panics).
+pub fn set_path(obj: &mut Value, path: &[&str], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        *obj = value;
+        return;
+    };
+    let mut cur = obj;
+    for key in parents {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(map) = cur else { return };
+        cur = map
+            .entry(key.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    if !cur.is_object() {
+        *cur = Value::Object(Map::new());
+    }
+    if let Value::Object(map) = cur {
+        map.insert(last.to_string(), value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +199,13 @@ mod tests {
         assert_eq!(finalizers(&obj), vec!["a", "b"]);
         set_finalizers(&mut obj, &[]);
         assert!(metadata(&obj).is_some_and(|m| !m.contains_key("finalizers")));
+    }
+
+    #[test]
+    fn set_path_replaces_non_objects() {
+        let mut obj = json!({"status": "oops"});
+        set_path(&mut obj, &["status", "phase"], json!("Terminating"));
+        assert_eq!(obj, json!({"status": {"phase": "Terminating"}}));
     }
 
     #[test]

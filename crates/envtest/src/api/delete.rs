@@ -166,7 +166,7 @@ fn delete_once(
         }
         let mut obj = (*view).clone();
         meta::set_meta(&mut obj, "deletionTimestamp", Value::String(now));
-        obj["status"]["phase"] = json!("Terminating");
+        meta::set_path(&mut obj, &["status", "phase"], json!("Terminating"));
         return write(obj);
     }
 

@@ -71,7 +71,11 @@ fn accept_names(app: &App, crd: &Value) {
     let name = meta::name(crd).to_string();
     let _ = modify(app, &res, "", &name, Some("status"), APISERVER, |obj| {
         let now = meta::now_rfc3339();
-        let spec_names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+        let spec_names = obj
+            .pointer("/spec/names")
+            .filter(|n| n.is_object())
+            .cloned()
+            .unwrap_or(json!({}));
         let kind = spec_names
             .get("kind")
             .and_then(Value::as_str)

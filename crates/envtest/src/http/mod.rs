@@ -356,7 +356,7 @@ fn finalize_namespace(
         .pointer("/spec/finalizers")
         .cloned()
         .unwrap_or(json!([]));
-    new["spec"]["finalizers"] = finalizers;
+    meta::set_path(&mut new, &["spec", "finalizers"], finalizers);
     let rv = meta::resource_version(&body);
     if !rv.is_empty() {
         meta::set_meta(&mut new, "resourceVersion", json!(rv));
