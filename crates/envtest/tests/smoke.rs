@@ -165,3 +165,126 @@ async fn bad_crd_directory_is_a_clear_error() {
     .expect("start fails");
     assert!(err.to_string().contains("/nonexistent/crds"), "{err}");
 }
+
+/// A plain HTTP exchange: (status, content type, body).
+async fn raw(
+    env: &Envtest,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> (u16, String, String) {
+    use http_body_util::{BodyExt, Full};
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<bytes::Bytes>>();
+    let mut req = hyper::Request::builder()
+        .method(method)
+        .uri(format!("{}{path}", env.base_url()));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = client
+        .request(
+            req.body(Full::new(bytes::Bytes::from(body)))
+                .expect("request"),
+        )
+        .await
+        .expect("response");
+    let status = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (status, ct, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn http_surface_answers_like_kube_apiserver() {
+    let env = Envtest::start(Config::default())
+        .await
+        .expect("server starts");
+    let aggregated =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let (status, ct, body) = raw(&env, "GET", "/apis", &[("Accept", aggregated)], vec![]).await;
+    assert_eq!(status, 200);
+    assert!(ct.contains("as=APIGroupDiscoveryList"), "{ct}");
+    assert!(body.contains("\"apiextensions.k8s.io\""), "{body}");
+
+    let (status, ct, body) = raw(&env, "GET", "/nosuchpath", &[], vec![]).await;
+    assert_eq!(
+        (status, ct.as_str(), body.as_str()),
+        (404, "text/plain; charset=utf-8", "404 page not found\n")
+    );
+    let (status, ct, body) = raw(
+        &env,
+        "GET",
+        "/api/v1/namespaces/default/nosuchthings",
+        &[],
+        vec![],
+    )
+    .await;
+    assert_eq!((status, ct.as_str()), (404, "application/json"));
+    assert!(
+        body.contains("the server could not find the requested resource"),
+        "{body}"
+    );
+
+    let (status, _, body) = raw(&env, "GET", "/openapi/v3", &[], vec![]).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"api/v1\""), "{body}");
+
+    let huge = vec![b' '; 3 * 1024 * 1024 + 10];
+    let (status, _, body) = raw(
+        &env,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/json")],
+        huge,
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    let (status, _, _) = raw(
+        &env,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Accept", "application/xml")],
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 406);
+    env.shutdown().await;
+}
+
+#[tokio::test]
+async fn watching_from_an_expired_version_gets_an_in_stream_410() {
+    let env = Envtest::start(Config {
+        watch_history: 2,
+        ..Config::default()
+    })
+    .await
+    .expect("server starts");
+    let api: Api<ConfigMap> = Api::namespaced(client(&env).await, "default");
+    for i in 0..5 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}"), "v"))
+            .await
+            .expect("create");
+    }
+    let (status, _, body) = raw(
+        &env,
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1&timeoutSeconds=1",
+        &[],
+        vec![],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let event: serde_json::Value =
+        serde_json::from_str(body.lines().next().expect("one event")).expect("JSON");
+    assert_eq!(event["type"], "ERROR");
+    assert_eq!(event["object"]["code"], 410);
+    assert_eq!(event["object"]["reason"], "Expired");
+    env.shutdown().await;
+}

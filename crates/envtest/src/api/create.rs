@@ -117,8 +117,28 @@ pub fn create(
         });
     }
     let service_copy = is_service.then(|| obj.clone());
+    // A generated name that happens to be taken is drawn again, as
+    // kube-apiserver retries generateName conflicts.
+    let generated = generated_prefix(&obj);
+    let mut name = name;
     let stored = res.to_storage(obj);
-    match app.store.create(&res.store_key, ns, &name, stored) {
+    let result = match generated {
+        None => app.store.create(&res.store_key, ns, &name, stored),
+        Some(prefix) => {
+            let mut result = app.store.create(&res.store_key, ns, &name, stored.clone());
+            for _ in 0..8 {
+                if !matches!(result, Err(WriteError::AlreadyExists)) {
+                    break;
+                }
+                name = format!("{prefix}{}", random_suffix());
+                let mut again = stored.clone();
+                meta::set_meta(&mut again, "name", Value::String(name.clone()));
+                result = app.store.create(&res.store_key, ns, &name, again);
+            }
+            result
+        }
+    };
+    match result {
         Ok(stored) => Ok(Written {
             code: 201,
             body: res.from_storage(&stored),
@@ -142,6 +162,15 @@ pub fn create(
             }
         }
     }
+}
+
+/// The generateName prefix when the name was generated from it.
+fn generated_prefix(obj: &Value) -> Option<String> {
+    let m = meta::metadata(obj)?;
+    let prefix = m.get("generateName").and_then(Value::as_str)?;
+    let name = m.get("name").and_then(Value::as_str)?;
+    (!prefix.is_empty() && name.len() == prefix.len() + 5 && name.starts_with(prefix))
+        .then(|| prefix.to_string())
 }
 
 /// rest.BeforeCreate's generic part plus the kind's PrepareForCreate.
