@@ -103,12 +103,12 @@ impl Envtest {
 
     /// Stops serving: open watches end, controllers stop.
     pub async fn shutdown(mut self) {
+        // End open watches, then let in-flight requests finish (briefly).
+        self.app.closing.send_replace(true);
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
-        // Long-running watches would hold a graceful shutdown open: give
-        // in-flight requests a moment, then stop.
-        if tokio::time::timeout(Duration::from_millis(500), &mut self.server)
+        if tokio::time::timeout(Duration::from_secs(2), &mut self.server)
             .await
             .is_err()
         {

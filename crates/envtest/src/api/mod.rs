@@ -31,6 +31,8 @@ pub struct App {
     pub allocator: Mutex<builtin::Allocator>,
     /// `host:port` the server listens on (for `/api`'s serverAddressByClientCIDRs).
     pub server_address: std::sync::RwLock<String>,
+    /// Set when the server stops: open watches end so connections can close.
+    pub closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl App {
@@ -40,6 +42,7 @@ impl App {
             registry: SharedRegistry::new(crate::registry::Registry::new(Vec::new())),
             allocator: Mutex::new(builtin::Allocator::default()),
             server_address: std::sync::RwLock::new(String::new()),
+            closing: tokio::sync::watch::Sender::new(false),
         }
     }
 }

@@ -198,6 +198,7 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
         .unwrap_or_else(default_timeout);
     let bookmarks = req.opts.allow_bookmarks;
     let send_initial_end = initial == Some(true) && bookmarks;
+    let mut closing = app.closing.subscribe();
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut last_rv = 0u64;
@@ -254,6 +255,7 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
                     open = emit(renderer.bookmark(current.max(last_rv), false)).await;
                 }
                 _ = body_tx.closed() => break,
+                _ = closing.changed() => break,
             }
         }
         app.store.unsubscribe(sub.id);
