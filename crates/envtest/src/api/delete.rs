@@ -24,7 +24,10 @@ fn is_kind(res: &Resource, group: &str, plural: &str) -> bool {
 
 /// Kinds whose DELETE answers with the deleted object rather than a Status.
 fn returns_deleted_object(res: &Resource) -> bool {
-    is_kind(res, "", "pods") || is_kind(res, "", "services")
+    is_kind(res, "", "pods")
+        || is_kind(res, "", "services")
+        || is_kind(res, "", "serviceaccounts")
+        || is_kind(res, "storage.k8s.io", "storageclasses")
 }
 
 fn success_status(res: &Resource, name: &str, uid: &str) -> Value {
