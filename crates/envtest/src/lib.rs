@@ -5,10 +5,6 @@
 //! clients (kubectl, kube-rs, the Python client), checked against transcripts
 //! recorded from a real server (`tests/fixtures/transcripts`).
 
-// `ApiError` is the shared error contract (a full Status with details); it is
-// returned by value on purpose, like kube-apiserver's errors.
-#![allow(clippy::result_large_err)]
-
 pub mod admission;
 pub mod api;
 pub mod builtin;

@@ -1,11 +1,38 @@
 //! Built-in kinds: the table of kinds served, their typed decoding (which
 //! prunes unknown fields), defaults, validation, Table columns and
 //! shape information for patches.
+//!
+//! Ground truth: the transcripts recorded from kube-apiserver v1.24
+//! (`tests/fixtures/transcripts`), then the Kubernetes sources of that version.
+
+mod alloc;
+mod decode;
+mod defaults;
+pub mod events;
+mod kinds;
+mod listtypes;
+mod prepare;
+mod quantity;
+mod shape;
+mod tables;
+mod validation;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_kinds;
+#[cfg(test)]
+mod tests_props;
+
+use std::sync::LazyLock;
 
 use serde_json::Value;
 
 use crate::error::{ApiResult, Cause};
 use crate::typeinfo::{TypeInfo, Untyped};
+
+pub use alloc::Allocator;
+pub use kinds::{find, find_kind, storage_version_hash};
 
 /// One built-in kind and how it is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,81 +63,94 @@ impl KindInfo {
     }
 }
 
-const ALL_VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
 /// Every built-in kind the server serves.
 pub fn kinds() -> &'static [KindInfo] {
-    &[KindInfo {
-        group: "",
-        version: "v1",
-        kind: "ConfigMap",
-        plural: "configmaps",
-        singular: "configmap",
-        namespaced: true,
-        short_names: &["cm"],
-        categories: &[],
-        verbs: ALL_VERBS,
-        has_status: false,
-        has_scale: false,
-    }]
+    kinds::KINDS
 }
 
 /// Decodes a request body object as the typed kind: fields the type does not
-/// know are dropped and their paths returned (sorted) for warnings or the
-/// Strict error; values of the wrong type are a 400 shaped like the real
+/// know are dropped and their paths returned for warnings or the Strict
+/// error; values of the wrong type are a 400 shaped like the real
 /// server's (`<Kind> in version "<v>" cannot be handled as a <Kind>: ...`).
+///
+/// The paths come in the order the real server reports them for a JSON
+/// body: depth first in document order, each once, at most 100. (For a YAML
+/// body the real server's YAML-to-JSON step sorts keys first, so the order
+/// follows sorted keys at each level.) `apiVersion`
+/// and `kind` of the result are the kind's own (the server checks the body's
+/// against the URL first). Values are canonicalised as Go writes them back
+/// (quantities, times, base64) and empty maps and lists are dropped where Go
+/// omits them.
 pub fn decode(kind: &KindInfo, obj: Value) -> ApiResult<(Value, Vec<String>)> {
-    let _ = kind;
-    Ok((obj, Vec::new()))
+    decode::decode(kind, obj)
 }
 
-/// Fills in the defaults kube-apiserver applies to `kind` on create and update.
+/// Fills in the defaults kube-apiserver applies to `kind` on create and update,
+/// including what its v1 conversion does (a Secret's `stringData` folded into
+/// `data`, a PodSpec's deprecated `serviceAccount` mirrored).
 pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
-    let _ = (kind, obj);
+    defaults::apply(kind, obj);
 }
 
 /// Create-time changes the real server's registry strategies and admission
 /// plugins make before validation: `generation: 1` where the kind tracks it,
-/// Secret `stringData` folded into `data`, a Job's generated selector and
-/// labels, a Pod's `serviceAccountName` and `kube-api-access-<suffix>`
+/// a Job's generated selector and labels, a Pod's `serviceAccountName` and `kube-api-access-<suffix>`
 /// volume, status cleared where a status subresource exists, and the like.
+///
+/// As in kube-apiserver, the server fills in `metadata.uid` and the name
+/// generated from `generateName` before calling this: a Job's generated
+/// selector and labels use both.
 pub fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
-    let _ = (kind, obj);
+    prepare::for_create(kind, obj);
 }
 
 /// Update-time changes before validation. On the main resource of a kind with
 /// a status subresource, status is kept from `old` and `generation` is bumped
 /// when the spec changed; on the `status` subresource only status is taken from
-/// `obj`. `subresource` is `None` or `Some("status")`.
+/// `obj`. `subresource` is `None`, `Some("status")` or, for namespaces,
+/// `Some("finalize")` (only `spec.finalizers` taken from `obj`). As
+/// `rest.BeforeUpdate` does, the stored uid (when `obj` has none), creation
+/// and deletion timestamps and grace period are kept, and `generation` is
+/// the stored one (bumped where the kind tracks spec changes).
 pub fn prepare_for_update(
     kind: &KindInfo,
     obj: &mut Value,
     old: &Value,
     subresource: Option<&str>,
 ) {
-    let _ = (kind, obj, old, subresource);
+    prepare::for_update(kind, obj, old, subresource);
 }
 
 /// Validates metadata (name rules per kind, labels, annotations, finalizers,
 /// ownerReferences) and the kind's own fields. `old` is set on update.
+///
+/// `obj` carries its namespace (set from the URL by the server). Errors come
+/// in the order kube-apiserver reports them (metadata first).
+/// CustomResourceDefinitions are validated by `schema::validate_crd`
+/// (metadata included); Events of both APIs may be given in either shape.
+/// The 422 for an events.k8s.io/v1 Event names the core kind (`Event "x" is
+/// invalid`, no group), as the real server does. Whether an update carries
+/// `metadata.resourceVersion` is the server's business.
 pub fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let _ = (kind, obj, old);
-    Vec::new()
+    validation::validate(kind, obj, old)
 }
+
+static TYPE_INFOS: LazyLock<Vec<listtypes::BuiltinTypeInfo>> = LazyLock::new(|| {
+    kinds::KINDS
+        .iter()
+        .map(listtypes::BuiltinTypeInfo::new)
+        .collect()
+});
 
 /// Shape information (list keys) for strategic merge patch and apply.
 pub fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
-    let _ = kind;
-    &Untyped
+    let index = kinds::KINDS
+        .iter()
+        .position(|k| k.group == kind.group && k.kind == kind.kind);
+    match index.and_then(|i| TYPE_INFOS.get(i)) {
+        Some(info) => info,
+        None => &Untyped,
+    }
 }
 
 /// Validates the metadata every object carries (name rules, generateName,
@@ -119,8 +159,16 @@ pub fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
 /// the looser rule custom resources use (any name valid as a path segment)
 /// instead of a DNS-1123 subdomain.
 pub fn validate_metadata(obj: &Value, namespaced: bool, name_is_path_segment: bool) -> Vec<Cause> {
-    let _ = (obj, namespaced, name_is_path_segment);
-    Vec::new()
+    validation::validate_metadata(obj, namespaced, name_is_path_segment)
+}
+
+/// The metadata rules of an update (`ValidateObjectMetaUpdate`): name,
+/// namespace, uid and timestamps immutable, no new finalizers while the
+/// object is being deleted, generation not decremented, plus the label,
+/// annotation, ownerReference and finalizer rules. Used for custom resources
+/// too; [`validate`] calls it for built-in kinds.
+pub fn validate_metadata_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    validation::meta::object_meta_update(obj, old)
 }
 
 /// `kubectl get` columns for a built-in kind: the `columnDefinitions` and one
@@ -131,43 +179,5 @@ pub fn table(
     objects: &[Value],
     now: jiff::Timestamp,
 ) -> Option<(Vec<Value>, Vec<Vec<Value>>)> {
-    let _ = (kind, objects, now);
-    None
-}
-
-/// Cluster IPs (10.96.0.0/12) and node ports (30000–32767) handed out to Services.
-#[derive(Debug, Default)]
-pub struct Allocator {
-    _private: (),
-}
-
-impl Allocator {
-    /// Assigns `spec.clusterIP(s)` and node ports a Service needs, honouring
-    /// requested values (422 causes when taken or out of range). On dry run the
-    /// values are shown but not reserved.
-    pub fn allocate_service(&mut self, svc: &mut Value, dry_run: bool) -> Result<(), Vec<Cause>> {
-        let _ = (svc, dry_run);
-        Ok(())
-    }
-
-    /// Frees what a deleted Service held.
-    pub fn release_service(&mut self, svc: &Value) {
-        let _ = svc;
-    }
-}
-
-/// Events are stored once and served through two APIs. The store keeps the
-/// core/v1 shape; these convert for `events.k8s.io/v1` requests and responses.
-pub mod events {
-    use serde_json::Value;
-
-    /// core/v1 Event → events.k8s.io/v1 Event.
-    pub fn core_to_events_v1(obj: &Value) -> Value {
-        obj.clone()
-    }
-
-    /// events.k8s.io/v1 Event → core/v1 Event.
-    pub fn events_v1_to_core(obj: &Value) -> Value {
-        obj.clone()
-    }
+    tables::table(kind, objects, now)
 }

@@ -1,0 +1,194 @@
+//! Typed decoding of request bodies: a round trip through the k8s-openapi
+//! structs with a Go-like deserializer (`de`), then the output shaped as Go's
+//! encoder writes it (`normalize`).
+
+mod de;
+mod gobase64;
+mod gotime;
+mod gotype;
+mod normalize;
+
+use std::cell::RefCell;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+
+use super::KindInfo;
+use de::{DeError, Report, Seg, ValueDe};
+
+/// Round-trips `obj` through `T`; returns the typed output and what was dropped.
+fn round_trip<T: DeserializeOwned + Serialize>(
+    kind: &KindInfo,
+    obj: &Value,
+) -> ApiResult<(Value, Report)> {
+    let report = RefCell::new(Report::default());
+    let typed = T::deserialize(ValueDe::root(obj, &report)).map_err(|e| {
+        let detail = match e {
+            DeError::Final(msg) => msg,
+            other => other.to_string(),
+        };
+        ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {detail}",
+            kind = kind.kind,
+            version = kind.version
+        ))
+    })?;
+    let out = serde_json::to_value(&typed)
+        .map_err(|e| ApiError::internal(format!("encoding {}: {e}", kind.kind)))?;
+    Ok((out, report.into_inner()))
+}
+
+macro_rules! typed {
+    ($kind:expr, $obj:expr, { $( ($group:literal, $name:literal) => $ty:ty ),* $(,)? }) => {
+        match ($kind.group, $kind.kind) {
+            $( ($group, $name) => round_trip::<$ty>($kind, $obj).map(Some), )*
+            _ => Ok(None),
+        }
+    };
+}
+
+/// See [`super::decode`].
+pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<String>)> {
+    use k8s_openapi::api::{
+        admissionregistration::v1 as admission, apps::v1 as apps, batch::v1 as batch,
+        coordination::v1 as coordination, core::v1 as core, events::v1 as events, rbac::v1 as rbac,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+
+    let Some(map) = obj.as_object_mut() else {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: json: cannot unmarshal {got} into Go value of type v1.{kind}",
+            kind = kind.kind,
+            version = kind.version,
+            got = gotype::go_json_kind(&obj, "")
+        )));
+    };
+    // The server has checked apiVersion and kind against the URL already.
+    map.insert("apiVersion".into(), Value::String(kind.api_version()));
+    map.insert("kind".into(), Value::String(kind.kind.to_string()));
+
+    let result = typed!(kind, &obj, {
+        ("", "ConfigMap") => core::ConfigMap,
+        ("", "Endpoints") => core::Endpoints,
+        ("", "Event") => core::Event,
+        ("", "LimitRange") => core::LimitRange,
+        ("", "Namespace") => core::Namespace,
+        ("", "Node") => core::Node,
+        ("", "PersistentVolumeClaim") => core::PersistentVolumeClaim,
+        ("", "Pod") => core::Pod,
+        ("", "PodTemplate") => core::PodTemplate,
+        ("", "ResourceQuota") => core::ResourceQuota,
+        ("", "Secret") => core::Secret,
+        ("", "ServiceAccount") => core::ServiceAccount,
+        ("", "Service") => core::Service,
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => admission::MutatingWebhookConfiguration,
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => admission::ValidatingWebhookConfiguration,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => apiextensions::CustomResourceDefinition,
+        ("apps", "ControllerRevision") => apps::ControllerRevision,
+        ("apps", "DaemonSet") => apps::DaemonSet,
+        ("apps", "Deployment") => apps::Deployment,
+        ("apps", "ReplicaSet") => apps::ReplicaSet,
+        ("apps", "StatefulSet") => apps::StatefulSet,
+        ("batch", "CronJob") => batch::CronJob,
+        ("batch", "Job") => batch::Job,
+        ("coordination.k8s.io", "Lease") => coordination::Lease,
+        ("events.k8s.io", "Event") => events::Event,
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => rbac::ClusterRoleBinding,
+        ("rbac.authorization.k8s.io", "ClusterRole") => rbac::ClusterRole,
+        ("rbac.authorization.k8s.io", "RoleBinding") => rbac::RoleBinding,
+        ("rbac.authorization.k8s.io", "Role") => rbac::Role,
+    })?;
+    let Some((mut out, report)) = result else {
+        return Ok((obj, Vec::new()));
+    };
+    drop_empty_collections(&mut out, &report.empty_collections);
+    nil_for_absent_lists(&mut out, &obj);
+    integral_floats(&mut out);
+    normalize::go_zero_values(kind, &mut out);
+    Ok((out, report.unknown))
+}
+
+/// Go's encoder writes a float64 without a fraction as an integer (`1`, not
+/// `1.0`): schema bounds, free-form JSON.
+fn integral_floats(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats),
+        Value::Object(map) => map.values_mut().for_each(integral_floats),
+        _ => {}
+    }
+}
+
+/// k8s-openapi writes a required list the body left out as `[]`; Go writes
+/// its nil slice as `null`. (Optional lists left out are not written at all.)
+fn nil_for_absent_lists(out: &mut Value, input: &Value) {
+    match out {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                let given = input.get(key.as_str());
+                match value {
+                    Value::Array(items) if items.is_empty() => {
+                        if given.is_none_or(Value::is_null) {
+                            *value = Value::Null;
+                        }
+                    }
+                    // A webhook's sideEffects is a pointer in Go: absent means null.
+                    Value::String(s) if s.is_empty() && key == "sideEffects" => {
+                        if given.is_none_or(Value::is_null) {
+                            *value = Value::Null;
+                        }
+                    }
+                    _ => nil_for_absent_lists(value, given.unwrap_or(&Value::Null)),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                nil_for_absent_lists(item, input.get(i).unwrap_or(&Value::Null));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Go's `omitempty` drops maps and lists that are empty; k8s-openapi writes
+/// them. Fields Go always writes are restored by `normalize` afterwards.
+fn drop_empty_collections(out: &mut Value, paths: &[Vec<Seg>]) {
+    for path in paths {
+        let Some((last, parents)) = path.split_last() else {
+            continue;
+        };
+        let Seg::Key(key) = last else { continue };
+        let Some(cursor) = navigate(out, parents) else {
+            continue;
+        };
+        if let Some(map) = cursor.as_object_mut() {
+            let empty = match map.get(key.as_str()) {
+                Some(Value::Array(a)) => a.is_empty(),
+                Some(Value::Object(o)) => o.is_empty(),
+                _ => false,
+            };
+            if empty && !normalize::always_written(parents, key) {
+                map.remove(key.as_str());
+            }
+        }
+    }
+}
+
+fn navigate<'a>(value: &'a mut Value, path: &[Seg]) -> Option<&'a mut Value> {
+    match path.split_first() {
+        None => Some(value),
+        Some((Seg::Key(k), rest)) => navigate(value.get_mut(k.as_str())?, rest),
+        Some((Seg::Index(i), rest)) => navigate(value.get_mut(*i)?, rest),
+    }
+}

@@ -1,0 +1,110 @@
+//! apps/v1 and batch/v1 defaults.
+
+use serde_json::{Value, json};
+
+use crate::builtin::KindInfo;
+use crate::builtin::shape::{default_str, default_value, object_at, objects_mut};
+
+pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    match kind.kind {
+        "Deployment" => {
+            default_value(spec, "replicas", json!(1));
+            let strategy = spec.entry("strategy").or_insert_with(|| json!({}));
+            if let Some(strategy) = strategy.as_object_mut() {
+                default_str(strategy, "type", "RollingUpdate");
+                if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    let rolling = strategy.entry("rollingUpdate").or_insert_with(|| json!({}));
+                    if let Some(rolling) = rolling.as_object_mut() {
+                        default_value(rolling, "maxUnavailable", json!("25%"));
+                        default_value(rolling, "maxSurge", json!("25%"));
+                    }
+                }
+            }
+            default_value(spec, "revisionHistoryLimit", json!(10));
+            default_value(spec, "progressDeadlineSeconds", json!(600));
+        }
+        "StatefulSet" => {
+            default_value(spec, "replicas", json!(1));
+            default_str(spec, "podManagementPolicy", "OrderedReady");
+            let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+            if let Some(strategy) = strategy.as_object_mut() {
+                default_str(strategy, "type", "RollingUpdate");
+                if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    let rolling = strategy.entry("rollingUpdate").or_insert_with(|| json!({}));
+                    if let Some(rolling) = rolling.as_object_mut() {
+                        default_value(rolling, "partition", json!(0));
+                    }
+                }
+            }
+            default_value(spec, "revisionHistoryLimit", json!(10));
+            for claim in objects_mut(spec, "volumeClaimTemplates") {
+                if let Some(claim_spec) = claim.get_mut("spec").and_then(Value::as_object_mut) {
+                    default_str(claim_spec, "volumeMode", "Filesystem");
+                }
+                if let Some(status) = claim.get_mut("status").and_then(Value::as_object_mut) {
+                    default_str(status, "phase", "Pending");
+                }
+            }
+        }
+        "DaemonSet" => {
+            let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+            if let Some(strategy) = strategy.as_object_mut() {
+                default_str(strategy, "type", "RollingUpdate");
+                if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    let rolling = strategy.entry("rollingUpdate").or_insert_with(|| json!({}));
+                    if let Some(rolling) = rolling.as_object_mut() {
+                        default_value(rolling, "maxUnavailable", json!(1));
+                        default_value(rolling, "maxSurge", json!(0));
+                    }
+                }
+            }
+            default_value(spec, "revisionHistoryLimit", json!(10));
+        }
+        "ReplicaSet" => {
+            default_value(spec, "replicas", json!(1));
+        }
+        "Job" => {
+            let completions = spec.get("completions").is_some_and(|v| !v.is_null());
+            let parallelism = spec.get("parallelism").is_some_and(|v| !v.is_null());
+            if !completions && !parallelism {
+                spec.insert("completions".into(), json!(1));
+                spec.insert("parallelism".into(), json!(1));
+            }
+            default_value(spec, "parallelism", json!(1));
+            default_value(spec, "backoffLimit", json!(6));
+            default_str(spec, "completionMode", "NonIndexed");
+            default_value(spec, "suspend", json!(false));
+            // Job labels default to the template's (set again once generated).
+            job_labels_from_template(obj);
+        }
+        "CronJob" => {
+            default_str(spec, "concurrencyPolicy", "Allow");
+            default_value(spec, "suspend", json!(false));
+            default_value(spec, "successfulJobsHistoryLimit", json!(3));
+            default_value(spec, "failedJobsHistoryLimit", json!(1));
+        }
+        _ => {}
+    }
+}
+
+/// `SetDefaults_Job`: a Job without labels takes its template's labels.
+pub(crate) fn job_labels_from_template(obj: &mut Value) {
+    let Some(template_labels) = obj
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object)
+        .filter(|l| !l.is_empty())
+        .cloned()
+    else {
+        return;
+    };
+    let has_labels = obj
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .is_some_and(|l| !l.is_empty());
+    if !has_labels && let Some(meta) = object_at(obj, "metadata") {
+        meta.insert("labels".into(), Value::Object(template_labels));
+    }
+}

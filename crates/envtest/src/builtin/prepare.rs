@@ -1,0 +1,688 @@
+//! What the registry strategies (`PrepareForCreate`, `PrepareForUpdate`) and
+//! the Pod admission plugins (ServiceAccount, DefaultTolerationSeconds,
+//! Priority) change before validation.
+
+use rand::Rng;
+use serde_json::{Map, Value, json};
+
+use super::KindInfo;
+use super::defaults::pod::pod_spec as pod_spec_defaults;
+use super::quantity;
+use super::shape::{object_at, objects_mut, str_of};
+
+/// Kinds whose strategy sets `generation: 1` and bumps it on spec changes.
+fn tracks_generation(kind: &KindInfo) -> bool {
+    matches!(
+        (kind.group, kind.kind),
+        (
+            "apps",
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+        ) | ("batch", "Job" | "CronJob")
+            | ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("admissionregistration.k8s.io", _)
+    )
+}
+
+/// The part of the object whose changes bump the generation.
+fn generation_fields(kind: &KindInfo) -> &'static [&'static str] {
+    match (kind.group, kind.kind) {
+        ("admissionregistration.k8s.io", _) => &["webhooks"],
+        _ => &["spec"],
+    }
+}
+
+/// Status as the strategies reset it on create.
+fn initial_status(kind: &KindInfo, obj: &Value) -> Option<Value> {
+    Some(match (kind.group, kind.kind) {
+        ("", "Node") => return None,
+        ("", "Pod") => json!({"phase": "Pending", "qosClass": qos_class(obj)}),
+        ("", "Namespace") => json!({"phase": "Active"}),
+        ("", "Service") => json!({"loadBalancer": {}}),
+        ("", "PersistentVolumeClaim") => json!({"phase": "Pending"}),
+        ("apps", "StatefulSet") => json!({"replicas": 0, "availableReplicas": 0}),
+        ("apps", "DaemonSet") => json!({
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0
+        }),
+        ("apps", "ReplicaSet") => json!({"replicas": 0}),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let stored: Vec<Value> = obj
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                .and_then(|v| v.get("name").cloned())
+                .into_iter()
+                .collect();
+            json!({
+                "conditions": null,
+                "acceptedNames": {"plural": "", "kind": ""},
+                "storedVersions": if stored.is_empty() { Value::Null } else { Value::Array(stored) }
+            })
+        }
+        _ if kind.has_status => json!({}),
+        _ => return None,
+    })
+}
+
+/// See [`super::prepare_for_create`].
+pub(crate) fn for_create(kind: &KindInfo, obj: &mut Value) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+    }
+    if tracks_generation(kind)
+        && let Some(meta) = object_at(obj, "metadata")
+    {
+        meta.insert("generation".into(), json!(1));
+    }
+    match (kind.group, kind.kind) {
+        ("", "Pod") => admit_pod(obj),
+        ("", "Namespace") => {
+            if let Some(spec) = object_at(obj, "spec") {
+                let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+                if !finalizers.is_array() {
+                    *finalizers = json!([]);
+                }
+                if let Some(list) = finalizers.as_array_mut()
+                    && !list.iter().any(|f| f == "kubernetes")
+                {
+                    list.push(json!("kubernetes"));
+                }
+            }
+        }
+        ("apps", "DaemonSet") => {
+            if let Some(meta) = object_at(obj, "metadata")
+                && let Some(annotations) = map_at(meta, "annotations")
+            {
+                annotations.insert(
+                    "deprecated.daemonset.template.generation".into(),
+                    json!("1"),
+                );
+            }
+        }
+        ("batch", "Job") => {
+            generate_job_selector(obj);
+            super::defaults::job_labels(obj);
+        }
+        _ => {}
+    }
+    if let Some(status) = initial_status(kind, obj)
+        && let Some(root) = obj.as_object_mut()
+    {
+        root.insert("status".into(), status);
+    }
+}
+
+/// See [`super::prepare_for_update`].
+pub(crate) fn for_update(kind: &KindInfo, obj: &mut Value, old: &Value, subresource: Option<&str>) {
+    let old_generation = old.pointer("/metadata/generation").cloned();
+    match subresource {
+        Some("status") => status_update(kind, obj, old),
+        Some("finalize") => finalize_update(obj, old),
+        _ => main_update(kind, obj, old),
+    }
+    let Some(meta) = object_at(obj, "metadata") else {
+        return;
+    };
+    // `rest.BeforeUpdate`: the uid when none is given, the creation and
+    // deletion timestamps and the grace period are the stored ones.
+    let old_meta = old.get("metadata");
+    let old_field = |key: &str| old_meta.and_then(|m| m.get(key)).filter(|v| !v.is_null());
+    if meta
+        .get("uid")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+        && let Some(uid) = old_field("uid")
+    {
+        meta.insert("uid".into(), uid.clone());
+    }
+    for key in ["creationTimestamp", "deletionTimestamp"] {
+        if let Some(value) = old_field(key) {
+            meta.insert(key.into(), value.clone());
+        }
+    }
+    if meta
+        .get("deletionGracePeriodSeconds")
+        .is_none_or(Value::is_null)
+        && let Some(value) = old_field("deletionGracePeriodSeconds")
+    {
+        meta.insert("deletionGracePeriodSeconds".into(), value.clone());
+    }
+    // Clients cannot set the generation.
+    match old_generation {
+        Some(generation) => {
+            meta.insert("generation".into(), generation);
+        }
+        None => {
+            meta.remove("generation");
+        }
+    }
+    if subresource.is_none() && tracks_generation(kind) && spec_changed(kind, obj, old) {
+        let next = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            + 1;
+        if let Some(meta) = object_at(obj, "metadata") {
+            meta.insert("generation".into(), json!(next));
+        }
+        if (kind.group, kind.kind) == ("apps", "DaemonSet") {
+            daemonset_template_generation(obj, old);
+        }
+    }
+}
+
+fn spec_changed(kind: &KindInfo, obj: &Value, old: &Value) -> bool {
+    let fields_differ = generation_fields(kind)
+        .iter()
+        .any(|f| obj.get(*f) != old.get(*f));
+    let annotations_differ = (kind.group, kind.kind) == ("apps", "Deployment")
+        && obj.pointer("/metadata/annotations") != old.pointer("/metadata/annotations");
+    fields_differ || annotations_differ
+}
+
+/// A DaemonSet's template generation annotation follows template changes.
+fn daemonset_template_generation(obj: &mut Value, old: &Value) {
+    let old_annotation = old
+        .pointer("/metadata/annotations/deprecated.daemonset.template.generation")
+        .cloned();
+    let template_changed = obj.pointer("/spec/template") != old.pointer("/spec/template");
+    let value = if template_changed {
+        let previous = old_annotation
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0);
+        Some(json!((previous + 1).to_string()))
+    } else {
+        old_annotation
+    };
+    if let Some(value) = value
+        && let Some(meta) = object_at(obj, "metadata")
+        && let Some(annotations) = map_at(meta, "annotations")
+    {
+        annotations.insert("deprecated.daemonset.template.generation".into(), value);
+    }
+}
+
+fn main_update(kind: &KindInfo, obj: &mut Value, old: &Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    if kind.has_status {
+        match old.get("status") {
+            Some(status) => {
+                root.insert("status".into(), status.clone());
+            }
+            None => {
+                root.remove("status");
+            }
+        }
+    }
+    match (kind.group, kind.kind) {
+        ("", "Namespace") => {
+            let finalizers = old.pointer("/spec/finalizers").cloned();
+            if let Some(spec) = object_at(obj, "spec") {
+                match finalizers {
+                    Some(f) => {
+                        spec.insert("finalizers".into(), f);
+                    }
+                    None => {
+                        spec.remove("finalizers");
+                    }
+                }
+            }
+        }
+        ("", "Service") => {
+            keep_allocated_values(obj, old);
+            drop_type_dependent_fields(obj, old);
+        }
+        ("apps", "DaemonSet") => {
+            // Restored here; bumped with the generation when the template changed.
+            let annotation = old
+                .pointer("/metadata/annotations/deprecated.daemonset.template.generation")
+                .cloned();
+            if let Some(value) = annotation
+                && let Some(meta) = object_at(obj, "metadata")
+                && let Some(annotations) = map_at(meta, "annotations")
+            {
+                annotations.insert("deprecated.daemonset.template.generation".into(), value);
+            }
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let storage = obj
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                .and_then(|v| v.get("name").cloned());
+            if let Some(storage) = storage
+                && let Some(status) = object_at(obj, "status")
+            {
+                let stored = status.entry("storedVersions").or_insert_with(|| json!([]));
+                if !stored.is_array() {
+                    *stored = json!([]);
+                }
+                if let Some(list) = stored.as_array_mut()
+                    && !list.contains(&storage)
+                {
+                    list.push(storage);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The status subresource writes status only.
+fn status_update(kind: &KindInfo, obj: &mut Value, old: &Value) {
+    let (Some(root), Some(old_root)) = (obj.as_object_mut(), old.as_object()) else {
+        return;
+    };
+    let keep: Vec<String> = root
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "status" | "metadata" | "apiVersion" | "kind"))
+        .cloned()
+        .collect();
+    for key in keep {
+        root.remove(&key);
+    }
+    for (key, value) in old_root {
+        if !matches!(key.as_str(), "status" | "metadata" | "apiVersion" | "kind") {
+            root.insert(key.clone(), value.clone());
+        }
+    }
+    let preserved: &[&str] = match (kind.group, kind.kind) {
+        ("apiextensions.k8s.io", _) => &["labels", "annotations", "finalizers", "ownerReferences"],
+        ("", "Pod") => &["ownerReferences"],
+        _ => &[],
+    };
+    if preserved.is_empty() {
+        return;
+    }
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let Some(meta) = object_at(obj, "metadata") {
+        for key in preserved {
+            match old_meta.get(*key) {
+                Some(v) => {
+                    meta.insert((*key).to_string(), v.clone());
+                }
+                None => {
+                    meta.remove(*key);
+                }
+            }
+        }
+    }
+}
+
+/// `namespaces/finalize` writes `spec.finalizers` only.
+fn finalize_update(obj: &mut Value, old: &Value) {
+    let finalizers = obj.pointer("/spec/finalizers").cloned();
+    let metadata = obj.get("metadata").cloned();
+    *obj = old.clone();
+    if let (Some(root), Some(metadata)) = (obj.as_object_mut(), metadata) {
+        root.insert("metadata".into(), metadata);
+    }
+    if let Some(spec) = object_at(obj, "spec") {
+        match finalizers {
+            Some(f) => {
+                spec.insert("finalizers".into(), f);
+            }
+            None => {
+                spec.remove("finalizers");
+            }
+        }
+    }
+}
+
+/// `dropTypeDependentFields`: after a type change, values the new type does
+/// not use are dropped when they are still the stored ones (a value the
+/// request changed is left for validation to judge).
+fn drop_type_dependent_fields(obj: &mut Value, old: &Value) {
+    let Some(old_spec) = old.get("spec") else {
+        return;
+    };
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let old_type = old_spec.get("type").and_then(Value::as_str).unwrap_or("");
+    let new_type = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if old_type == new_type {
+        return;
+    }
+    let node_ports = |t: &str| matches!(t, "NodePort" | "LoadBalancer");
+    if new_type == "ExternalName" {
+        for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            if spec.get(key) == old_spec.get(key) {
+                spec.remove(key);
+            }
+        }
+    }
+    if node_ports(old_type) && !node_ports(&new_type) {
+        let old_ports: Vec<Value> = old_spec
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("nodePort").cloned())
+            .collect();
+        for port in objects_mut(spec, "ports") {
+            if port
+                .get("nodePort")
+                .is_some_and(|np| old_ports.contains(np))
+            {
+                port.remove("nodePort");
+            }
+        }
+        if spec.get("healthCheckNodePort") == old_spec.get("healthCheckNodePort") {
+            spec.remove("healthCheckNodePort");
+        }
+    }
+    if new_type != "LoadBalancer"
+        && spec.get("allocateLoadBalancerNodePorts")
+            == old_spec.get("allocateLoadBalancerNodePorts")
+    {
+        spec.remove("allocateLoadBalancerNodePorts");
+    }
+}
+
+/// Allocated cluster IPs, families and node ports a PUT leaves out are kept.
+fn keep_allocated_values(obj: &mut Value, old: &Value) {
+    let Some(old_spec) = old.get("spec") else {
+        return;
+    };
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let same_type = spec.get("type") == old_spec.get("type");
+    let needs_ip = |t: Option<&Value>| t.and_then(Value::as_str) != Some("ExternalName");
+    if needs_ip(spec.get("type")) && needs_ip(old_spec.get("type")) {
+        for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            let missing = match spec.get(key) {
+                None | Some(Value::Null) => true,
+                Some(Value::String(s)) => s.is_empty(),
+                Some(Value::Array(a)) => a.is_empty(),
+                _ => false,
+            };
+            if missing && let Some(v) = old_spec.get(key) {
+                spec.insert(key.into(), v.clone());
+            }
+        }
+    }
+    let needs_node_ports =
+        |t: Option<&Value>| matches!(t.and_then(Value::as_str), Some("NodePort" | "LoadBalancer"));
+    if same_type || (needs_node_ports(spec.get("type")) && needs_node_ports(old_spec.get("type"))) {
+        let by_name: Vec<(String, Value)> = old_spec
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| {
+                let np = p.get("nodePort")?;
+                Some((str_of(p, "name").to_string(), np.clone()))
+            })
+            .collect();
+        let used: Vec<Value> = spec
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("nodePort").cloned())
+            .collect();
+        for port in objects_mut(spec, "ports") {
+            if port.get("nodePort").is_none_or(|v| v.as_i64() == Some(0)) {
+                let name = port.get("name").and_then(Value::as_str).unwrap_or("");
+                if let Some((_, np)) = by_name.iter().find(|(n, _)| n == name)
+                    && !used.contains(np)
+                {
+                    port.insert("nodePort".into(), np.clone());
+                }
+            }
+        }
+        if spec.get("healthCheckNodePort").is_none()
+            && let Some(hc) = old_spec.get("healthCheckNodePort")
+        {
+            spec.insert("healthCheckNodePort".into(), hc.clone());
+        }
+    }
+}
+
+fn map_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    let entry = map.entry(key.to_string()).or_insert_with(|| json!({}));
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    entry.as_object_mut()
+}
+
+/// `generateSelector` of the Job strategy: `controller-uid` and `job-name`
+/// labels on the template and the selector, unless `manualSelector`.
+fn generate_job_selector(obj: &mut Value) {
+    if obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let Some(spec) = object_at(obj, "spec") else {
+        return;
+    };
+    if let Some(template) = map_at(spec, "template")
+        && let Some(meta) = map_at(template, "metadata")
+        && let Some(labels) = map_at(meta, "labels")
+    {
+        labels.entry("job-name").or_insert_with(|| json!(name));
+        labels
+            .entry("controller-uid")
+            .or_insert_with(|| json!(uid.clone()));
+    }
+    if let Some(selector) = map_at(spec, "selector")
+        && let Some(match_labels) = map_at(selector, "matchLabels")
+    {
+        match_labels
+            .entry("controller-uid")
+            .or_insert_with(|| json!(uid));
+    }
+}
+
+const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The random suffix of generated names (`utilrand.String`).
+pub(crate) fn random_suffix(len: usize) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..len)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
+        .collect()
+}
+
+/// The admission plugins that change Pods on create.
+fn admit_pod(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    // ServiceAccount admission.
+    if spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        spec.insert("serviceAccountName".into(), json!("default"));
+    }
+    let automount = spec
+        .get("automountServiceAccountToken")
+        .and_then(Value::as_bool)
+        != Some(false);
+    let already_mounted = ["initContainers", "containers"].iter().any(|list| {
+        spec.get(*list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("volumeMounts").and_then(Value::as_array))
+            .flatten()
+            .any(|m| str_of(m, "mountPath") == SERVICE_ACCOUNT_MOUNT)
+    });
+    if automount && !already_mounted {
+        let volume_name = format!("kube-api-access-{}", random_suffix(5));
+        let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
+        if !volumes.is_array() {
+            *volumes = json!([]);
+        }
+        if let Some(volumes) = volumes.as_array_mut() {
+            volumes.push(json!({
+                "name": volume_name,
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+                    ],
+                    "defaultMode": 420
+                }
+            }));
+        }
+        for list in ["initContainers", "containers"] {
+            for container in objects_mut(spec, list) {
+                let mounts = container.entry("volumeMounts").or_insert_with(|| json!([]));
+                if !mounts.is_array() {
+                    *mounts = json!([]);
+                }
+                if let Some(mounts) = mounts.as_array_mut() {
+                    mounts.push(json!({
+                        "name": volume_name,
+                        "readOnly": true,
+                        "mountPath": SERVICE_ACCOUNT_MOUNT
+                    }));
+                }
+            }
+        }
+    }
+    // DefaultTolerationSeconds admission.
+    let tolerates = |spec: &Map<String, Value>, key: &str| {
+        spec.get("tolerations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|t| {
+                let k = str_of(t, "key");
+                let effect = str_of(t, "effect");
+                (k == key || k.is_empty()) && (effect == "NoExecute" || effect.is_empty())
+            })
+    };
+    let mut added = Vec::new();
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        if !tolerates(spec, key) {
+            added.push(json!({
+                "key": key,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300
+            }));
+        }
+    }
+    if !added.is_empty() {
+        let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+        if !tolerations.is_array() {
+            *tolerations = json!([]);
+        }
+        if let Some(list) = tolerations.as_array_mut() {
+            list.extend(added);
+        }
+    }
+    // Priority admission: no default PriorityClass exists.
+    let class = spec
+        .get("priorityClassName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let priority = match class.as_str() {
+        "" => Some(0),
+        "system-cluster-critical" => Some(2_000_000_000),
+        "system-node-critical" => Some(2_000_001_000),
+        _ => None,
+    };
+    if let Some(priority) = priority
+        && spec.get("priority").is_none_or(Value::is_null)
+    {
+        spec.insert("priority".into(), json!(priority));
+    }
+    if spec.get("preemptionPolicy").is_none_or(Value::is_null) {
+        spec.insert("preemptionPolicy".into(), json!("PreemptLowerPriority"));
+    }
+    // The deprecated field mirrors the admitted service account.
+    pod_spec_defaults(spec);
+}
+
+/// `GetPodQOS`: BestEffort, Guaranteed or Burstable from cpu and memory.
+pub(crate) fn qos_class(pod: &Value) -> &'static str {
+    use std::collections::BTreeMap;
+    let mut requests: BTreeMap<&str, i128> = BTreeMap::new();
+    let mut limits: BTreeMap<&str, i128> = BTreeMap::new();
+    let mut guaranteed = true;
+    let spec = pod.get("spec");
+    let containers = ["containers", "initContainers"]
+        .into_iter()
+        .flat_map(|list| {
+            spec.and_then(|s| s.get(list))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        });
+    for container in containers {
+        let resources = container.get("resources");
+        let sum = |into: &mut BTreeMap<&str, i128>, part: &str| -> Vec<&'static str> {
+            let mut found = Vec::new();
+            let Some(list) = resources
+                .and_then(|r| r.get(part))
+                .and_then(Value::as_object)
+            else {
+                return found;
+            };
+            for name in ["cpu", "memory"] {
+                if let Some(q) = list.get(name).and_then(quantity::from_json)
+                    && q.nanos() > 0
+                {
+                    *into.entry(name).or_insert(0) += q.nanos();
+                    found.push(name);
+                }
+            }
+            found
+        };
+        sum(&mut requests, "requests");
+        let found = sum(&mut limits, "limits");
+        if !(found.contains(&"cpu") && found.contains(&"memory")) {
+            guaranteed = false;
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return "BestEffort";
+    }
+    if guaranteed
+        && requests
+            .iter()
+            .all(|(name, req)| limits.get(name) == Some(req))
+        && requests.len() == limits.len()
+    {
+        return "Guaranteed";
+    }
+    "Burstable"
+}

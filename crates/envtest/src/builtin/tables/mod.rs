@@ -1,0 +1,89 @@
+//! `kubectl get` columns of built-in kinds, as kube-apiserver's printers
+//! (`pkg/printers/internalversion`) produce them for `as=Table` requests.
+
+use serde_json::{Value, json};
+
+mod columns;
+mod rows;
+
+use columns::columns;
+use rows::row;
+
+use super::KindInfo;
+
+/// See [`super::table`].
+pub(crate) fn table(
+    kind: &KindInfo,
+    objects: &[Value],
+    now: jiff::Timestamp,
+) -> Option<(Vec<Value>, Vec<Vec<Value>>)> {
+    let columns = columns(kind)?;
+    let definitions = columns
+        .iter()
+        .map(|(name, ty, format, priority, description)| {
+            json!({
+                "name": name,
+                "type": ty,
+                "format": format,
+                "description": description,
+                "priority": priority
+            })
+        })
+        .collect();
+    let rows = objects.iter().map(|obj| row(kind, obj, now)).collect();
+    Some((definitions, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rows::{human_duration, selector_string};
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_duration(5), "5s");
+        assert_eq!(human_duration(119), "119s");
+        assert_eq!(human_duration(125), "2m5s");
+        assert_eq!(human_duration(600), "10m");
+        assert_eq!(human_duration(3 * 3600 + 120), "3h2m");
+        assert_eq!(human_duration(50 * 3600), "2d2h");
+        assert_eq!(human_duration(-5), "<invalid>");
+    }
+
+    #[test]
+    fn selectors_print_like_labels_selector() {
+        let sel = json!({"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [{"key": "c", "operator": "In", "values": ["y", "x"]}]});
+        assert_eq!(selector_string(Some(&sel)), "a=1,b=2,c in (x,y)");
+    }
+
+    #[test]
+    fn pod_rows_follow_container_states() {
+        let kind = crate::builtin::find("", "pods").unwrap();
+        let now: jiff::Timestamp = "2026-11-30T10:10:00Z".parse().unwrap();
+        let pod = json!({
+            "metadata": {"name": "p", "creationTimestamp": "2026-11-30T10:00:00Z"},
+            "spec": {"containers": [{"name": "a"}, {"name": "b"}], "nodeName": "n1"},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.5"}],
+                "containerStatuses": [
+                    {"name": "a", "ready": true, "restartCount": 2, "state": {"running": {}},
+                     "lastState": {"terminated": {"exitCode": 1, "finishedAt": "2026-11-30T10:09:00Z"}}},
+                    {"name": "b", "ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+                ]}
+        });
+        let (_, rows) = table(kind, &[pod], now).unwrap();
+        assert_eq!(
+            rows[0],
+            vec![
+                json!("p"),
+                json!("1/2"),
+                json!("CrashLoopBackOff"),
+                json!("3 (60s ago)"),
+                json!("10m"),
+                json!("10.0.0.5"),
+                json!("n1"),
+                json!("<none>"),
+                json!("<none>"),
+            ]
+        );
+    }
+}

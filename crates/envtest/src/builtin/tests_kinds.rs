@@ -1,0 +1,506 @@
+//! Behaviour of kinds the transcripts do not record: webhook configurations,
+//! RBAC, CronJobs, updates of Services, DaemonSets, Pods and immutable
+//! ConfigMaps, Event tables.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn kind(group: &str, plural: &str) -> &'static KindInfo {
+    find(group, plural).expect("served kind")
+}
+
+/// decode → defaults → prepare_for_create; the object and its causes.
+fn create(kind: &KindInfo, body: Value) -> (Value, Vec<Cause>) {
+    let (mut obj, unknown) = decode(kind, body).expect("decodes");
+    assert!(unknown.is_empty(), "{unknown:?}");
+    apply_defaults(kind, &mut obj);
+    if obj["metadata"].get("uid").is_none() {
+        obj["metadata"]["uid"] = json!("8a4b1c1e-1111-4222-8333-444455556666");
+    }
+    prepare_for_create(kind, &mut obj);
+    let causes = validate(kind, &obj, None);
+    (obj, causes)
+}
+
+fn update(
+    kind: &KindInfo,
+    body: Value,
+    old: &Value,
+    subresource: Option<&str>,
+) -> (Value, Vec<Cause>) {
+    let (mut obj, _) = decode(kind, body).expect("decodes");
+    apply_defaults(kind, &mut obj);
+    prepare_for_update(kind, &mut obj, old, subresource);
+    let causes = validate(kind, &obj, Some(old));
+    (obj, causes)
+}
+
+fn summaries(causes: &[Cause]) -> Vec<String> {
+    causes.iter().map(Cause::summary).collect()
+}
+
+fn webhook() -> Value {
+    json!({
+        "name": "check.example.com",
+        "clientConfig": {"service": {"namespace": "ns", "name": "hook"}},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"]
+    })
+}
+
+#[test]
+fn webhook_configurations_get_their_defaults() {
+    let mutating = kind(
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+    );
+    let (obj, causes) = create(
+        mutating,
+        json!({"metadata": {"name": "m"}, "webhooks": [webhook()]}),
+    );
+    assert!(causes.is_empty(), "{causes:?}");
+    let hook = &obj["webhooks"][0];
+    assert_eq!(hook["failurePolicy"], "Fail");
+    assert_eq!(hook["matchPolicy"], "Equivalent");
+    assert_eq!(hook["namespaceSelector"], json!({}));
+    assert_eq!(hook["objectSelector"], json!({}));
+    assert_eq!(hook["timeoutSeconds"], 10);
+    assert_eq!(hook["reinvocationPolicy"], "Never");
+    assert_eq!(hook["rules"][0]["scope"], "*");
+    assert_eq!(hook["clientConfig"]["service"]["port"], 443);
+    assert_eq!(obj["metadata"]["generation"], 1);
+
+    let validating = kind(
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+    );
+    let (obj, _) = create(
+        validating,
+        json!({"metadata": {"name": "v"}, "webhooks": [webhook()]}),
+    );
+    assert!(obj["webhooks"][0].get("reinvocationPolicy").is_none());
+
+    // Changing the webhooks bumps the generation; labels do not.
+    let mut body = obj.clone();
+    body["metadata"]["labels"] = json!({"a": "b"});
+    let (same, _) = update(validating, body.clone(), &obj, None);
+    assert_eq!(same["metadata"]["generation"], 1);
+    body["webhooks"][0]["timeoutSeconds"] = json!(5);
+    let (changed, causes) = update(validating, body, &obj, None);
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(changed["metadata"]["generation"], 2);
+}
+
+#[test]
+fn webhook_configuration_errors() {
+    let validating = kind(
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+    );
+    let mut hook = webhook();
+    hook["name"] = json!("check");
+    hook.as_object_mut().unwrap().remove("sideEffects");
+    hook.as_object_mut()
+        .unwrap()
+        .remove("admissionReviewVersions");
+    hook["timeoutSeconds"] = json!(31);
+    hook["clientConfig"] = json!({"url": "http://example.com/x?y=1"});
+    let (_, causes) = create(
+        validating,
+        json!({"metadata": {"name": "v"}, "webhooks": [hook]}),
+    );
+    assert_eq!(
+        summaries(&causes),
+        vec![
+            "webhooks[0].name: Invalid value: \"check\": should be a domain with at least three segments separated by dots",
+            "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+            "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
+            "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme",
+            "webhooks[0].clientConfig.url: Invalid value: \"http://example.com/x?y=1\": query parameters are not permitted in the URL",
+            "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
+        ]
+    );
+}
+
+#[test]
+fn rbac_defaults_and_errors() {
+    let bindings = kind("rbac.authorization.k8s.io", "rolebindings");
+    let (obj, causes) = create(
+        bindings,
+        json!({"metadata": {"name": "b", "namespace": "n"},
+               "roleRef": {"kind": "Role", "name": "r"},
+               "subjects": [{"kind": "User", "name": "alice"}, {"kind": "ServiceAccount", "name": "default"}]}),
+    );
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(obj["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
+    assert_eq!(obj["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
+    assert!(obj["subjects"][1].get("apiGroup").is_none());
+
+    let mut changed = obj.clone();
+    changed["roleRef"]["name"] = json!("other");
+    let (_, causes) = update(bindings, changed, &obj, None);
+    assert_eq!(
+        summaries(&causes),
+        vec![
+            "roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"Role\", Name:\"other\"}: cannot change roleRef"
+        ]
+    );
+
+    let cluster_bindings = kind("rbac.authorization.k8s.io", "clusterrolebindings");
+    let (_, causes) = create(
+        cluster_bindings,
+        json!({"metadata": {"name": "b"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+               "subjects": [{"kind": "ServiceAccount", "name": "x"}, {"kind": "Robot", "name": "y"}]}),
+    );
+    assert_eq!(
+        summaries(&causes),
+        vec![
+            "roleRef.kind: Unsupported value: \"Role\": supported values: \"ClusterRole\"",
+            "subjects[0].namespace: Required value",
+            "subjects[1].kind: Unsupported value: \"Robot\": supported values: \"ServiceAccount\", \"User\", \"Group\"",
+        ]
+    );
+
+    let roles = kind("rbac.authorization.k8s.io", "roles");
+    let (obj, causes) = create(
+        roles,
+        json!({"metadata": {"name": "a/b", "namespace": "n"}, "rules": [{"apiGroups": [""]}]}),
+    );
+    assert_eq!(
+        summaries(&causes),
+        vec![
+            "metadata.name: Invalid value: \"a/b\": may not contain '/'",
+            "rules[0].verbs: Required value: verbs must contain at least one value",
+            "rules[0].resources: Required value: resource rules must supply at least one resource",
+        ]
+    );
+    assert_eq!(obj["rules"][0]["verbs"], Value::Null);
+}
+
+#[test]
+fn cron_jobs() {
+    let cron_jobs = kind("batch", "cronjobs");
+    let body = json!({"metadata": {"name": "c", "namespace": "n"}, "spec": {"schedule": "*/5 * * * *",
+        "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+            "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+    let (obj, causes) = create(cron_jobs, body.clone());
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(obj["spec"]["concurrencyPolicy"], "Allow");
+    assert_eq!(obj["spec"]["suspend"], false);
+    assert_eq!(obj["spec"]["successfulJobsHistoryLimit"], 3);
+    assert_eq!(obj["spec"]["failedJobsHistoryLimit"], 1);
+    assert_eq!(
+        obj["spec"]["jobTemplate"]["metadata"],
+        json!({"creationTimestamp": null})
+    );
+    assert_eq!(
+        obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
+    assert_eq!(obj["metadata"]["generation"], 1);
+    assert_eq!(obj["status"], json!({}));
+
+    let mut bad = body;
+    bad["spec"]["schedule"] = json!("70 * * * *");
+    bad["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+    let (_, causes) = create(cron_jobs, bad);
+    assert_eq!(
+        summaries(&causes),
+        vec![
+            "spec.schedule: Invalid value: \"70 * * * *\": end of range (70) above maximum (59): 70",
+            "spec.jobTemplate.spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+        ]
+    );
+}
+
+#[test]
+fn service_updates_keep_allocated_values() {
+    let services = kind("", "services");
+    let mut alloc = Allocator::default();
+    let (mut obj, _) = decode(
+        services,
+        json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {"type": "NodePort", "selector": {"a": "b"},
+               "ports": [{"name": "http", "port": 80}]}}),
+    )
+    .unwrap();
+    apply_defaults(services, &mut obj);
+    alloc.allocate_service(&mut obj, false).unwrap();
+    prepare_for_create(services, &mut obj);
+    assert!(validate(services, &obj, None).is_empty());
+
+    // A PUT without the allocated values keeps them.
+    let body = json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {"type": "NodePort", "selector": {"a": "c"},
+                      "ports": [{"name": "http", "port": 80}]}});
+    let (mut updated, _) = decode(services, body).unwrap();
+    apply_defaults(services, &mut updated);
+    prepare_for_update(services, &mut updated, &obj, None);
+    alloc.allocate_service(&mut updated, false).unwrap();
+    assert!(validate(services, &updated, Some(&obj)).is_empty());
+    assert_eq!(updated["spec"]["clusterIP"], obj["spec"]["clusterIP"]);
+    assert_eq!(
+        updated["spec"]["ports"][0]["nodePort"],
+        obj["spec"]["ports"][0]["nodePort"]
+    );
+    assert_eq!(updated["status"], json!({"loadBalancer": {}}));
+
+    // Turning it into a ClusterIP Service drops and frees its node ports.
+    let mut cluster_ip = updated.clone();
+    cluster_ip["spec"]["type"] = json!("ClusterIP");
+    prepare_for_update(services, &mut cluster_ip, &updated, None);
+    alloc.allocate_service(&mut cluster_ip, false).unwrap();
+    assert!(validate(services, &cluster_ip, Some(&updated)).is_empty());
+    assert!(cluster_ip["spec"]["ports"][0].get("nodePort").is_none());
+    let node_port = updated["spec"]["ports"][0]["nodePort"].clone();
+    let mut other = json!({"metadata": {"name": "o", "namespace": "n"}, "spec": {"type": "NodePort",
+        "ports": [{"port": 80, "nodePort": node_port}]}});
+    alloc.allocate_service(&mut other, false).unwrap();
+
+    // Changing the cluster IP is refused.
+    let mut moved = updated.clone();
+    moved["spec"]["clusterIP"] = json!("10.96.0.99");
+    moved["spec"]["clusterIPs"] = json!(["10.96.0.99"]);
+    let causes = validate(services, &moved, Some(&obj));
+    assert_eq!(
+        summaries(&causes),
+        vec![
+            "spec.clusterIPs[0]: Invalid value: []string{\"10.96.0.99\"}: may not change once set"
+        ]
+    );
+}
+
+#[test]
+fn daemon_set_template_generation_follows_template_changes() {
+    let daemon_sets = kind("apps", "daemonsets");
+    let body = json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
+    let (obj, causes) = create(daemon_sets, body.clone());
+    assert!(causes.is_empty(), "{causes:?}");
+    let annotation = |o: &Value| {
+        o["metadata"]["annotations"]["deprecated.daemonset.template.generation"].clone()
+    };
+    assert_eq!(annotation(&obj), "1");
+
+    let mut changed = body.clone();
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!("i:2");
+    let (updated, causes) = update(daemon_sets, changed, &obj, None);
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(updated["metadata"]["generation"], 2);
+    assert_eq!(annotation(&updated), "2");
+
+    let mut other = body;
+    other["spec"]["minReadySeconds"] = json!(5);
+    let (updated, _) = update(daemon_sets, other, &obj, None);
+    assert_eq!(updated["metadata"]["generation"], 2);
+    assert_eq!(annotation(&updated), "1");
+}
+
+#[test]
+fn pod_updates_may_change_images_only() {
+    let pods = kind("", "pods");
+    let body = json!({"metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}});
+    let (obj, causes) = create(pods, body);
+    assert!(causes.is_empty(), "{causes:?}");
+
+    let mut image = obj.clone();
+    image["spec"]["containers"][0]["image"] = json!("i:2");
+    image["status"] = json!({"phase": "Running"});
+    let (updated, causes) = update(pods, image, &obj, None);
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(updated["status"], obj["status"]);
+
+    let mut restart = obj.clone();
+    restart["spec"]["restartPolicy"] = json!("Never");
+    let (_, causes) = update(pods, restart, &obj, None);
+    assert_eq!(causes.len(), 1);
+    assert_eq!(causes[0].field, "spec");
+    assert!(
+        causes[0]
+            .message
+            .starts_with("Forbidden: pod updates may not change fields other than")
+    );
+
+    let mut status = obj.clone();
+    status["status"] = json!({"phase": "Running"});
+    status["spec"]["restartPolicy"] = json!("Never");
+    let (updated, _) = update(pods, status, &obj, Some("status"));
+    assert_eq!(updated["status"]["phase"], "Running");
+    assert_eq!(updated["spec"]["restartPolicy"], "Always");
+}
+
+#[test]
+fn immutable_config_maps_keep_their_data() {
+    let config_maps = kind("", "configmaps");
+    let (obj, _) = create(
+        config_maps,
+        json!({"metadata": {"name": "c", "namespace": "n"}, "data": {"a": "1"}, "immutable": true}),
+    );
+    let (_, causes) = update(
+        config_maps,
+        json!({"metadata": {"name": "c", "namespace": "n"}, "data": {"a": "2"}}),
+        &obj,
+        None,
+    );
+    assert_eq!(
+        summaries(&causes),
+        vec![
+            "immutable: Forbidden: field is immutable when `immutable` is set",
+            "data: Forbidden: field is immutable when `immutable` is set",
+        ]
+    );
+}
+
+#[test]
+fn metadata_rules() {
+    let config_maps = kind("", "configmaps");
+    let (_, causes) = create(
+        config_maps,
+        json!({"metadata": {"name": "c", "namespace": "n", "labels": {"bad key": "-x"},
+               "annotations": {"big": "x".repeat(262_145)}, "finalizers": ["custom"]}}),
+    );
+    assert_eq!(
+        summaries(&causes)
+            .iter()
+            .map(|s| s.split(" (").next().unwrap_or(""))
+            .collect::<Vec<_>>(),
+        vec![
+            "metadata.labels: Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            "metadata.labels: Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            "metadata.annotations: Too long: must have at most 262144 bytes",
+            "metadata.finalizers[0]: Invalid value: \"custom\": name is neither a standard finalizer name nor is it fully qualified",
+        ]
+    );
+
+    // Custom resources use the same rules, without the core finalizer rule.
+    let cr = json!({"metadata": {"generateName": "Bad_", "namespace": "n"}});
+    assert_eq!(
+        summaries(&validate_metadata(&cr, true, false))[..2]
+            .iter()
+            .map(|s| s.split(':').next().unwrap_or(""))
+            .collect::<Vec<_>>(),
+        vec!["metadata.generateName", "metadata.name"]
+    );
+    let old = json!({"metadata": {"name": "w", "namespace": "n", "deletionTimestamp": "2026-11-30T10:00:00Z", "finalizers": ["a.io/x"]}});
+    let new = json!({"metadata": {"name": "w", "namespace": "n", "deletionTimestamp": "2026-11-30T10:00:00Z", "finalizers": ["a.io/x", "a.io/y"]}});
+    assert_eq!(
+        summaries(&validate_metadata_update(&new, &old)),
+        vec![
+            "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"a.io/y\"}"
+        ]
+    );
+}
+
+#[test]
+fn event_tables_read_both_shapes() {
+    let doc: Value = serde_json::from_str(include_str!(
+        "../../tests/fixtures/transcripts/13-events-leases.json"
+    ))
+    .unwrap();
+    let now: jiff::Timestamp = "2026-11-30T10:00:10Z".parse().unwrap();
+    let mut core = doc["steps"][0]["response"]["body"].clone();
+    core["firstTimestamp"] = json!("2026-11-30T10:00:00Z");
+    core["lastTimestamp"] = json!("2026-11-30T10:00:05Z");
+    let v1 = events::core_to_events_v1(&core);
+    let (columns, rows) = table(kind("", "events"), &[core], now).unwrap();
+    assert_eq!(columns.len(), 10);
+    assert_eq!(
+        rows[0],
+        vec![
+            json!("5s"),
+            json!("Normal"),
+            json!("Tested"),
+            json!("configmap/cm1"),
+            json!(""),
+            json!("transcripts"),
+            json!("hello from core/v1"),
+            json!("10s"),
+            json!(1),
+            json!("cm1.ev1"),
+        ]
+    );
+    let (_, v1_rows) = table(kind("events.k8s.io", "events"), &[v1], now).unwrap();
+    assert_eq!(v1_rows, rows);
+}
+
+#[test]
+fn namespaces_finalize_subresource_writes_finalizers_only() {
+    let namespaces = kind("", "namespaces");
+    let (obj, causes) = create(namespaces, json!({"metadata": {"name": "ns1"}}));
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(obj["spec"]["finalizers"], json!(["kubernetes"]));
+    let (finalized, causes) = update(
+        namespaces,
+        json!({"metadata": {"name": "ns1"}, "spec": {"finalizers": []}, "status": {"phase": "Bogus"}}),
+        &obj,
+        Some("finalize"),
+    );
+    assert!(causes.is_empty(), "{causes:?}");
+    assert!(finalized["spec"].get("finalizers").is_none());
+    assert_eq!(finalized["status"]["phase"], "Active");
+    // A plain update keeps the finalizers.
+    let (kept, _) = update(
+        namespaces,
+        json!({"metadata": {"name": "ns1"}, "spec": {}}),
+        &obj,
+        None,
+    );
+    assert_eq!(kept["spec"]["finalizers"], json!(["kubernetes"]));
+}
+
+#[test]
+fn transcript_08_crd_create_is_stored_as_recorded() {
+    let doc: Value = serde_json::from_str(include_str!(
+        "../../tests/fixtures/transcripts/08-crd-lifecycle.json"
+    ))
+    .unwrap();
+    let step = &doc["steps"][0];
+    let body: Value = serde_saphyr::from_str(step["request"]["body"].as_str().unwrap()).unwrap();
+    let crds = kind("apiextensions.k8s.io", "customresourcedefinitions");
+    let (obj, causes) = create(crds, body);
+    assert!(causes.is_empty(), "{causes:?}");
+    let mut expected = step["response"]["body"].clone();
+    let mut actual = obj;
+    for meta in [&mut expected["metadata"], &mut actual["metadata"]] {
+        let meta = meta.as_object_mut().unwrap();
+        for key in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+        ] {
+            meta.remove(key);
+        }
+    }
+    assert_eq!(actual, expected);
+}
+
+#[test]
+fn crd_schemas_round_trip_unchanged() {
+    let crds = kind("apiextensions.k8s.io", "customresourcedefinitions");
+    let schema = json!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {
+            "list": {"type": "array", "items": {"type": "string", "maxLength": 5}, "x-kubernetes-list-type": "set"},
+            "tuple": {"type": "array", "items": [{"type": "string"}]},
+            "map": {"type": "object", "additionalProperties": {"type": "integer", "format": "int32"}},
+            "open": {"type": "object", "additionalProperties": true},
+            "port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "ratio": {"type": "number", "minimum": 0.5, "default": 1.5, "example": {"a": [1, 2.0]}},
+            "rules": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() > 1", "message": "m"}]}
+        }
+    });
+    let body = json!({"metadata": {"name": "things.example.com"}, "spec": {"group": "example.com", "scope": "Cluster",
+        "names": {"plural": "things", "kind": "Thing"},
+        "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]}});
+    let (obj, unknown) = decode(crds, body).unwrap();
+    assert!(unknown.is_empty(), "{unknown:?}");
+    let mut expected = schema;
+    // Go writes the float64 2.0 of free-form JSON as 2.
+    expected["properties"]["ratio"]["example"]["a"][1] = json!(2);
+    assert_eq!(
+        obj["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+        expected
+    );
+}

@@ -1,0 +1,78 @@
+//! Go's `%#v` rendering of the values some field errors print
+//! (`map[string]string{"app":"other"}`, `[]string{"a", "b"}`).
+
+use rand::Rng;
+use serde_json::Value;
+
+use crate::error::Cause;
+
+/// `map[string]string{...}` with keys sorted, as `fmt` prints maps.
+pub(crate) fn string_map(value: Option<&Value>) -> String {
+    let Some(map) = value.and_then(Value::as_object) else {
+        return "map[string]string(nil)".to_string();
+    };
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let body: Vec<String> = entries
+        .iter()
+        .map(|(k, v)| format!("{:?}:{:?}", k, v.as_str().unwrap_or("")))
+        .collect();
+    format!("map[string]string{{{}}}", body.join(", "))
+}
+
+/// `[]string{"a", "b"}`, or `[]string(nil)` for an absent list.
+pub(crate) fn string_slice(values: Option<&[String]>) -> String {
+    match values {
+        None => "[]string(nil)".to_string(),
+        Some(values) => format!(
+            "[]string{{{}}}",
+            values
+                .iter()
+                .map(|v| format!("{v:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The strings of a JSON list (non-strings skipped).
+pub(crate) fn strings(value: Option<&Value>) -> Option<Vec<String>> {
+    value.and_then(Value::as_array).map(|items| {
+        items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    })
+}
+
+/// A pointer as Go prints it; the address is made up, as it is meaningless.
+pub(crate) fn pointer(type_name: &str, is_nil: bool) -> String {
+    if is_nil {
+        return format!("(*{type_name})(nil)");
+    }
+    let addr: u32 = rand::rng().random_range(0x10_0000..0xff_ffff);
+    format!("(*{type_name})(0xc000{addr:06x})")
+}
+
+/// A `FieldValueInvalid` cause whose value is already rendered.
+pub(crate) fn invalid_raw(field: impl Into<String>, rendered: &str, detail: &str) -> Cause {
+    Cause::new(
+        "FieldValueInvalid",
+        field,
+        format!("Invalid value: {rendered}: {detail}"),
+    )
+}
+
+/// `FieldValueTooLong`: `Too long: must have at most N bytes`.
+pub(crate) fn too_long(field: impl Into<String>, max: usize) -> Cause {
+    Cause::new(
+        "FieldValueTooLong",
+        field,
+        format!("Too long: must have at most {max} bytes"),
+    )
+}
+
+/// `field is immutable` for a changed value.
+pub(crate) fn immutable(field: impl Into<String>, rendered: &str) -> Cause {
+    invalid_raw(field, rendered, "field is immutable")
+}

@@ -1,0 +1,188 @@
+//! Validation of built-in kinds with kube-apiserver's messages, field paths
+//! and order (metadata first, then the kind's own rules).
+
+mod container;
+mod core;
+mod cron;
+mod fields;
+pub(crate) mod gofmt;
+pub(crate) mod meta;
+pub(crate) mod names;
+mod pod;
+mod rbac_admission;
+mod selector;
+mod service;
+mod volumes;
+mod workloads;
+
+use serde_json::Value;
+
+use super::KindInfo;
+use crate::error::Cause;
+use names::NameRule;
+
+fn name_rule(kind: &KindInfo) -> NameRule {
+    match (kind.group, kind.kind) {
+        ("", "Namespace") => names::name_is_dns_label,
+        ("", "Service") => names::name_is_dns1035_label,
+        ("rbac.authorization.k8s.io", _) => names::name_is_path_segment,
+        _ => names::name_is_dns_subdomain,
+    }
+}
+
+/// Kinds validated with the core wrapper of `ValidateObjectMeta`, which also
+/// insists on standard or qualified finalizer names.
+fn core_meta(kind: &KindInfo) -> bool {
+    matches!(
+        kind.group,
+        "" | "apps" | "batch" | "rbac.authorization.k8s.io"
+    )
+}
+
+/// See [`super::validate`].
+pub(crate) fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    match (kind.group, kind.kind) {
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            // The CRD validator covers its metadata too (`metadata.name` must
+            // be `<plural>.<group>`).
+            return crate::schema::validate_crd(obj, old);
+        }
+        ("", "Event") => {
+            return match old {
+                None => core::event(obj, false),
+                Some(old) => core::event_update(obj, old, false),
+            };
+        }
+        ("events.k8s.io", "Event") => {
+            let obj = core_shape(obj);
+            return match old {
+                None => core::event(&obj, true),
+                Some(old) => core::event_update(&obj, &core_shape(old), true),
+            };
+        }
+        _ => {}
+    }
+    let mut causes = match old {
+        None => meta::object_meta(obj, kind.namespaced, name_rule(kind)),
+        Some(old) => meta::object_meta_update(obj, old),
+    };
+    if core_meta(kind) {
+        causes.extend(meta::kube_finalizer_names(obj));
+    }
+    causes.extend(kind_rules(kind, obj, old));
+    causes
+}
+
+/// An Event in the core/v1 shape, whichever shape it came in.
+fn core_shape(event: &Value) -> Value {
+    if super::events::is_events_v1_shape(event) {
+        super::events::events_v1_to_core(event)
+    } else {
+        event.clone()
+    }
+}
+
+fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    match (kind.group, kind.kind, old) {
+        ("", "ConfigMap", None) => core::config_map(obj),
+        ("", "ConfigMap", Some(old)) => {
+            let mut causes = core::config_map(obj);
+            causes.extend(core::immutable_payload(obj, old, &["data", "binaryData"]));
+            causes
+        }
+        ("", "Secret", None) => core::secret(obj),
+        ("", "Secret", Some(old)) => core::secret_update(obj, old),
+        ("", "Namespace", _) => core::namespace(obj),
+        ("", "Pod", None) => pod::pod_create(obj),
+        ("", "Pod", Some(old)) => pod::pod_update(obj, old),
+        ("", "PodTemplate", _) => pod::template(obj.get("template"), "template"),
+        ("", "Service", None) => service::service(obj),
+        ("", "Service", Some(old)) => service::service_update(obj, old),
+        ("apps", "Deployment", old) => {
+            let mut causes = workloads::deployment(obj);
+            if let Some(old) = old
+                && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
+            {
+                causes.push(gofmt::immutable(
+                    "spec.selector",
+                    &selector::go_selector(obj.pointer("/spec/selector")),
+                ));
+            }
+            causes
+        }
+        ("apps", "ReplicaSet", old) => {
+            let mut causes = workloads::replica_set(obj);
+            if let Some(old) = old
+                && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
+            {
+                causes.push(gofmt::immutable(
+                    "spec.selector",
+                    &selector::go_selector(obj.pointer("/spec/selector")),
+                ));
+            }
+            causes
+        }
+        ("apps", "StatefulSet", None) => workloads::stateful_set(obj),
+        ("apps", "StatefulSet", Some(old)) => workloads::stateful_set_update(obj, old),
+        ("apps", "DaemonSet", old) => {
+            let mut causes = workloads::daemon_set(obj);
+            if let Some(old) = old
+                && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
+            {
+                causes.push(gofmt::immutable(
+                    "spec.selector",
+                    &selector::go_selector(obj.pointer("/spec/selector")),
+                ));
+            }
+            causes
+        }
+        ("apps", "ControllerRevision", _) => {
+            let mut causes = Vec::new();
+            if obj.get("data").is_none_or(Value::is_null) {
+                causes.push(Cause::required("data", "data is mandatory"));
+            }
+            if let Some(revision) = obj.get("revision").and_then(Value::as_i64)
+                && revision < 0
+            {
+                causes.push(Cause::invalid(
+                    "revision",
+                    &Value::from(revision),
+                    "must be greater than or equal to 0",
+                ));
+            }
+            causes
+        }
+        ("batch", "Job", None) => workloads::job(obj),
+        ("batch", "Job", Some(old)) => workloads::job_update(obj, old),
+        ("batch", "CronJob", _) => workloads::cron_job(obj),
+        ("coordination.k8s.io", "Lease", _) => core::lease(obj),
+        ("rbac.authorization.k8s.io", "Role", _) => rbac_admission::role(obj, true),
+        ("rbac.authorization.k8s.io", "ClusterRole", _) => rbac_admission::role(obj, false),
+        ("rbac.authorization.k8s.io", "RoleBinding", None) => rbac_admission::binding(obj, true),
+        ("rbac.authorization.k8s.io", "RoleBinding", Some(old)) => {
+            rbac_admission::binding_update(obj, old, true)
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding", None) => {
+            rbac_admission::binding(obj, false)
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding", Some(old)) => {
+            rbac_admission::binding_update(obj, old, false)
+        }
+        ("admissionregistration.k8s.io", kind_name, old) => rbac_admission::webhook_configuration(
+            obj,
+            kind_name == "MutatingWebhookConfiguration",
+            old.is_some(),
+        ),
+        _ => Vec::new(),
+    }
+}
+
+/// See [`super::validate_metadata`].
+pub(crate) fn validate_metadata(obj: &Value, namespaced: bool, path_segment: bool) -> Vec<Cause> {
+    let rule: NameRule = if path_segment {
+        names::name_is_path_segment
+    } else {
+        names::name_is_dns_subdomain
+    };
+    meta::object_meta(obj, namespaced, rule)
+}

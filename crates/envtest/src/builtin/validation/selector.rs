@@ -1,0 +1,175 @@
+//! Label selectors: `ValidateLabelSelector` and matching a label set.
+
+use serde_json::Value;
+
+use super::meta::labels;
+use super::names::is_qualified_name;
+use crate::error::Cause;
+
+/// `ValidateLabelSelector` (nothing for an absent selector).
+pub(crate) fn validate(selector: Option<&Value>, field: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(selector) = selector.filter(|s| !s.is_null()) else {
+        return causes;
+    };
+    causes.extend(labels(
+        selector.get("matchLabels"),
+        &format!("{field}.matchLabels"),
+    ));
+    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+    for (i, expr) in expressions.into_iter().flatten().enumerate() {
+        let path = format!("{field}.matchExpressions[{i}]");
+        let operator = expr.get("operator").and_then(Value::as_str).unwrap_or("");
+        let values = expr
+            .get("values")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        match operator {
+            "In" | "NotIn" => {
+                if values == 0 {
+                    causes.push(Cause::required(
+                        format!("{path}.values"),
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    ));
+                }
+            }
+            "Exists" | "DoesNotExist" => {
+                if values > 0 {
+                    causes.push(Cause::forbidden(
+                        format!("{path}.values"),
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    ));
+                }
+            }
+            _ => causes.push(Cause::invalid(
+                format!("{path}.operator"),
+                &Value::String(operator.to_string()),
+                "not a valid selector operator",
+            )),
+        }
+        let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
+        for msg in is_qualified_name(key) {
+            causes.push(Cause::invalid(
+                format!("{path}.key"),
+                &Value::String(key.to_string()),
+                &msg,
+            ));
+        }
+    }
+    causes
+}
+
+/// How a selector compares with a label set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Selects {
+    /// No selector: `LabelSelectorAsSelector(nil)` selects nothing.
+    Nothing,
+    /// An empty selector selects everything.
+    Everything,
+    Matches(bool),
+    /// The selector cannot be converted (bad operator or values).
+    Invalid,
+}
+
+/// `LabelSelectorAsSelector(selector).Matches(labels)`.
+pub(crate) fn selects(selector: Option<&Value>, labels: Option<&Value>) -> Selects {
+    let Some(selector) = selector.filter(|s| !s.is_null()) else {
+        return Selects::Nothing;
+    };
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+    if match_labels.is_none_or(|m| m.is_empty()) && expressions.is_none_or(|e| e.is_empty()) {
+        return Selects::Everything;
+    }
+    let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+    let mut matches = true;
+    for (key, value) in match_labels.into_iter().flatten() {
+        if label(key) != value.as_str() {
+            matches = false;
+        }
+    }
+    for expr in expressions.into_iter().flatten() {
+        let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
+        let values: Vec<&str> = expr
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let ok = match expr.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" if !values.is_empty() => label(key).is_some_and(|v| values.contains(&v)),
+            "NotIn" if !values.is_empty() => label(key).is_none_or(|v| !values.contains(&v)),
+            "Exists" if values.is_empty() => label(key).is_some(),
+            "DoesNotExist" if values.is_empty() => label(key).is_none(),
+            _ => return Selects::Invalid,
+        };
+        matches &= ok;
+    }
+    Selects::Matches(matches)
+}
+
+/// The rendering of a `*metav1.LabelSelector` in messages.
+pub(crate) fn go_selector(selector: Option<&Value>) -> String {
+    let Some(selector) = selector.filter(|s| !s.is_null()) else {
+        return "null".to_string();
+    };
+    let match_labels = super::gofmt::string_map(selector.get("matchLabels"));
+    let expressions = selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .map(|items| {
+            let body: Vec<String> = items
+                .iter()
+                .map(|e| {
+                    format!(
+                        "v1.LabelSelectorRequirement{{Key:{:?}, Operator:{:?}, Values:{}}}",
+                        e.get("key").and_then(Value::as_str).unwrap_or(""),
+                        e.get("operator").and_then(Value::as_str).unwrap_or(""),
+                        super::gofmt::string_slice(
+                            super::gofmt::strings(e.get("values")).as_deref()
+                        )
+                    )
+                })
+                .collect();
+            format!("[]v1.LabelSelectorRequirement{{{}}}", body.join(", "))
+        })
+        .unwrap_or_else(|| "[]v1.LabelSelectorRequirement(nil)".to_string());
+    format!("v1.LabelSelector{{MatchLabels:{match_labels}, MatchExpressions:{expressions}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn matching() {
+        let labels = json!({"app": "web", "tier": "fe"});
+        assert_eq!(
+            selects(Some(&json!({"matchLabels": {"app": "web"}})), Some(&labels)),
+            Selects::Matches(true)
+        );
+        assert_eq!(
+            selects(
+                Some(
+                    &json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["fe"]}]})
+                ),
+                Some(&labels)
+            ),
+            Selects::Matches(false)
+        );
+        assert_eq!(selects(None, Some(&labels)), Selects::Nothing);
+        assert_eq!(
+            selects(Some(&json!({})), Some(&labels)),
+            Selects::Everything
+        );
+        assert_eq!(
+            selects(
+                Some(&json!({"matchExpressions": [{"key": "a", "operator": "Bad"}]})),
+                Some(&labels)
+            ),
+            Selects::Invalid
+        );
+    }
+}

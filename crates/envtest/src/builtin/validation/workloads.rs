@@ -1,0 +1,657 @@
+//! apps/v1 and batch/v1 validation: selectors matching templates, strategies,
+//! Job selector generation, CronJob schedules.
+
+use serde_json::Value;
+
+use super::gofmt::{self, invalid_raw};
+use super::pod;
+use super::selector::{self, Selects, go_selector};
+use crate::error::Cause;
+
+fn int(v: &Value, key: &str) -> Option<i64> {
+    v.get(key).and_then(Value::as_i64)
+}
+
+fn nonnegative(v: &Value, key: &str, field: &str, causes: &mut Vec<Cause>) {
+    if let Some(n) = int(v, key)
+        && n < 0
+    {
+        causes.push(Cause::invalid(
+            field,
+            &Value::from(n),
+            "must be greater than or equal to 0",
+        ));
+    }
+}
+
+fn template_labels(spec: &Value) -> Option<&Value> {
+    spec.pointer("/template/metadata/labels")
+}
+
+fn mismatch(spec: &Value) -> Cause {
+    invalid_raw(
+        "spec.template.metadata.labels",
+        &gofmt::string_map(template_labels(spec)),
+        "`selector` does not match template `labels`",
+    )
+}
+
+/// Selector present, valid, non-empty, and matching the template.
+fn replica_selector(spec: &Value, kind: &str, causes: &mut Vec<Cause>) -> Selects {
+    let sel = spec.get("selector").filter(|s| !s.is_null());
+    match sel {
+        None => causes.push(Cause::required("spec.selector", "")),
+        Some(sel) => {
+            causes.extend(selector::validate(Some(sel), "spec.selector"));
+            let empty = sel
+                .get("matchLabels")
+                .and_then(Value::as_object)
+                .is_none_or(|m| m.is_empty())
+                && sel
+                    .get("matchExpressions")
+                    .and_then(Value::as_array)
+                    .is_none_or(|e| e.is_empty());
+            if empty {
+                causes.push(invalid_raw(
+                    "spec.selector",
+                    &go_selector(Some(sel)),
+                    &format!("empty selector is invalid for {kind}"),
+                ));
+            }
+        }
+    }
+    selector::selects(sel, template_labels(spec))
+}
+
+fn template_for_replicas(spec: &Value, selects: Selects, causes: &mut Vec<Cause>, kind_name: &str) {
+    match selects {
+        Selects::Invalid => causes.push(invalid_raw(
+            "spec.selector",
+            &go_selector(spec.get("selector")),
+            "invalid label selector",
+        )),
+        selects => {
+            if matches!(selects, Selects::Nothing | Selects::Matches(false)) {
+                causes.push(mismatch(spec));
+            }
+            causes.extend(pod::template(spec.get("template"), "spec.template"));
+            let restart = spec
+                .pointer("/template/spec/restartPolicy")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if restart != "Always" {
+                causes.push(Cause::not_supported(
+                    "spec.template.spec.restartPolicy",
+                    &Value::String(restart.into()),
+                    &["Always"],
+                ));
+            }
+            if let Some(deadline) = spec
+                .pointer("/template/spec/activeDeadlineSeconds")
+                .and_then(Value::as_i64)
+            {
+                causes.push(Cause::invalid(
+                    "spec.template.spec.activeDeadlineSeconds",
+                    &Value::from(deadline),
+                    &format!("activeDeadlineSeconds in {kind_name} is not Supported"),
+                ));
+            }
+        }
+    }
+}
+
+/// An IntOrString `maxUnavailable` / `maxSurge`.
+fn int_or_percent(value: Option<&Value>, field: &str, causes: &mut Vec<Cause>) -> Option<i64> {
+    match value {
+        Some(Value::Number(n)) => {
+            let n = n.as_i64().unwrap_or(0);
+            if n < 0 {
+                causes.push(Cause::invalid(
+                    field,
+                    &Value::from(n),
+                    "must be greater than or equal to 0",
+                ));
+            }
+            Some(n)
+        }
+        Some(Value::String(text)) => {
+            let Some(number) = text.strip_suffix('%').and_then(|n| n.parse::<i64>().ok()) else {
+                causes.push(invalid_raw(field, text, "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"));
+                return None;
+            };
+            if number < 0 {
+                causes.push(invalid_raw(
+                    field,
+                    text,
+                    "must be greater than or equal to 0",
+                ));
+            }
+            if number > 100 {
+                causes.push(invalid_raw(field, text, "must not be greater than 100%"));
+            }
+            Some(number)
+        }
+        _ => None,
+    }
+}
+
+fn render_int_or_string(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => "0".into(),
+    }
+}
+
+pub(crate) fn deployment(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let empty = Value::Null;
+    let spec = obj.get("spec").unwrap_or(&empty);
+    nonnegative(spec, "replicas", "spec.replicas", &mut causes);
+    let selects = replica_selector(spec, "deployment", &mut causes);
+    template_for_replicas(spec, selects, &mut causes, "ReplicaSet");
+    let strategy = spec.get("strategy").unwrap_or(&empty);
+    match strategy.get("type").and_then(Value::as_str).unwrap_or("") {
+        "Recreate" => {
+            if strategy.get("rollingUpdate").is_some_and(|r| !r.is_null()) {
+                causes.push(Cause::forbidden(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        "RollingUpdate" => match strategy.get("rollingUpdate").filter(|r| !r.is_null()) {
+            None => causes.push(Cause::required(
+                "spec.strategy.rollingUpdate",
+                "this should be defaulted and never be nil",
+            )),
+            Some(rolling) => {
+                let unavailable = int_or_percent(
+                    rolling.get("maxUnavailable"),
+                    "spec.strategy.rollingUpdate.maxUnavailable",
+                    &mut causes,
+                );
+                let surge = int_or_percent(
+                    rolling.get("maxSurge"),
+                    "spec.strategy.rollingUpdate.maxSurge",
+                    &mut causes,
+                );
+                if unavailable == Some(0) && surge == Some(0) {
+                    causes.push(invalid_raw(
+                        "spec.strategy.rollingUpdate.maxUnavailable",
+                        &render_int_or_string(rolling.get("maxUnavailable")),
+                        "may not be 0 when `maxSurge` is 0",
+                    ));
+                }
+            }
+        },
+        other => causes.push(Cause::new(
+            "FieldValueNotSupported",
+            "spec.strategy",
+            format!(
+                "Unsupported value: apps.DeploymentStrategy{{Type:{other:?}, RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}}: supported values: \"Recreate\", \"RollingUpdate\""
+            ),
+        )),
+    }
+    nonnegative(spec, "minReadySeconds", "spec.minReadySeconds", &mut causes);
+    nonnegative(
+        spec,
+        "revisionHistoryLimit",
+        "spec.revisionHistoryLimit",
+        &mut causes,
+    );
+    if let Some(deadline) = int(spec, "progressDeadlineSeconds") {
+        nonnegative(
+            spec,
+            "progressDeadlineSeconds",
+            "spec.progressDeadlineSeconds",
+            &mut causes,
+        );
+        if deadline <= int(spec, "minReadySeconds").unwrap_or(0) {
+            causes.push(Cause::invalid(
+                "spec.progressDeadlineSeconds",
+                &Value::from(deadline),
+                "must be greater than minReadySeconds",
+            ));
+        }
+    }
+    causes
+}
+
+pub(crate) fn replica_set(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let empty = Value::Null;
+    let spec = obj.get("spec").unwrap_or(&empty);
+    nonnegative(spec, "replicas", "spec.replicas", &mut causes);
+    nonnegative(spec, "minReadySeconds", "spec.minReadySeconds", &mut causes);
+    let selects = replica_selector(spec, "deployment", &mut causes);
+    template_for_replicas(spec, selects, &mut causes, "ReplicaSet");
+    causes
+}
+
+pub(crate) fn stateful_set(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let empty = Value::Null;
+    let spec = obj.get("spec").unwrap_or(&empty);
+    match spec
+        .get("podManagementPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+    {
+        "" => causes.push(Cause::required("spec.podManagementPolicy", "")),
+        "OrderedReady" | "Parallel" => {}
+        other => causes.push(Cause::invalid(
+            "spec.podManagementPolicy",
+            &Value::String(other.into()),
+            "must be 'OrderedReady' or 'Parallel'",
+        )),
+    }
+    let strategy = spec.get("updateStrategy").unwrap_or(&empty);
+    match strategy.get("type").and_then(Value::as_str).unwrap_or("") {
+        "" => causes.push(Cause::required("spec.updateStrategy", "")),
+        "OnDelete" => {
+            if strategy.get("rollingUpdate").is_some_and(|r| !r.is_null()) {
+                causes.push(invalid_raw(
+                    "spec.updateStrategy.rollingUpdate",
+                    "apps.RollingUpdateStatefulSetStrategy{...}",
+                    "only allowed for updateStrategy 'RollingUpdate'",
+                ));
+            }
+        }
+        "RollingUpdate" => {
+            if let Some(rolling) = strategy.get("rollingUpdate") {
+                nonnegative(rolling, "partition", "spec.updateStrategy.rollingUpdate.partition", &mut causes);
+            }
+        }
+        other => causes.push(invalid_raw(
+            "spec.updateStrategy",
+            &format!("apps.StatefulSetUpdateStrategy{{Type:{other:?}, RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy)(nil)}}"),
+            "must be 'RollingUpdate' or 'OnDelete'",
+        )),
+    }
+    nonnegative(spec, "replicas", "spec.replicas", &mut causes);
+    nonnegative(spec, "minReadySeconds", "spec.minReadySeconds", &mut causes);
+    let selects = replica_selector(spec, "statefulset", &mut causes);
+    match selects {
+        Selects::Invalid => causes.push(invalid_raw(
+            "spec.selector",
+            &go_selector(spec.get("selector")),
+            "",
+        )),
+        selects => {
+            if matches!(selects, Selects::Nothing | Selects::Matches(false)) {
+                causes.push(mismatch(spec));
+            }
+            let meta = spec.pointer("/template/metadata").unwrap_or(&empty);
+            causes.extend(super::meta::labels(
+                meta.get("labels"),
+                "spec.template.labels",
+            ));
+            causes.extend(super::meta::annotations(
+                meta.get("annotations"),
+                "spec.template.annotations",
+            ));
+        }
+    }
+    let restart = spec
+        .pointer("/template/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if restart != "Always" {
+        causes.push(Cause::not_supported(
+            "spec.template.spec.restartPolicy",
+            &Value::String(restart.into()),
+            &["Always"],
+        ));
+    }
+    if spec
+        .pointer("/template/spec/activeDeadlineSeconds")
+        .is_some_and(|v| !v.is_null())
+    {
+        causes.push(Cause::forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            "activeDeadlineSeconds in StatefulSet is not Supported",
+        ));
+    }
+    causes
+}
+
+/// StatefulSet updates may only change some spec fields.
+pub(crate) fn stateful_set_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let mut causes = stateful_set(obj);
+    let strip = |v: &Value| {
+        let mut spec = v.get("spec").cloned().unwrap_or(Value::Null);
+        if let Some(map) = spec.as_object_mut() {
+            for key in [
+                "replicas",
+                "template",
+                "updateStrategy",
+                "persistentVolumeClaimRetentionPolicy",
+                "minReadySeconds",
+            ] {
+                map.remove(key);
+            }
+        }
+        spec
+    };
+    if strip(obj) != strip(old) {
+        causes.push(Cause::forbidden(
+            "spec",
+            "updates to statefulset spec for fields other than 'replicas', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        ));
+    }
+    causes
+}
+
+pub(crate) fn daemon_set(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let empty = Value::Null;
+    let spec = obj.get("spec").unwrap_or(&empty);
+    let sel = spec.get("selector").filter(|s| !s.is_null());
+    causes.extend(selector::validate(sel, "spec.selector"));
+    if matches!(
+        selector::selects(sel, template_labels(spec)),
+        Selects::Nothing | Selects::Matches(false)
+    ) {
+        causes.push(mismatch(spec));
+    }
+    if let Some(sel) = sel {
+        let empty_sel = sel
+            .get("matchLabels")
+            .and_then(Value::as_object)
+            .is_none_or(|m| m.is_empty())
+            && sel
+                .get("matchExpressions")
+                .and_then(Value::as_array)
+                .is_none_or(|e| e.is_empty());
+        if empty_sel {
+            causes.push(invalid_raw(
+                "spec.selector",
+                &go_selector(Some(sel)),
+                "empty selector is invalid for daemonset",
+            ));
+        }
+    }
+    causes.extend(pod::template(spec.get("template"), "spec.template"));
+    let restart = spec
+        .pointer("/template/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if restart != "Always" {
+        causes.push(Cause::not_supported(
+            "spec.template.spec.restartPolicy",
+            &Value::String(restart.into()),
+            &["Always"],
+        ));
+    }
+    if let Some(deadline) = spec
+        .pointer("/template/spec/activeDeadlineSeconds")
+        .and_then(Value::as_i64)
+    {
+        causes.push(Cause::invalid(
+            "spec.template.spec.activeDeadlineSeconds",
+            &Value::from(deadline),
+            "activeDeadlineSeconds in DaemonSet is not Supported",
+        ));
+    }
+    nonnegative(spec, "minReadySeconds", "spec.minReadySeconds", &mut causes);
+    let strategy = spec.get("updateStrategy").unwrap_or(&empty);
+    match strategy.get("type").and_then(Value::as_str).unwrap_or("") {
+        "OnDelete" => {}
+        "RollingUpdate" => {
+            if let Some(rolling) = strategy.get("rollingUpdate").filter(|r| !r.is_null()) {
+                let unavailable = int_or_percent(
+                    rolling.get("maxUnavailable"),
+                    "spec.updateStrategy.rollingUpdate.maxUnavailable",
+                    &mut causes,
+                );
+                let surge = int_or_percent(
+                    rolling.get("maxSurge"),
+                    "spec.updateStrategy.rollingUpdate.maxSurge",
+                    &mut causes,
+                );
+                if unavailable == Some(0) && surge == Some(0) {
+                    causes.push(invalid_raw(
+                        "spec.updateStrategy.rollingUpdate.maxUnavailable",
+                        &render_int_or_string(rolling.get("maxUnavailable")),
+                        "may not be 0 when `maxSurge` is 0",
+                    ));
+                }
+            }
+        }
+        other => causes.push(Cause::not_supported(
+            "spec.updateStrategy",
+            &Value::String(other.into()),
+            &["RollingUpdate", "OnDelete"],
+        )),
+    }
+    nonnegative(
+        spec,
+        "revisionHistoryLimit",
+        "spec.revisionHistoryLimit",
+        &mut causes,
+    );
+    causes
+}
+
+/// `validateJobSpec` (shared by Jobs and CronJob templates).
+fn job_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
+    for key in [
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "ttlSecondsAfterFinished",
+    ] {
+        nonnegative(spec, key, &format!("{path}.{key}"), causes);
+    }
+    if let Some(mode) = spec.get("completionMode").and_then(Value::as_str) {
+        match mode {
+            "NonIndexed" => {}
+            "Indexed" => {
+                if spec.get("completions").is_none_or(Value::is_null) {
+                    causes.push(Cause::required(
+                        format!("{path}.completions"),
+                        "when completion mode is Indexed",
+                    ));
+                }
+            }
+            other => causes.push(Cause::not_supported(
+                format!("{path}.completionMode"),
+                &Value::String(other.into()),
+                &["NonIndexed", "Indexed"],
+            )),
+        }
+    }
+    causes.extend(pod::template(
+        spec.get("template"),
+        &format!("{path}.template"),
+    ));
+    let restart = spec
+        .pointer("/template/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match restart {
+        "" | "Always" => causes.push(Cause::required(
+            format!("{path}.template.spec.restartPolicy"),
+            "valid values: \"OnFailure\", \"Never\"",
+        )),
+        "OnFailure" | "Never" => {}
+        other => causes.push(Cause::not_supported(
+            format!("{path}.template.spec.restartPolicy"),
+            &Value::String(other.into()),
+            &["OnFailure", "Never"],
+        )),
+    }
+}
+
+pub(crate) fn job(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let empty = Value::Null;
+    let spec = obj.get("spec").unwrap_or(&empty);
+    let manual = spec.get("manualSelector").and_then(Value::as_bool) == Some(true);
+    let template_meta = spec.pointer("/template/metadata").unwrap_or(&empty);
+    // `validateGeneratedSelector`; a missing selector is reported below.
+    if !manual && spec.get("selector").is_some_and(|s| !s.is_null()) {
+        let uid = obj
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if uid.is_empty() {
+            causes.push(Cause::required("metadata.uid", ""));
+        }
+        for (key, expected) in [("controller-uid", uid), ("job-name", name)] {
+            match template_meta
+                .get("labels")
+                .and_then(|l| l.get(key))
+                .and_then(Value::as_str)
+            {
+                None => causes.push(Cause::required(
+                    format!("spec.template.metadata.labels[{key}]"),
+                    "",
+                )),
+                Some(actual) if actual != expected => causes.push(invalid_raw(
+                    format!("spec.template.metadata.labels[{key}]"),
+                    &gofmt::string_map(template_meta.get("labels")),
+                    &format!("must be '{expected}'"),
+                )),
+                Some(_) => {}
+            }
+        }
+        let expected = serde_json::json!({"controller-uid": uid, "job-name": name});
+        if selector::selects(spec.get("selector"), Some(&expected)) == Selects::Matches(false) {
+            causes.push(invalid_raw(
+                "spec.selector",
+                &go_selector(spec.get("selector")),
+                "`selector` not auto-generated",
+            ));
+        }
+    }
+    job_spec(spec, "spec", &mut causes);
+    let sel = spec.get("selector").filter(|s| !s.is_null());
+    match sel {
+        None => causes.push(Cause::required("spec.selector", "")),
+        Some(sel) => causes.extend(selector::validate(Some(sel), "spec.selector")),
+    }
+    if matches!(
+        selector::selects(sel, template_labels(spec)),
+        Selects::Nothing | Selects::Matches(false)
+    ) {
+        causes.push(mismatch(spec));
+    }
+    causes
+}
+
+/// Jobs may not change their template, selector or completions.
+pub(crate) fn job_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let mut causes = job(obj);
+    for (pointer, field, rendered) in [
+        (
+            "/spec/selector",
+            "spec.selector",
+            go_selector(obj.pointer("/spec/selector")),
+        ),
+        (
+            "/spec/template",
+            "spec.template",
+            "core.PodTemplateSpec{...}".to_string(),
+        ),
+        (
+            "/spec/completions",
+            "spec.completions",
+            obj.pointer("/spec/completions")
+                .map_or("null".into(), Value::to_string),
+        ),
+    ] {
+        if obj.pointer(pointer) != old.pointer(pointer) {
+            causes.push(gofmt::immutable(field, &rendered));
+        }
+    }
+    causes
+}
+
+pub(crate) fn cron_job(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let empty = Value::Null;
+    let spec = obj.get("spec").unwrap_or(&empty);
+    let schedule = spec.get("schedule").and_then(Value::as_str).unwrap_or("");
+    if schedule.is_empty() {
+        causes.push(Cause::required("spec.schedule", ""));
+    } else if let Err(msg) = super::cron::parse_standard(schedule) {
+        causes.push(Cause::invalid(
+            "spec.schedule",
+            &Value::String(schedule.into()),
+            &msg,
+        ));
+    }
+    nonnegative(
+        spec,
+        "startingDeadlineSeconds",
+        "spec.startingDeadlineSeconds",
+        &mut causes,
+    );
+    match spec
+        .get("concurrencyPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+    {
+        "Allow" | "Forbid" | "Replace" => {}
+        "" => causes.push(Cause::required("spec.concurrencyPolicy", "")),
+        other => causes.push(Cause::not_supported(
+            "spec.concurrencyPolicy",
+            &Value::String(other.into()),
+            &["Allow", "Forbid", "Replace"],
+        )),
+    }
+    let job_template_spec = spec.pointer("/jobTemplate/spec").unwrap_or(&empty);
+    job_spec(job_template_spec, "spec.jobTemplate.spec", &mut causes);
+    if job_template_spec
+        .get("selector")
+        .is_some_and(|s| !s.is_null())
+    {
+        causes.push(invalid_raw(
+            "spec.jobTemplate.spec.selector",
+            &go_selector(job_template_spec.get("selector")),
+            "`selector` will be auto-generated",
+        ));
+    }
+    if job_template_spec
+        .get("manualSelector")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        causes.push(Cause::not_supported(
+            "spec.jobTemplate.spec.manualSelector",
+            &Value::Bool(true),
+            &["nil", "false"],
+        ));
+    }
+    nonnegative(
+        spec,
+        "successfulJobsHistoryLimit",
+        "spec.successfulJobsHistoryLimit",
+        &mut causes,
+    );
+    nonnegative(
+        spec,
+        "failedJobsHistoryLimit",
+        "spec.failedJobsHistoryLimit",
+        &mut causes,
+    );
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.len() > 52 {
+        causes.push(Cause::invalid(
+            "metadata.name",
+            &Value::String(name.into()),
+            "must be no more than 52 characters",
+        ));
+    }
+    causes
+}
