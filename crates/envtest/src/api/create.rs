@@ -54,6 +54,30 @@ pub fn create(
     let warnings = field_validation(res, ctx.opts.field_validation, &unknown, &duplicates)?;
     super::apply_defaults(res, &mut obj);
 
+    // Managed fields are recorded from the object as sent and defaulted,
+    // before admission and the kind's create-time changes (which nobody
+    // owns), and without the status a status subresource resets.
+    if res.has_status
+        && let Value::Object(map) = &mut obj
+    {
+        map.remove("status");
+    }
+    if !applied {
+        let now = meta::now_rfc3339();
+        let api_version = res.api_version();
+        patch::record_update(
+            &UpdateRequest {
+                old: None,
+                manager: &ctx.manager,
+                api_version: &api_version,
+                subresource: None,
+                now: &now,
+                types: type_info(res),
+            },
+            &mut obj,
+        );
+    }
+
     let requested_name = meta::name(&obj).to_string();
     check_namespace_accepts_create(app, res, ns, &requested_name)?;
     let attrs = admission::Attributes {
@@ -75,21 +99,6 @@ pub fn create(
     }
     admission::validate(&attrs, &obj)?;
 
-    if !applied {
-        let now = meta::now_rfc3339();
-        let api_version = res.api_version();
-        patch::record_update(
-            &UpdateRequest {
-                old: None,
-                manager: &ctx.manager,
-                api_version: &api_version,
-                subresource: None,
-                now: &now,
-                types: type_info(res),
-            },
-            &mut obj,
-        );
-    }
     if !client_rv.is_empty() {
         return Err(internal_no_reason(
             "resourceVersion should not be set on objects to be created",

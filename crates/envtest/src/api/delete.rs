@@ -216,7 +216,10 @@ fn delete_once(
     if !finalizers.is_empty() || grace > 0 {
         let mut obj = (*view).clone();
         meta::set_meta(&mut obj, "deletionTimestamp", Value::String(now));
-        meta::set_meta(&mut obj, "deletionGracePeriodSeconds", json!(grace));
+        // CRDs are marked for deletion without a grace period.
+        if !is_crd {
+            meta::set_meta(&mut obj, "deletionGracePeriodSeconds", json!(grace));
+        }
         // The generic graceful path bumps generation; CRD deletion does not.
         let generation = meta::generation(&obj);
         if generation > 0 && !is_crd {

@@ -317,10 +317,8 @@ pub(crate) fn check_namespace_accepts_create(
 pub(crate) fn validate_create(res: &Resource, obj: &Value) -> Vec<Cause> {
     match res.builtin() {
         Some(kind) => {
-            let mut causes = builtin::validate(kind, obj, None);
-            if is_crd(res) {
-                causes.extend(crate::schema::validate_crd(obj, None));
-            }
+            // builtin::validate covers CRDs too (schema::validate_crd).
+            let causes = builtin::validate(kind, obj, None);
             if !causes.is_empty() {
                 return causes;
             }
@@ -396,12 +394,7 @@ pub(crate) fn common_update_causes(new: &Value, old: &Value) -> Vec<Cause> {
 pub(crate) fn validate_update(res: &Resource, new: &Value, old: &Value) -> Vec<Cause> {
     let mut causes = common_update_causes(new, old);
     match res.builtin() {
-        Some(kind) => {
-            causes.extend(builtin::validate(kind, new, Some(old)));
-            if is_crd(res) {
-                causes.extend(crate::schema::validate_crd(new, Some(old)));
-            }
-        }
+        Some(kind) => causes.extend(builtin::validate(kind, new, Some(old))),
         None => {
             // The custom resource strategy checks the metadata update rules itself too.
             causes.extend(common_update_causes(new, old));
@@ -430,8 +423,7 @@ pub(crate) fn random_suffix() -> String {
 
 /// Whether PUT without resourceVersion is allowed (custom resources and CRDs refuse it).
 pub(crate) fn allows_unconditional_update(res: &Resource) -> bool {
-    !(res.is_custom()
-        || (res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions"))
+    !(res.is_custom() || is_crd(res))
 }
 
 /// `Operation cannot be fulfilled ...` for stale writes.
