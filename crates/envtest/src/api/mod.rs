@@ -99,7 +99,9 @@ pub(crate) fn invalid(res: &Resource, name: &str, causes: Vec<Cause>) -> ApiErro
             distinct.push(c.clone());
         }
     }
-    let mut err = ApiError::invalid(&res.group, &res.kind, name, distinct);
+    // An events.k8s.io Event is validated as the core Event it is stored as.
+    let group = if res.is_events_v1() { "" } else { res.group.as_str() };
+    let mut err = ApiError::invalid(group, &res.kind, name, distinct);
     if let Some(d) = &mut err.details {
         d.causes = causes;
     }
