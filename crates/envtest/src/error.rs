@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 pub struct Cause {
     /// e.g. `FieldValueInvalid`, `FieldValueRequired`, `FieldValueNotSupported`,
     /// `FieldValueTypeInvalid`, `FieldValueDuplicate`, `FieldValueForbidden`,
-    /// `FieldValueTooLong`, `FieldManagerConflict`.
+    /// `FieldValueTooLong`, `FieldManagerConflict`; empty (and omitted) for
+    /// causes the real server sends without a reason.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
     pub message: String,
     /// Field path, e.g. `metadata.name` or `spec.containers[0].image`; empty when absent.

@@ -9,7 +9,6 @@ use super::{
     App, WriteCtx, Written, check_namespace_accepts_create, check_type_meta, decode,
     field_validation, internal_no_reason, invalid, random_suffix, type_info, validate_create,
 };
-use crate::admission;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
@@ -80,7 +79,7 @@ pub fn create(
 
     let requested_name = meta::name(&obj).to_string();
     check_namespace_accepts_create(app, res, ns, &requested_name)?;
-    let attrs = admission::Attributes {
+    let attrs = super::admit::Attributes {
         resource: res,
         namespace: ns,
         name: &requested_name,
@@ -89,7 +88,7 @@ pub fn create(
         old: None,
         dry_run: ctx.opts.dry_run,
     };
-    admission::mutate(&attrs, &mut obj)?;
+    super::admit::mutate(&attrs, &mut obj)?;
 
     prepare(res, &mut obj);
     let client_rv = meta::resource_version(&obj).to_string();
@@ -97,7 +96,7 @@ pub fn create(
     if !causes.is_empty() {
         return Err(invalid(res, meta::name(&obj), causes));
     }
-    admission::validate(&attrs, &obj)?;
+    super::admit::validate(&attrs, &obj)?;
 
     if !client_rv.is_empty() {
         return Err(internal_no_reason(

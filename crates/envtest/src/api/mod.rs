@@ -2,6 +2,7 @@
 //! of the store, in the order kube-apiserver runs its steps. The HTTP layer
 //! and the in-process controllers both call these.
 
+pub mod admit;
 pub mod create;
 pub mod delete;
 pub mod read;
@@ -100,7 +101,11 @@ pub(crate) fn invalid(res: &Resource, name: &str, causes: Vec<Cause>) -> ApiErro
         }
     }
     // An events.k8s.io Event is validated as the core Event it is stored as.
-    let group = if res.is_events_v1() { "" } else { res.group.as_str() };
+    let group = if res.is_events_v1() {
+        ""
+    } else {
+        res.group.as_str()
+    };
     let mut err = ApiError::invalid(group, &res.kind, name, distinct);
     if let Some(d) = &mut err.details {
         d.causes = causes;

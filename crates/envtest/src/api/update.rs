@@ -9,7 +9,6 @@ use super::{
     App, WriteCtx, Written, allows_unconditional_update, check_type_meta, conflict, decode,
     field_validation, invalid, not_found, same_content, type_info, validate_update,
 };
-use crate::admission;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::body::parse_yaml;
@@ -207,7 +206,7 @@ pub(crate) fn update_once(
     let (mut new, unknown) = decode(res, new)?;
     let warnings = field_validation(res, c.ctx.opts.field_validation, &unknown, duplicates)?;
     super::apply_defaults(res, &mut new);
-    let attrs = admission::Attributes {
+    let attrs = super::admit::Attributes {
         resource: res,
         namespace: c.ns,
         name: c.name,
@@ -216,13 +215,13 @@ pub(crate) fn update_once(
         old: Some(&old_view),
         dry_run: c.ctx.opts.dry_run,
     };
-    admission::mutate(&attrs, &mut new)?;
+    super::admit::mutate(&attrs, &mut new)?;
     before_update(res, &mut new, &old_view, c.sub);
     let causes = validate_update(res, &new, &old_view);
     if !causes.is_empty() {
         return Err(invalid(res, c.name, causes).into());
     }
-    admission::validate(&attrs, &new)?;
+    super::admit::validate(&attrs, &new)?;
     if !c.managed_done {
         if meta::metadata(&new).is_none_or(|m| !m.contains_key("managedFields"))
             && let Some(mf) = meta::metadata(&old_view).and_then(|m| m.get("managedFields"))

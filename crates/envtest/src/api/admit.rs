@@ -1,8 +1,9 @@
 //! The admission seam. kube-apiserver runs mutating admission webhooks after
 //! an object is decoded and defaulted, and validating webhooks after the
-//! object passed validation, just before it is stored. Webhook calls are a
-//! later piece of work; these two functions are where they plug in, and they
-//! are called at exactly those two points of every create and update.
+//! object passed validation, just before it is stored. These two functions
+//! are called at exactly those two points of every create and update; the
+//! webhook calls (`crate::admission::WebhookRegistry::admit_mutating` /
+//! `admit_validating`, which are async) plug in here.
 
 use serde_json::Value;
 

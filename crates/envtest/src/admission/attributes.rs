@@ -1,0 +1,304 @@
+//! What a webhook is told about one request, and the `AdmissionRequest` built from it.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+/// The admission operation (`request.operation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    /// The wire form: `CREATE`, `UPDATE`, `DELETE`, `CONNECT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// A group, version and kind (`request.kind`). The core group is `""`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct GroupVersionKind {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl GroupVersionKind {
+    pub fn new(group: &str, version: &str, kind: &str) -> Self {
+        GroupVersionKind {
+            group: group.to_string(),
+            version: version.to_string(),
+            kind: kind.to_string(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"group": self.group, "version": self.version, "kind": self.kind})
+    }
+}
+
+/// A group, version and resource (`request.resource`). The core group is `""`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct GroupVersionResource {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+}
+
+impl GroupVersionResource {
+    pub fn new(group: &str, version: &str, resource: &str) -> Self {
+        GroupVersionResource {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+        }
+    }
+
+    /// `resource.group` (or `resource` for the core group), as Go's `GroupResource.String()`.
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"group": self.group, "version": self.version, "resource": self.resource})
+    }
+
+    pub(crate) fn is_core_namespaces(&self) -> bool {
+        self.group.is_empty() && self.version == "v1" && self.resource == "namespaces"
+    }
+}
+
+/// The requesting user (`request.userInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    pub username: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl Default for UserInfo {
+    /// envtest's single user: a cluster administrator, as kubebuilder's envtest
+    /// admin (member of `system:masters`).
+    fn default() -> Self {
+        UserInfo {
+            username: "system:admin".to_string(),
+            uid: String::new(),
+            groups: vec![
+                "system:masters".to_string(),
+                "system:authenticated".to_string(),
+            ],
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+impl UserInfo {
+    /// The `authentication.k8s.io/v1` `UserInfo` JSON (empty fields omitted, as Go does).
+    fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("username".into(), json!(self.username));
+        if !self.uid.is_empty() {
+            map.insert("uid".into(), json!(self.uid));
+        }
+        if !self.groups.is_empty() {
+            map.insert("groups".into(), json!(self.groups));
+        }
+        if !self.extra.is_empty() {
+            map.insert("extra".into(), json!(self.extra));
+        }
+        Value::Object(map)
+    }
+}
+
+/// Everything a webhook call needs to know about one API request.
+///
+/// `kind` and `resource` are those of the request as received. They are sent
+/// both as `kind`/`resource` and as `requestKind`/`requestResource`: envtest
+/// never converts a request to an equivalent version for a webhook. `object` is the object being
+/// admitted as it would be stored (`None` for DELETE), `old_object` the stored
+/// object on UPDATE and DELETE. `options` is the `CreateOptions` /
+/// `UpdateOptions` / `DeleteOptions` object (with `kind` and `apiVersion`
+/// `meta.k8s.io/v1`), as kube-apiserver sends it.
+///
+/// For requests on a `Namespace` itself, `namespace` must be the namespace's
+/// own name, as kube-apiserver sets it; [`AdmissionAttributes::new`] does this.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdmissionAttributes {
+    pub operation: Operation,
+    pub kind: GroupVersionKind,
+    pub resource: GroupVersionResource,
+    /// `""`, `status`, `scale`, ...
+    pub subresource: String,
+    pub name: String,
+    /// `""` for cluster-scoped resources.
+    pub namespace: String,
+    pub object: Option<Value>,
+    pub old_object: Option<Value>,
+    pub dry_run: bool,
+    pub options: Option<Value>,
+    pub user_info: UserInfo,
+}
+
+impl AdmissionAttributes {
+    /// Attributes for `operation` on `name` in `namespace`, with no objects,
+    /// no options, no dry run and envtest's admin user.
+    pub fn new(
+        operation: Operation,
+        kind: GroupVersionKind,
+        resource: GroupVersionResource,
+        namespace: &str,
+        name: &str,
+    ) -> Self {
+        // kube-apiserver reports a Namespace request's namespace as the namespace's name.
+        let namespace = if resource.is_core_namespaces() && namespace.is_empty() {
+            name
+        } else {
+            namespace
+        };
+        AdmissionAttributes {
+            operation,
+            kind,
+            resource,
+            subresource: String::new(),
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            object: None,
+            old_object: None,
+            dry_run: false,
+            options: None,
+            user_info: UserInfo::default(),
+        }
+    }
+
+    pub fn with_subresource(mut self, subresource: &str) -> Self {
+        self.subresource = subresource.to_string();
+        self
+    }
+
+    pub fn with_object(mut self, object: Value) -> Self {
+        self.object = Some(object);
+        self
+    }
+
+    pub fn with_old_object(mut self, old_object: Value) -> Self {
+        self.old_object = Some(old_object);
+        self
+    }
+
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    pub fn with_options(mut self, options: Value) -> Self {
+        self.options = Some(options);
+        self
+    }
+
+    /// The `AdmissionRequest` for one webhook call, with `object` standing for
+    /// the object as mutated so far. `Object`/`OldObject`/`Options` are sent
+    /// as `null` when absent, as Go's `RawExtension` does.
+    pub(crate) fn review_request(&self, uid: &str, object: Option<&Value>) -> Value {
+        let mut map = Map::new();
+        map.insert("uid".into(), json!(uid));
+        map.insert("kind".into(), self.kind.to_json());
+        map.insert("resource".into(), self.resource.to_json());
+        if !self.subresource.is_empty() {
+            map.insert("subResource".into(), json!(self.subresource));
+        }
+        map.insert("requestKind".into(), self.kind.to_json());
+        map.insert("requestResource".into(), self.resource.to_json());
+        if !self.subresource.is_empty() {
+            map.insert("requestSubResource".into(), json!(self.subresource));
+        }
+        if !self.name.is_empty() {
+            map.insert("name".into(), json!(self.name));
+        }
+        if !self.namespace.is_empty() {
+            map.insert("namespace".into(), json!(self.namespace));
+        }
+        map.insert("operation".into(), json!(self.operation.as_str()));
+        map.insert("userInfo".into(), self.user_info.to_json());
+        map.insert("object".into(), object.cloned().unwrap_or(Value::Null));
+        map.insert(
+            "oldObject".into(),
+            self.old_object.clone().unwrap_or(Value::Null),
+        );
+        map.insert("dryRun".into(), json!(self.dry_run));
+        map.insert(
+            "options".into(),
+            self.options.clone().unwrap_or(Value::Null),
+        );
+        Value::Object(map)
+    }
+
+    /// The labels of an object (`metadata.labels`), empty when absent or malformed.
+    pub(crate) fn labels_of(object: Option<&Value>) -> Option<BTreeMap<String, String>> {
+        let object = object?;
+        if !object.is_object() {
+            return None;
+        }
+        let labels = object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(labels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_requests_carry_their_own_name_as_namespace() {
+        let attrs = AdmissionAttributes::new(
+            Operation::Create,
+            GroupVersionKind::new("", "v1", "Namespace"),
+            GroupVersionResource::new("", "v1", "namespaces"),
+            "",
+            "team-a",
+        );
+        assert_eq!(attrs.namespace, "team-a");
+    }
+
+    #[test]
+    fn request_has_null_raw_extensions_and_omits_empty_strings() {
+        let attrs = AdmissionAttributes::new(
+            Operation::Delete,
+            GroupVersionKind::new("apps", "v1", "Deployment"),
+            GroupVersionResource::new("apps", "v1", "deployments"),
+            "default",
+            "web",
+        )
+        .with_old_object(json!({"kind": "Deployment"}));
+        let req = attrs.review_request("u1", None);
+        assert_eq!(req["object"], Value::Null);
+        assert_eq!(req["options"], Value::Null);
+        assert_eq!(req["oldObject"]["kind"], "Deployment");
+        assert_eq!(req["operation"], "DELETE");
+        assert!(req.get("subResource").is_none());
+        assert_eq!(req["userInfo"]["username"], "system:admin");
+        assert_eq!(req["requestResource"]["resource"], "deployments");
+    }
+}

@@ -1,0 +1,257 @@
+//! Whether a webhook is called for a request: `namespaceSelector`,
+//! `objectSelector`, `rules` and `matchConditions`, evaluated in the order and
+//! with the errors of kube-apiserver's generic webhook plugin.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::attributes::{AdmissionAttributes, Operation};
+use super::config::{Rule, Scope, Webhook};
+use super::errors::{internal_error, namespace_not_found};
+use crate::error::ApiResult;
+
+/// What the dispatcher needs to know about the rest of the cluster. The
+/// server implements it over its store; calls must be cheap and must not
+/// block on I/O.
+pub trait ClusterView: Send + Sync {
+    /// The labels of namespace `name`, `None` when there is no such namespace.
+    fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
+
+    /// The stored `Service` `namespace/name`, if any. Used to route webhook
+    /// Service references to the Service's `targetPort` on the loopback
+    /// interface (see [`super::WebhookRoutes`]).
+    fn service(&self, namespace: &str, name: &str) -> Option<Value> {
+        let _ = (namespace, name);
+        None
+    }
+}
+
+/// A cluster with no namespaces and no Services (for callers that have none).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EmptyCluster;
+
+impl ClusterView for EmptyCluster {
+    fn namespace_labels(&self, _name: &str) -> Option<BTreeMap<String, String>> {
+        None
+    }
+}
+
+/// Whether `hook` is called for `attrs`, with `object` the object as mutated
+/// so far. `Err` fails the whole request (the failure policy does not apply),
+/// as kube-apiserver's `ShouldCallHook` errors do.
+pub(crate) fn should_call(
+    hook: &Webhook,
+    attrs: &AdmissionAttributes,
+    object: Option<&Value>,
+    cluster: &dyn ClusterView,
+) -> ApiResult<bool> {
+    // Selector errors only count for webhooks whose rules match the request.
+    let namespace_match = match_namespace(hook, attrs, object, cluster);
+    if let Ok(false) = namespace_match {
+        return Ok(false);
+    }
+    let object_match = match_object(hook, attrs, object);
+    if let Ok(false) = object_match {
+        return Ok(false);
+    }
+    // matchPolicy Equivalent: envtest serves each resource in one version per
+    // group, so the only equivalent resource of a request is itself and
+    // Equivalent matches exactly what Exact matches.
+    if !hook.rules.iter().any(|rule| rule_matches(rule, attrs)) {
+        return Ok(false);
+    }
+    namespace_match?;
+    object_match?;
+    hook.conditions.matches(hook, attrs, object)
+}
+
+fn match_namespace(
+    hook: &Webhook,
+    attrs: &AdmissionAttributes,
+    object: Option<&Value>,
+    cluster: &dyn ClusterView,
+) -> ApiResult<bool> {
+    if attrs.namespace.is_empty() && attrs.resource.resource != "namespaces" {
+        // Cluster-scoped objects other than namespaces are never exempted.
+        return Ok(true);
+    }
+    let selector = hook
+        .namespace_selector
+        .as_ref()
+        .map_err(|e| internal_error(e))?;
+    if selector.is_empty() {
+        return Ok(true);
+    }
+    // A namespace being created or updated is judged by its new labels; any
+    // other request by the stored namespace's labels.
+    let labels = if attrs.resource.resource == "namespaces"
+        && attrs.subresource.is_empty()
+        && matches!(attrs.operation, Operation::Create | Operation::Update)
+    {
+        AdmissionAttributes::labels_of(object).unwrap_or_default()
+    } else {
+        cluster
+            .namespace_labels(&attrs.namespace)
+            .ok_or_else(|| namespace_not_found(&attrs.namespace))?
+    };
+    Ok(selector.matches(&labels))
+}
+
+fn match_object(
+    hook: &Webhook,
+    attrs: &AdmissionAttributes,
+    object: Option<&Value>,
+) -> ApiResult<bool> {
+    let selector = hook
+        .object_selector
+        .as_ref()
+        .map_err(|e| internal_error(e))?;
+    if selector.is_empty() {
+        return Ok(true);
+    }
+    let matches = |o: Option<&Value>| {
+        AdmissionAttributes::labels_of(o).is_some_and(|labels| selector.matches(&labels))
+    };
+    Ok(matches(object) || matches(attrs.old_object.as_ref()))
+}
+
+fn exact_or_wildcard(items: &[String], requested: &str) -> bool {
+    items.iter().any(|i| i == "*" || i == requested)
+}
+
+/// One rule against the request (`rules.Matcher` in kube-apiserver).
+pub(crate) fn rule_matches(rule: &Rule, attrs: &AdmissionAttributes) -> bool {
+    let is_namespace_object = attrs.resource.is_core_namespaces();
+    let scope = match rule.scope {
+        Scope::All => true,
+        Scope::Namespaced => !is_namespace_object && !attrs.namespace.is_empty(),
+        Scope::Cluster => is_namespace_object || attrs.namespace.is_empty(),
+        Scope::Unknown => false,
+    };
+    let operation = rule
+        .operations
+        .iter()
+        .any(|op| op == "*" || op == attrs.operation.as_str());
+    let resource = rule.resources.iter().any(|entry| {
+        let (res, sub) = entry.split_once('/').unwrap_or((entry.as_str(), ""));
+        (res == "*" || res == attrs.resource.resource) && (sub == "*" || sub == attrs.subresource)
+    });
+    scope
+        && operation
+        && exact_or_wildcard(&rule.api_groups, &attrs.resource.group)
+        && exact_or_wildcard(&rule.api_versions, &attrs.resource.version)
+        && resource
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::attributes::{GroupVersionKind, GroupVersionResource};
+
+    fn rule(ops: &[&str], groups: &[&str], versions: &[&str], res: &[&str], scope: Scope) -> Rule {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        Rule {
+            operations: v(ops),
+            api_groups: v(groups),
+            api_versions: v(versions),
+            resources: v(res),
+            scope,
+        }
+    }
+
+    fn pod(op: Operation, sub: &str) -> AdmissionAttributes {
+        AdmissionAttributes::new(
+            op,
+            GroupVersionKind::new("", "v1", "Pod"),
+            GroupVersionResource::new("", "v1", "pods"),
+            "default",
+            "p",
+        )
+        .with_subresource(sub)
+    }
+
+    fn namespace(op: Operation) -> AdmissionAttributes {
+        AdmissionAttributes::new(
+            op,
+            GroupVersionKind::new("", "v1", "Namespace"),
+            GroupVersionResource::new("", "v1", "namespaces"),
+            "",
+            "ns1",
+        )
+    }
+
+    fn node() -> AdmissionAttributes {
+        AdmissionAttributes::new(
+            Operation::Create,
+            GroupVersionKind::new("", "v1", "Node"),
+            GroupVersionResource::new("", "v1", "nodes"),
+            "",
+            "n",
+        )
+    }
+
+    #[test]
+    fn resources_and_subresources() {
+        let create = pod(Operation::Create, "");
+        let status = pod(Operation::Update, "status");
+        let any = [Scope::All];
+        for (resources, on_pod, on_status) in [
+            (&["pods"][..], true, false),
+            (&["pods/status"][..], false, true),
+            (&["pods/*"][..], true, true),
+            (&["*"][..], true, false),
+            (&["*/*"][..], true, true),
+            (&["*/status"][..], false, true),
+            (&["deployments"][..], false, false),
+        ] {
+            let r = rule(&["*"], &[""], &["v1"], resources, any[0]);
+            assert_eq!(rule_matches(&r, &create), on_pod, "{resources:?}");
+            assert_eq!(rule_matches(&r, &status), on_status, "{resources:?}");
+        }
+    }
+
+    #[test]
+    fn operations_groups_versions() {
+        let attrs = pod(Operation::Update, "");
+        assert!(rule_matches(
+            &rule(&["UPDATE"], &[""], &["v1"], &["pods"], Scope::All),
+            &attrs
+        ));
+        assert!(!rule_matches(
+            &rule(&["CREATE"], &[""], &["v1"], &["pods"], Scope::All),
+            &attrs
+        ));
+        assert!(!rule_matches(
+            &rule(&["*"], &["apps"], &["v1"], &["pods"], Scope::All),
+            &attrs
+        ));
+        assert!(rule_matches(
+            &rule(&["*"], &["*"], &["*"], &["pods"], Scope::All),
+            &attrs
+        ));
+        assert!(!rule_matches(
+            &rule(&["*"], &[""], &["v2"], &["pods"], Scope::All),
+            &attrs
+        ));
+        assert!(!rule_matches(
+            &rule(&[], &[""], &["v1"], &["pods"], Scope::All),
+            &attrs
+        ));
+    }
+
+    #[test]
+    fn scope_treats_namespaces_as_cluster_scoped() {
+        let everything = |scope| rule(&["*"], &["*"], &["*"], &["*"], scope);
+        let p = pod(Operation::Create, "");
+        let ns = namespace(Operation::Create);
+        let n = node();
+        assert!(rule_matches(&everything(Scope::Namespaced), &p));
+        assert!(!rule_matches(&everything(Scope::Cluster), &p));
+        assert!(!rule_matches(&everything(Scope::Namespaced), &ns));
+        assert!(rule_matches(&everything(Scope::Cluster), &ns));
+        assert!(rule_matches(&everything(Scope::Cluster), &n));
+        assert!(!rule_matches(&everything(Scope::Namespaced), &n));
+        assert!(!rule_matches(&everything(Scope::Unknown), &p));
+    }
+}

@@ -1,0 +1,91 @@
+//! Admission webhooks: envtest calls the webhooks of the stored
+//! `MutatingWebhookConfiguration` and `ValidatingWebhookConfiguration`
+//! objects as kube-apiserver does (its `admission/plugin/webhook` packages
+//! are the model): AdmissionReview over HTTPS verified against `caBundle`,
+//! JSONPatch responses, `failurePolicy`, selectors, `matchConditions`,
+//! `timeoutSeconds`, `sideEffects` with dry run, `reinvocationPolicy`, and
+//! the same errors for denials and failures.
+//!
+//! # How the server uses it
+//!
+//! ```text
+//! let registry = WebhookRegistry::new(cluster_view);       // once, at start-up
+//! registry.set_routes(config.webhook_routes.clone());      // --webhook-route flags
+//!
+//! // writing a Mutating/ValidatingWebhookConfiguration (create / update):
+//! default_configuration(ConfigurationKind::Mutating, &mut obj);
+//! let causes = validate_configuration(ConfigurationKind::Mutating, &obj, old.as_ref());
+//! if !causes.is_empty() { return Err(invalid_configuration(kind, name, causes)) } // 422
+//! //   store, then (also after a delete) hand every stored configuration over:
+//! registry.set_configurations(&mutating, &validating);
+//!
+//! // create / update / delete (and subresources, CONNECT):
+//! //   decode, then the server's own defaulting and preparation, then:
+//! let attrs = AdmissionAttributes::new(op, kind, resource, namespace, name)
+//!     .with_object(obj).with_old_object(old).with_dry_run(dry).with_options(opts);
+//! let mutated = registry.admit_mutating(&attrs).await;     // warnings + Result<Option<Value>>
+//! //   re-apply defaulting to the mutated object, then the server's validation, then:
+//! let attrs = AdmissionAttributes { object: final_object, ..attrs };
+//! let validated = registry.admit_validating(&attrs).await; // warnings + Result<()>
+//! //   then store (unless dry run).
+//! ```
+//!
+//! Both phases return the webhooks' warnings apart from the result, because
+//! kube-apiserver sends them as `Warning` headers even when the request fails.
+//! Errors are [`ApiError`](crate::error::ApiError)s ready to send:
+//! - denial: the webhook's code (400 if below 400), reason and details, message
+//!   `admission webhook "<name>" denied the request: <message>`;
+//! - call failure under `failurePolicy: Fail`: 500 InternalError
+//!   `Internal error occurred: failed calling webhook "<name>": failed to call webhook: Post "<url>?timeout=10s": <cause>`
+//!   (and `received invalid webhook response: ...` for a bad AdmissionReview);
+//!   under `Ignore` the webhook is skipped;
+//! - a patch that does not apply: 500 InternalError whatever the failure policy;
+//! - dry run reaching a webhook whose `sideEffects` is not `None`/`NoneOnDryRun`:
+//!   400 `admission webhook "<name>" does not support dry run`;
+//! - a failing `matchConditions` expression under `Fail`: 403 Forbidden;
+//! - a namespaced request in a missing namespace with a `namespaceSelector`: 404.
+//!
+//! # Where envtest differs from kube-apiserver
+//! - `matchPolicy: Equivalent` matches what `Exact` matches: envtest serves
+//!   each resource in one version per group, so a request has no other
+//!   equivalent resource to match (a CRD served in several versions would
+//!   need conversion, which envtest does not do for webhooks).
+//! - Validating webhooks run concurrently; when several fail, the first in
+//!   call order is reported (kube-apiserver reports the first to finish).
+//! - After a patch, kube-apiserver decodes the object into its Go type
+//!   (dropping unknown fields of built-in kinds) and re-applies defaults;
+//!   here the server must re-apply its defaulting to the returned object.
+//! - Go's wording is reproduced for the common transport, TLS, JSON and
+//!   patch errors; rarer ones carry Rust's description.
+//! - `matchConditions` are evaluated with the `cel` crate; the `authorizer`
+//!   variable is not supported (see [`conditions`]).
+//! - Service references cannot reach a cluster network; see [`routes`] for
+//!   how they are resolved (and `docs/envtest-webhooks.md`).
+
+mod attributes;
+mod conditions;
+mod config;
+mod dispatch;
+mod errors;
+mod matching;
+mod patching;
+mod review;
+pub mod routes;
+mod selector;
+mod transport;
+mod validation;
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod validation_tests;
+
+pub use attributes::{
+    AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
+};
+pub use dispatch::{Admission, WebhookRegistry};
+pub use matching::{ClusterView, EmptyCluster};
+pub use routes::{WebhookRoute, WebhookRoutes};
+pub use validation::{
+    ConfigurationKind, default_configuration, invalid_configuration, validate_configuration,
+};
