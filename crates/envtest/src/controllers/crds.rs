@@ -45,6 +45,23 @@ fn has_condition(crd: &Value, type_: &str, status: &str) -> bool {
         })
 }
 
+/// Whether spec.names moved on from the accepted names (a CRD update).
+fn names_changed(crd: &Value) -> bool {
+    let Some(accepted) = crd.pointer("/status/acceptedNames") else {
+        return false;
+    };
+    if !has_condition(crd, "Established", "True") {
+        return false;
+    }
+    ["plural", "kind", "shortNames", "categories"]
+        .iter()
+        .any(|k| {
+            let spec = crd.pointer(&format!("/spec/names/{k}"));
+            let acc = accepted.get(*k);
+            spec.filter(|v| !v.is_null()) != acc.filter(|v| !v.is_null())
+        })
+}
+
 /// Another CRD already serving the same plural or kind in the group.
 fn name_conflict(app: &App, crd: &Value) -> Option<String> {
     let me = CustomResource::from_crd(crd);
@@ -186,8 +203,9 @@ pub fn on_event(app: &App, ev: &Event) -> Option<String> {
                     if meta::finalizers(crd).iter().any(|f| f == CRD_CLEANUP) {
                         return Some(ev.name.clone());
                     }
-                } else if !has_condition(crd, "Established", "True")
-                    && !has_condition(crd, "NamesAccepted", "False")
+                } else if (!has_condition(crd, "Established", "True")
+                    && !has_condition(crd, "NamesAccepted", "False"))
+                    || names_changed(crd)
                 {
                     accept_names(app, crd);
                 } else {
