@@ -92,6 +92,7 @@ pub fn create(
 
     prepare(res, &mut obj);
     let client_rv = meta::resource_version(&obj).to_string();
+    super::allocate(app, res, &mut obj, ctx.opts.dry_run)?;
     let causes = validate_create(res, &obj);
     if !causes.is_empty() {
         return Err(invalid(res, meta::name(&obj), causes));
@@ -104,15 +105,7 @@ pub fn create(
         ));
     }
     meta::remove_meta(&mut obj, "resourceVersion");
-    let is_service = res
-        .builtin()
-        .is_some_and(|k| k.group.is_empty() && k.kind == "Service");
-    if is_service {
-        let mut alloc = app.allocator.lock().unwrap_or_else(|e| e.into_inner());
-        alloc
-            .allocate_service(&mut obj, ctx.opts.dry_run)
-            .map_err(|causes| invalid(res, meta::name(&obj), causes))?;
-    }
+    let is_service = super::is_service(res);
     let name = meta::name(&obj).to_string();
     if ctx.opts.dry_run {
         if app.store.get(&res.store_key, ns, &name).is_some() {

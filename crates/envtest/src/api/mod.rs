@@ -418,6 +418,23 @@ pub(crate) fn validate_update(res: &Resource, new: &Value, old: &Value) -> Vec<C
     causes
 }
 
+pub(crate) fn is_service(res: &Resource) -> bool {
+    res.builtin()
+        .is_some_and(|k| k.group.is_empty() && k.kind == "Service")
+}
+
+/// Cluster IPs and node ports of a Service (create and update), after the
+/// kind's preparation and before validation; their causes are reported alone.
+pub(crate) fn allocate(app: &App, res: &Resource, obj: &mut Value, dry_run: bool) -> ApiResult<()> {
+    if !is_service(res) {
+        return Ok(());
+    }
+    let mut alloc = app.allocator.lock().unwrap_or_else(|e| e.into_inner());
+    alloc
+        .allocate_service(obj, dry_run)
+        .map_err(|causes| invalid(res, meta::name(obj), causes))
+}
+
 /// Random suffix of generated names (kube's alphabet without vowels).
 pub(crate) fn random_suffix() -> String {
     use rand::Rng;

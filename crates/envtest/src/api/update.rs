@@ -217,6 +217,7 @@ pub(crate) fn update_once(
     };
     super::admit::mutate(&attrs, &mut new)?;
     before_update(res, &mut new, &old_view, c.sub);
+    super::allocate(app, res, &mut new, c.ctx.opts.dry_run)?;
     let causes = validate_update(res, &new, &old_view);
     if !causes.is_empty() {
         return Err(invalid(res, c.name, causes).into());
