@@ -50,7 +50,7 @@ pub fn create(
         meta::remove_meta(&mut obj, "namespace");
     }
     let (mut obj, unknown) = decode(res, obj)?;
-    let warnings = field_validation(res, ctx.opts.field_validation, &unknown, &duplicates)?;
+    let mut warnings = field_validation(res, ctx.opts.field_validation, &unknown, &duplicates)?;
     super::apply_defaults(res, &mut obj);
 
     // Managed fields are recorded from the object as sent and defaulted,
@@ -92,6 +92,7 @@ pub fn create(
 
     prepare(res, &mut obj);
     let client_rv = meta::resource_version(&obj).to_string();
+    warnings.extend(super::unsupported_warnings(res, &obj));
     super::allocate(app, res, &mut obj, ctx.opts.dry_run)?;
     let causes = validate_create(res, &obj);
     if !causes.is_empty() {

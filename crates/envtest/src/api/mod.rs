@@ -418,6 +418,33 @@ pub(crate) fn validate_update(res: &Resource, new: &Value, old: &Value) -> Vec<C
     causes
 }
 
+/// Warnings for objects whose effect on a real cluster this server does not
+/// reproduce, so that the difference is visible rather than silent.
+pub(crate) fn unsupported_warnings(res: &Resource, obj: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if is_crd(res)
+        && meta::get_path(obj, &["spec", "conversion", "strategy"]).and_then(Value::as_str)
+            == Some("Webhook")
+    {
+        out.push(
+            "envtest does not call conversion webhooks: versions of this resource are converted by rewriting apiVersion only (strategy None)"
+                .to_string(),
+        );
+    }
+    if res.group == "admissionregistration.k8s.io"
+        && matches!(
+            res.kind.as_str(),
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        )
+    {
+        out.push(
+            "envtest stores webhook configurations but does not call admission webhooks yet"
+                .to_string(),
+        );
+    }
+    out
+}
+
 pub(crate) fn is_service(res: &Resource) -> bool {
     res.builtin()
         .is_some_and(|k| k.group.is_empty() && k.kind == "Service")

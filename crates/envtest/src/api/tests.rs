@@ -359,3 +359,38 @@ async fn namespace_deletion_removes_content_then_the_namespace() {
     })
     .await;
 }
+
+#[test]
+fn unsupported_behaviour_is_announced_in_warnings() {
+    let app = app();
+    let res = app
+        .registry
+        .load()
+        .get(
+            "admissionregistration.k8s.io",
+            "v1",
+            "mutatingwebhookconfigurations",
+        )
+        .expect("served");
+    let obj = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                     "metadata": {"name": "hooks"}, "webhooks": []});
+    let written = create(
+        &app,
+        &res,
+        "",
+        Input::Body {
+            obj,
+            duplicates: Vec::new(),
+        },
+        &ctx(""),
+    )
+    .expect("create");
+    assert!(
+        written
+            .warnings
+            .iter()
+            .any(|w| w.contains("does not call admission webhooks")),
+        "{:?}",
+        written.warnings
+    );
+}

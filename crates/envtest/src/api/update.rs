@@ -204,7 +204,8 @@ pub(crate) fn update_once(
         }
     };
     let (mut new, unknown) = decode(res, new)?;
-    let warnings = field_validation(res, c.ctx.opts.field_validation, &unknown, duplicates)?;
+    let mut warnings = field_validation(res, c.ctx.opts.field_validation, &unknown, duplicates)?;
+    warnings.extend(super::unsupported_warnings(res, &new));
     super::apply_defaults(res, &mut new);
     let attrs = super::admit::Attributes {
         resource: res,
