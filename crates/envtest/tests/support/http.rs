@@ -68,6 +68,11 @@ impl HttpRequest {
         self
     }
 
+    pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> HttpRequest {
+        self.body = Some(body.into());
+        self
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> HttpRequest {
         self.headers.push((name.into(), value.into()));
         self
@@ -166,6 +171,71 @@ impl Http {
                 request.method, request.target
             )
         })?
+    }
+}
+
+impl Http {
+    /// Opens a watch (`target` must ask for one) and reads its JSON events
+    /// as they arrive until `done` says so; fails on close or after `timeout`.
+    pub async fn watch_until(
+        &self,
+        target: &str,
+        timeout: Duration,
+        mut done: impl FnMut(&[serde_json::Value]) -> bool,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        let uri = format!("{}{}", self.base_url, target);
+        let req = Request::builder()
+            .method(Method::GET)
+            .uri(&uri)
+            .header("Accept", "application/json")
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| format!("cannot build request {uri}: {e}"))?;
+        let read = async {
+            let response = self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| format!("watch {target}: transport error: {e:?}"))?;
+            if response.status() != 200 {
+                let status = response.status();
+                let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                return Err(format!("watch {target}: {status}: {}", String::from_utf8_lossy(&body)));
+            }
+            let mut body = response.into_body();
+            let mut pending: Vec<u8> = Vec::new();
+            let mut events = Vec::new();
+            loop {
+                if done(&events) {
+                    return Ok(events);
+                }
+                let frame = match body.frame().await {
+                    Some(Ok(frame)) => frame,
+                    Some(Err(e)) => return Err(format!("watch {target}: stream failed: {e:?}")),
+                    None => {
+                        return Err(format!(
+                            "watch {target}: the server closed the stream after {} events",
+                            events.len()
+                        ));
+                    }
+                };
+                if let Ok(data) = frame.into_data() {
+                    pending.extend_from_slice(&data);
+                }
+                while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=end).collect();
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    let event = serde_json::from_slice(&line).map_err(|e| {
+                        format!("watch {target}: not a JSON event ({e}): {}", String::from_utf8_lossy(&line))
+                    })?;
+                    events.push(event);
+                }
+            }
+        };
+        tokio::time::timeout(timeout, read)
+            .await
+            .map_err(|_| format!("watch {target}: condition not reached within {timeout:?}"))?
     }
 }
 
