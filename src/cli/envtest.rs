@@ -1,13 +1,195 @@
-//! `opctl envtest run|start` (not yet implemented).
+//! `opctl envtest run|start`: the embedded Kubernetes API server for tests.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+use anyhow::Context;
+use opctl_envtest::{Config, Envtest};
+
+const RUN_EXAMPLES: &str = "Examples:
+  # Run the e2e tests of a generated operator against a fresh server
+  opctl envtest run --crds config/crd/bases -- cargo test --test e2e
+
+  # Try kubectl against it
+  opctl envtest run -- kubectl get namespaces";
+
+const START_EXAMPLES: &str = "Examples:
+  # Serve on a random port; the printed line says where the kubeconfig is
+  opctl envtest start --crds config/crd/bases
+
+  # Serve on a fixed port with the kubeconfig at a known place
+  opctl envtest start --port 8080 --kubeconfig /tmp/envtest.kubeconfig
+  KUBECONFIG=/tmp/envtest.kubeconfig kubectl get ns";
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Start the server, run COMMAND with KUBECONFIG pointing at it, stop, exit with its status.
-    Run,
-    /// Serve until interrupted.
-    Start,
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+    /// Serve until interrupted (SIGINT or SIGTERM).
+    #[command(after_help = START_EXAMPLES)]
+    Start(StartArgs),
 }
 
-pub fn run(_cmd: Command) -> anyhow::Result<()> {
-    anyhow::bail!("opctl envtest is not implemented yet")
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Directory (or file) of CRD YAML to install before COMMAND starts.
+    #[arg(long, value_name = "DIR")]
+    pub crds: Option<PathBuf>,
+    /// The command to run, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StartArgs {
+    /// Port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Directory (or file) of CRD YAML to install before serving.
+    #[arg(long, value_name = "DIR")]
+    pub crds: Option<PathBuf>,
+    /// Where to write the kubeconfig (default: a file in the temp directory).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+fn config(port: u16, crds: Option<PathBuf>) -> anyhow::Result<Config> {
+    if let Some(dir) = &crds
+        && !dir.exists()
+    {
+        anyhow::bail!("--crds {}: no such file or directory", dir.display());
+    }
+    Ok(Config {
+        port,
+        crd_paths: crds.into_iter().collect(),
+        ..Config::default()
+    })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+pub fn run(cmd: Command) -> anyhow::Result<()> {
+    match cmd {
+        Command::Run(args) => {
+            let code = runtime()?.block_on(run_command(args))?;
+            if code != 0 {
+                std::process::exit(code);
+            }
+            Ok(())
+        }
+        Command::Start(args) => runtime()?.block_on(serve(args)),
+    }
+}
+
+/// A shell-style exit code for a finished child.
+fn exit_code(status: ExitStatus) -> i32 {
+    if let Some(code) = status.code() {
+        return code;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return 128 + sig;
+        }
+    }
+    1
+}
+
+async fn terminate_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+    let config = config(args.port, args.crds)?;
+    let env = Envtest::start(config).await?;
+    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    env.write_kubeconfig(&kubeconfig)?;
+    let (program, rest) = args
+        .command
+        .split_first()
+        .context("no COMMAND given after --")?;
+    let mut child = match tokio::process::Command::new(program)
+        .args(rest)
+        .env("KUBECONFIG", &kubeconfig)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            env.shutdown().await;
+            anyhow::bail!("cannot run {program:?}: {e}");
+        }
+    };
+    let status = tokio::select! {
+        status = child.wait() => status,
+        _ = terminate_signal() => {
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    };
+    env.shutdown().await;
+    let status = status.with_context(|| format!("waiting for {program:?}"))?;
+    Ok(exit_code(status))
+}
+
+async fn serve(args: StartArgs) -> anyhow::Result<()> {
+    let config = config(args.port, args.crds)?;
+    let env = Envtest::start(config).await?;
+    let (path, temporary) = match args.kubeconfig {
+        Some(p) => (p, false),
+        None => (
+            std::env::temp_dir().join(format!("opctl-envtest-{}.kubeconfig", std::process::id())),
+            true,
+        ),
+    };
+    env.write_kubeconfig(&path)?;
+    println!(
+        "envtest serving {}; kubeconfig written to {} (export KUBECONFIG={})",
+        env.base_url(),
+        path.display(),
+        shell_quote(&path)
+    );
+    terminate_signal().await;
+    env.shutdown().await;
+    if temporary {
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(())
+}
+
+fn shell_quote(path: &Path) -> String {
+    let s = path.display().to_string();
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c)) {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }

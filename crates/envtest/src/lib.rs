@@ -5,10 +5,22 @@
 //! clients (kubectl, kube-rs, the Python client), checked against transcripts
 //! recorded from a real server (`tests/fixtures/transcripts`).
 
+pub mod admission;
+pub mod api;
 pub mod builtin;
+pub mod controllers;
 pub mod error;
+pub mod http;
 pub mod patch;
 pub mod schema;
+pub mod selectors;
+pub mod server;
+pub mod jsonpath;
+pub mod meta;
+pub mod registry;
+pub mod store;
+pub mod table;
 pub mod typeinfo;
 
 pub use error::{ApiError, ApiResult, Cause};
+pub use server::{Config, Envtest};

@@ -1,0 +1,284 @@
+//! Delete: preconditions, graceful deletion of Pods, finalizers for the
+//! propagation policy, the special deletion of Namespaces and CRDs, and
+//! deletecollection.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{App, Written, not_found, object_details};
+use crate::error::{ApiError, ApiResult};
+use crate::http::query::{DeleteOptions, Propagation};
+use crate::meta;
+use crate::registry::Resource;
+use crate::store::{Preconditions, WriteError, parse_rv};
+
+pub const ORPHAN: &str = "orphan";
+pub const FOREGROUND: &str = "foregroundDeletion";
+pub const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
+fn is_kind(res: &Resource, group: &str, plural: &str) -> bool {
+    res.group == group && res.plural == plural
+}
+
+/// Kinds whose DELETE answers with the deleted object rather than a Status.
+fn returns_deleted_object(res: &Resource) -> bool {
+    is_kind(res, "", "pods") || is_kind(res, "", "services")
+}
+
+fn success_status(res: &Resource, name: &str, uid: &str) -> Value {
+    json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+        "details": serde_json::to_value(object_details(res, name, uid)).unwrap_or(json!({})),
+    })
+}
+
+fn precondition_conflict(res: &Resource, name: &str, detail: String) -> ApiError {
+    ApiError::conflict("", &res.kind, name, &detail)
+}
+
+/// The finalizers an object gets for a propagation policy.
+fn finalizers_for(existing: &[String], policy: Option<Propagation>) -> Vec<String> {
+    let mut out: Vec<String> = existing.to_vec();
+    let mut set = |name: &str, on: bool| {
+        let has = out.iter().any(|f| f == name);
+        if on && !has {
+            out.push(name.to_string());
+        } else if !on && has {
+            out.retain(|f| f != name);
+        }
+    };
+    match policy {
+        Some(Propagation::Orphan) => {
+            set(ORPHAN, true);
+            set(FOREGROUND, false);
+        }
+        Some(Propagation::Foreground) => {
+            set(FOREGROUND, true);
+            set(ORPHAN, false);
+        }
+        Some(Propagation::Background) => {
+            set(ORPHAN, false);
+            set(FOREGROUND, false);
+        }
+        None => {}
+    }
+    out
+}
+
+/// Deletes one object; `manager` is unused by the store but kept for symmetry
+/// with writes made by controllers.
+pub fn delete(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOptions,
+) -> ApiResult<Written> {
+    if is_kind(res, "", "namespaces") && IMMORTAL_NAMESPACES.contains(&name) {
+        return Err(ApiError::forbidden("", "namespaces", name, "this namespace may not be deleted"));
+    }
+    for _ in 0..8 {
+        let stored = app
+            .store
+            .get(&res.store_key, ns, name)
+            .ok_or_else(|| not_found(res, name))?;
+        match delete_once(app, res, ns, name, opts, &stored) {
+            Err(None) => continue,
+            Err(Some(e)) => return Err(e),
+            Ok(w) => return Ok(w),
+        }
+    }
+    Err(super::conflict(res, name))
+}
+
+/// One attempt; `Err(None)` means the object changed underneath: retry.
+fn delete_once(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOptions,
+    stored: &Arc<Value>,
+) -> Result<Written, Option<ApiError>> {
+    let view = res.from_storage(stored);
+    let uid = meta::uid(&view).to_string();
+    let current_rv = parse_rv(meta::resource_version(&view));
+    if let Some(pre_uid) = &opts.precondition_uid
+        && *pre_uid != uid
+    {
+        return Err(Some(precondition_conflict(res, name, format!(
+            "the UID in the precondition ({pre_uid}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+        ))));
+    }
+    if let Some(pre_rv) = &opts.precondition_rv
+        && parse_rv(pre_rv) != current_rv
+    {
+        return Err(Some(precondition_conflict(res, name, format!(
+            "the ResourceVersion in the precondition ({pre_rv}) does not match the ResourceVersion in record ({current_rv}). The object might have been modified"
+        ))));
+    }
+    let now = meta::now_rfc3339();
+    let write = |obj: Value| -> Result<Written, Option<ApiError>> {
+        if opts.dry_run {
+            return Ok(Written { code: 200, body: obj, warnings: Vec::new() });
+        }
+        match app.store.update(&res.store_key, ns, name, current_rv, res.to_storage(obj)) {
+            Ok(s) => Ok(Written {
+                code: 200,
+                body: Arc::unwrap_or_clone(res.from_storage(&s)),
+                warnings: Vec::new(),
+            }),
+            Err(WriteError::NotFound) => Err(Some(not_found(res, name))),
+            Err(_) => Err(None),
+        }
+    };
+
+    // Namespaces: Terminating until the namespace controller has emptied them.
+    if is_kind(res, "", "namespaces") {
+        if meta::is_deleting(&view) {
+            return Ok(Written { code: 200, body: Arc::unwrap_or_clone(view), warnings: Vec::new() });
+        }
+        let mut obj = (*view).clone();
+        meta::set_meta(&mut obj, "deletionTimestamp", Value::String(now));
+        obj["status"]["phase"] = json!("Terminating");
+        return write(obj);
+    }
+
+    let existing = meta::finalizers(&view);
+    let mut finalizers = finalizers_for(&existing, opts.propagation);
+    let is_crd = is_kind(res, "apiextensions.k8s.io", "customresourcedefinitions");
+    if is_crd && !finalizers.iter().any(|f| f == CRD_CLEANUP) {
+        finalizers.push(CRD_CLEANUP.to_string());
+    }
+
+    if meta::is_deleting(&view) {
+        if finalizers == existing {
+            return Ok(Written { code: 200, body: Arc::unwrap_or_clone(view), warnings: Vec::new() });
+        }
+        let mut obj = (*view).clone();
+        meta::set_finalizers(&mut obj, &finalizers);
+        return write(obj);
+    }
+
+    // Pods are deleted gracefully; without a node nothing would ever finish
+    // the grace period, so unscheduled Pods go at once (as on a real server).
+    let is_pod = is_kind(res, "", "pods");
+    let grace = if is_pod {
+        let scheduled = meta::get_path(&view, &["spec", "nodeName"])
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        if scheduled {
+            opts.grace_period.unwrap_or_else(|| {
+                meta::get_path(&view, &["spec", "terminationGracePeriodSeconds"])
+                    .and_then(Value::as_i64)
+                    .unwrap_or(30)
+            })
+        } else {
+            0
+        }
+    } else {
+        0
+    };
+
+    if !finalizers.is_empty() || grace > 0 {
+        let mut obj = (*view).clone();
+        meta::set_meta(&mut obj, "deletionTimestamp", Value::String(now));
+        meta::set_meta(&mut obj, "deletionGracePeriodSeconds", json!(grace));
+        let generation = meta::generation(&obj);
+        if generation > 0 {
+            meta::set_meta(&mut obj, "generation", json!(generation + 1));
+        }
+        meta::set_finalizers(&mut obj, &finalizers);
+        if is_crd {
+            mark_crd_terminating(&mut obj);
+        }
+        return write(obj);
+    }
+
+    // Immediate deletion.
+    let mut shown = (*view).clone();
+    let mut expected_rv = current_rv;
+    if is_pod {
+        meta::set_meta(&mut shown, "deletionTimestamp", Value::String(now));
+        meta::set_meta(&mut shown, "deletionGracePeriodSeconds", json!(0));
+        if !opts.dry_run {
+            match app.store.update(&res.store_key, ns, name, current_rv, res.to_storage(shown.clone())) {
+                Ok(s) => {
+                    shown = Arc::unwrap_or_clone(res.from_storage(&s));
+                    expected_rv = parse_rv(meta::resource_version(&shown));
+                }
+                Err(WriteError::NotFound) => return Err(Some(not_found(res, name))),
+                Err(_) => return Err(None),
+            }
+        }
+    }
+    if !opts.dry_run {
+        let pre = Preconditions {
+            resource_version: Some(expected_rv),
+            uid: None,
+        };
+        match app.store.delete(&res.store_key, ns, name, &pre) {
+            Ok(_) => {}
+            Err(WriteError::NotFound) => return Err(Some(not_found(res, name))),
+            Err(_) => return Err(None),
+        }
+        if is_kind(res, "", "services") {
+            app.allocator
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .release_service(&view);
+        }
+    }
+    let body = if returns_deleted_object(res) {
+        shown
+    } else {
+        success_status(res, name, &uid)
+    };
+    Ok(Written { code: 200, body, warnings: Vec::new() })
+}
+
+/// Adds the CRD `Terminating` condition set when deletion starts.
+fn mark_crd_terminating(crd: &mut Value) {
+    let cond = json!({
+        "type": "Terminating", "status": "True", "lastTransitionTime": meta::now_rfc3339(),
+        "reason": "InstanceDeletionPending",
+        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+    });
+    if !crd.get("status").is_some_and(Value::is_object) {
+        crd["status"] = json!({});
+    }
+    match crd["status"].get_mut("conditions") {
+        Some(Value::Array(list)) => {
+            list.retain(|c| c.get("type").and_then(Value::as_str) != Some("Terminating"));
+            list.push(cond);
+        }
+        _ => crd["status"]["conditions"] = json!([cond]),
+    }
+}
+
+/// DELETE on a collection: deletes every selected object, returns them as a list.
+pub fn delete_collection(
+    app: &App,
+    res: &Resource,
+    ns: Option<&str>,
+    selected: Vec<Arc<Value>>,
+    opts: &DeleteOptions,
+) -> ApiResult<Value> {
+    let mut items = Vec::new();
+    for obj in selected {
+        let name = meta::name(&obj).to_string();
+        let obj_ns = ns.unwrap_or(meta::namespace(&obj)).to_string();
+        match delete(app, res, &obj_ns, &name, opts) {
+            Ok(_) => items.push((*obj).clone()),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json!({
+        "kind": res.list_kind, "apiVersion": res.api_version(),
+        "metadata": {"resourceVersion": app.store.current_rv().to_string()},
+        "items": items,
+    }))
+}

@@ -1,0 +1,467 @@
+//! Update (PUT) and patch (PATCH): both end in the same update step, run in
+//! kube-apiserver's order and retried when an unconditional write races.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{
+    App, WriteCtx, Written, allows_unconditional_update, check_type_meta, conflict, decode,
+    field_validation, invalid, not_found, same_content, type_info, validate_update,
+};
+use crate::admission;
+use crate::builtin;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::http::body::parse_yaml;
+use crate::meta;
+use crate::patch::{self, ApplyRequest, PatchType, UpdateRequest};
+use crate::registry::Resource;
+use crate::store::{Preconditions, WriteError, parse_rv};
+
+/// How often a write that lost a race without a resourceVersion precondition is retried.
+const RETRIES: usize = 8;
+
+/// Why one update attempt did not finish.
+pub(crate) enum Fail {
+    Api(ApiError),
+    /// An unconditional write met a concurrent one: read again and retry.
+    Retry,
+}
+
+impl From<ApiError> for Fail {
+    fn from(e: ApiError) -> Fail {
+        Fail::Api(e)
+    }
+}
+
+/// The parts of an update request.
+pub(crate) struct Change<'a> {
+    pub res: &'a Resource,
+    pub ns: &'a str,
+    pub name: &'a str,
+    /// `None`, `Some("status")` or `Some("scale")`.
+    pub sub: Option<&'a str>,
+    pub ctx: &'a WriteCtx,
+    /// PUT (refuses missing resourceVersion where unconditional updates are not allowed).
+    pub is_put: bool,
+    /// Managed fields already recorded (server-side apply).
+    pub managed_done: bool,
+}
+
+fn check_name_and_namespace(c: &Change<'_>, obj: &mut Value) -> ApiResult<()> {
+    let body_name = meta::name(obj).to_string();
+    if body_name.is_empty() {
+        meta::set_meta(obj, "name", Value::String(c.name.to_string()));
+    } else if body_name != c.name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({})",
+            c.name
+        )));
+    }
+    if c.res.namespaced {
+        let body_ns = meta::namespace(obj);
+        if !body_ns.is_empty() && body_ns != c.ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        meta::set_meta(obj, "namespace", Value::String(c.ns.to_string()));
+    } else {
+        meta::remove_meta(obj, "namespace");
+    }
+    Ok(())
+}
+
+fn copy_meta(new: &mut Value, old: &Value, field: &str, only_if_missing: bool) {
+    let old_v = meta::metadata(old).and_then(|m| m.get(field)).cloned();
+    let has_new = meta::metadata(new).is_some_and(|m| m.get(field).is_some_and(|v| !v.is_null()));
+    if only_if_missing && has_new {
+        return;
+    }
+    match old_v {
+        Some(v) => meta::set_meta(new, field, v),
+        None if !only_if_missing => {
+            meta::remove_meta(new, field);
+        }
+        None => {}
+    }
+}
+
+fn without_metadata(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Value::Object(m) = &mut v {
+        m.remove("metadata");
+    }
+    v
+}
+
+/// The custom resource strategy's PrepareForUpdate (main resource and /status).
+fn prepare_custom(res: &Resource, new: &mut Value, old: &Value, sub: Option<&str>) {
+    if sub == Some("status") {
+        let status = new.get("status").cloned();
+        let managed = meta::metadata(new).and_then(|m| m.get("managedFields")).cloned();
+        *new = old.clone();
+        if let Value::Object(map) = new {
+            match status {
+                Some(s) => {
+                    map.insert("status".into(), s);
+                }
+                None => {
+                    map.remove("status");
+                }
+            }
+        }
+        match managed {
+            Some(mf) => meta::set_meta(new, "managedFields", mf),
+            None => {
+                meta::remove_meta(new, "managedFields");
+            }
+        }
+        return;
+    }
+    if res.has_status
+        && let Value::Object(map) = new
+    {
+        match old.get("status") {
+            Some(s) => {
+                map.insert("status".into(), s.clone());
+            }
+            None => {
+                map.remove("status");
+            }
+        }
+    }
+    if without_metadata(new) != without_metadata(old) {
+        meta::set_meta(new, "generation", Value::from(meta::generation(old) + 1));
+    }
+}
+
+/// rest.BeforeUpdate: system fields come from the stored object.
+fn before_update(res: &Resource, new: &mut Value, old: &Value, sub: Option<&str>) {
+    copy_meta(new, old, "generation", false);
+    match res.builtin() {
+        Some(kind) => {
+            let sub = sub.filter(|s| *s == "status");
+            builtin::prepare_for_update(kind, new, old, sub);
+        }
+        None => prepare_custom(res, new, old, sub),
+    }
+    copy_meta(new, old, "uid", true);
+    copy_meta(new, old, "creationTimestamp", false);
+    if meta::is_deleting(old) {
+        copy_meta(new, old, "deletionTimestamp", false);
+        copy_meta(new, old, "deletionGracePeriodSeconds", true);
+    }
+}
+
+/// Whether a terminating object has nothing left holding it.
+fn ready_to_delete(res: &Resource, obj: &Value) -> bool {
+    if !meta::is_deleting(obj) || !meta::finalizers(obj).is_empty() {
+        return false;
+    }
+    if res.group.is_empty() && res.plural == "namespaces" {
+        let spec_finalizers = meta::get_path(obj, &["spec", "finalizers"])
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        return !spec_finalizers;
+    }
+    true
+}
+
+/// One attempt at updating `old` (stored form) to `new` (request form).
+pub(crate) fn update_once(
+    app: &App,
+    c: &Change<'_>,
+    mut new: Value,
+    duplicates: &[String],
+    old: &Arc<Value>,
+) -> Result<Written, Fail> {
+    let res = c.res;
+    let old_view = res.from_storage(old);
+    check_name_and_namespace(c, &mut new)?;
+    let old_rv = parse_rv(meta::resource_version(&old_view));
+    let body_rv = meta::resource_version(&new).to_string();
+    let (expected, unconditional) = if body_rv.is_empty() {
+        if c.is_put && !allows_unconditional_update(res) {
+            let cause = Cause::new(
+                "FieldValueInvalid",
+                "metadata.resourceVersion",
+                "Invalid value: 0x0: must be specified for an update",
+            );
+            return Err(ApiError::invalid(&res.group, &res.plural, c.name, vec![cause]).into());
+        }
+        meta::set_meta(&mut new, "resourceVersion", Value::String(old_rv.to_string()));
+        (old_rv, true)
+    } else {
+        match body_rv.parse::<u64>() {
+            Ok(rv) if rv == old_rv => (rv, false),
+            _ => return Err(conflict(res, c.name).into()),
+        }
+    };
+    let (mut new, unknown) = decode(res, new)?;
+    let warnings = field_validation(res, c.ctx.opts.field_validation, &unknown, duplicates)?;
+    super::apply_defaults(res, &mut new);
+    let attrs = admission::Attributes {
+        resource: res,
+        namespace: c.ns,
+        name: c.name,
+        subresource: c.sub,
+        operation: "UPDATE",
+        old: Some(&old_view),
+        dry_run: c.ctx.opts.dry_run,
+    };
+    admission::mutate(&attrs, &mut new)?;
+    before_update(res, &mut new, &old_view, c.sub);
+    let causes = validate_update(res, &new, &old_view);
+    if !causes.is_empty() {
+        return Err(invalid(res, c.name, causes).into());
+    }
+    admission::validate(&attrs, &new)?;
+    if !c.managed_done {
+        if meta::metadata(&new).is_none_or(|m| !m.contains_key("managedFields"))
+            && let Some(mf) = meta::metadata(&old_view).and_then(|m| m.get("managedFields"))
+        {
+            meta::set_meta(&mut new, "managedFields", mf.clone());
+        }
+        let now = meta::now_rfc3339();
+        let api_version = res.api_version();
+        patch::record_update(
+            &UpdateRequest {
+                old: Some(&old_view),
+                manager: &c.ctx.manager,
+                api_version: &api_version,
+                subresource: c.sub,
+                now: &now,
+                types: type_info(res),
+            },
+            &mut new,
+        );
+    }
+    if same_content(&new, &old_view) {
+        return Ok(Written {
+            code: 200,
+            body: Arc::unwrap_or_clone(old_view),
+            warnings,
+        });
+    }
+    let store_err = |e: WriteError| match e {
+        WriteError::Conflict { .. } if unconditional => Fail::Retry,
+        WriteError::NotFound => Fail::Api(not_found(res, c.name)),
+        _ => Fail::Api(conflict(res, c.name)),
+    };
+    if ready_to_delete(res, &new) {
+        if !c.ctx.opts.dry_run {
+            let pre = Preconditions {
+                resource_version: Some(expected),
+                uid: None,
+            };
+            app.store
+                .delete(&res.store_key, c.ns, c.name, &pre)
+                .map_err(store_err)?;
+        }
+        return Ok(Written {
+            code: 200,
+            body: new,
+            warnings,
+        });
+    }
+    if c.ctx.opts.dry_run {
+        return Ok(Written {
+            code: 200,
+            body: new,
+            warnings,
+        });
+    }
+    let stored = app
+        .store
+        .update(&res.store_key, c.ns, c.name, expected, res.to_storage(new))
+        .map_err(store_err)?;
+    Ok(Written {
+        code: 200,
+        body: Arc::unwrap_or_clone(res.from_storage(&stored)),
+        warnings,
+    })
+}
+
+/// Runs `attempt` against the freshly read object until it does not need a retry.
+pub(crate) fn with_retries(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    mut attempt: impl FnMut(Option<Arc<Value>>) -> Result<Written, Fail>,
+) -> ApiResult<Written> {
+    for _ in 0..RETRIES {
+        let old = app.store.get(&res.store_key, ns, name);
+        match attempt(old) {
+            Ok(w) => return Ok(w),
+            Err(Fail::Api(e)) => return Err(e),
+            Err(Fail::Retry) => continue,
+        }
+    }
+    Err(conflict(res, name))
+}
+
+/// PUT of an object or its `status` subresource.
+pub fn replace(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    sub: Option<&str>,
+    mut obj: Value,
+    duplicates: Vec<String>,
+    ctx: &WriteCtx,
+) -> ApiResult<Written> {
+    check_type_meta(res, &mut obj)?;
+    let change = Change {
+        res,
+        ns,
+        name,
+        sub,
+        ctx,
+        is_put: true,
+        managed_done: false,
+    };
+    with_retries(app, res, ns, name, |old| {
+        let old = old.ok_or_else(|| Fail::Api(not_found(res, name)))?;
+        update_once(app, &change, obj.clone(), &duplicates, &old)
+    })
+}
+
+fn apply_body(res: &Resource, name: &str, body: &[u8]) -> ApiResult<Value> {
+    let applied = parse_yaml(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+        .value;
+    if !applied.is_object() {
+        return Err(ApiError::bad_request(
+            "error decoding YAML: the apply patch must be an object",
+        ));
+    }
+    let av = applied.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let want = res.api_version();
+    if av != want {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {av}, expected: {want}"
+        )));
+    }
+    let kind = applied.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind != res.kind {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect kind specified in apply patch. Specified patch kind: {kind}, expected: {}",
+            res.kind
+        )));
+    }
+    let body_name = meta::name(&applied);
+    if !body_name.is_empty() && body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    Ok(applied)
+}
+
+/// The patched object for the non-apply patch types.
+pub(crate) fn apply_patch(
+    res: &Resource,
+    patch_type: PatchType,
+    doc: &Value,
+    body: &[u8],
+) -> ApiResult<Value> {
+    match patch_type {
+        PatchType::Json => patch::json_patch(doc, body),
+        PatchType::Merge => patch::merge_patch(doc, body),
+        PatchType::Strategic => patch::strategic_merge_patch(doc, body, type_info(res)),
+        PatchType::Apply => Err(ApiError::internal("apply is not a plain patch")),
+    }
+}
+
+/// 415 for a strategic merge patch of a custom resource.
+pub(crate) fn check_patch_type(res: &Resource, patch_type: PatchType) -> ApiResult<()> {
+    if patch_type == PatchType::Strategic && res.is_custom() {
+        return Err(ApiError::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
+    Ok(())
+}
+
+/// PATCH of an object or its `status` subresource.
+#[allow(clippy::too_many_arguments)]
+pub fn patch(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    sub: Option<&str>,
+    patch_type: PatchType,
+    body: &[u8],
+    ctx: &WriteCtx,
+) -> ApiResult<Written> {
+    check_patch_type(res, patch_type)?;
+    let applied = if patch_type == PatchType::Apply {
+        Some(apply_body(res, name, body)?)
+    } else {
+        None
+    };
+    let change = Change {
+        res,
+        ns,
+        name,
+        sub,
+        ctx,
+        is_put: false,
+        managed_done: applied.is_some(),
+    };
+    let now = meta::now_rfc3339();
+    let api_version = res.api_version();
+    let pins_resource_version = body
+        .windows(b"resourceVersion".len())
+        .any(|w| w == b"resourceVersion");
+    with_retries(app, res, ns, name, |old| {
+        let Some(old) = old else {
+            return match &applied {
+                Some(applied) if sub.is_none() => {
+                    let created = patch::server_side_apply(&ApplyRequest {
+                        live: None,
+                        applied,
+                        manager: &ctx.manager,
+                        force: ctx.opts.force,
+                        api_version: &api_version,
+                        subresource: None,
+                        now: &now,
+                        types: type_info(res),
+                    })?;
+                    let mut created = created;
+                    meta::set_meta(&mut created, "name", Value::String(name.to_string()));
+                    super::create::create(app, res, ns, super::create::Input::Applied(created), ctx)
+                        .map_err(Fail::Api)
+                }
+                _ => Err(Fail::Api(not_found(res, name))),
+            };
+        };
+        let view = res.from_storage(&old);
+        let patched = match &applied {
+            Some(applied) => patch::server_side_apply(&ApplyRequest {
+                live: Some(&view),
+                applied,
+                manager: &ctx.manager,
+                force: ctx.opts.force,
+                api_version: &api_version,
+                subresource: sub,
+                now: &now,
+                types: type_info(res),
+            })?,
+            None => apply_patch(res, patch_type, &view, body)?,
+        };
+        // A patch that does not name a resourceVersion is unconditional (and
+        // retried on races); one that does is checked against the stored one.
+        let mut patched = patched;
+        if !pins_resource_version
+            && meta::resource_version(&patched) == meta::resource_version(&view)
+        {
+            meta::remove_meta(&mut patched, "resourceVersion");
+        }
+        update_once(app, &change, patched, &[], &old)
+    })
+}

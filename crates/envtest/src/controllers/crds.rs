@@ -1,0 +1,179 @@
+//! The CRD registry: accepts names, sets `NamesAccepted` and `Established`,
+//! serves established CRDs, and on CRD deletion removes every custom
+//! resource before releasing the `customresourcecleanup` finalizer.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{APISERVER, modify, resource_for};
+use crate::api::App;
+use crate::api::delete::{CRD_CLEANUP, delete};
+use crate::http::query::DeleteOptions;
+use crate::meta;
+use crate::registry::{CustomResource, Registry, custom_store_key};
+use crate::store::{Event, EventType, ResKey};
+
+pub const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
+
+fn crd_key() -> ResKey {
+    Arc::from(CRD_KEY)
+}
+
+/// Rebuilds the served set from the stored CRDs.
+pub fn rebuild_registry(app: &App) {
+    let (crds, _) = app.store.list(&crd_key(), None, None);
+    let custom = crds
+        .iter()
+        .map(|(_, c)| Arc::new(CustomResource::from_crd(c)))
+        .collect();
+    app.registry.replace(Registry::new(custom));
+}
+
+fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) -> Value {
+    json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message})
+}
+
+fn has_condition(crd: &Value, type_: &str, status: &str) -> bool {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some(type_)
+                    && c.get("status").and_then(Value::as_str) == Some(status)
+            })
+        })
+}
+
+/// Another CRD already serving the same plural or kind in the group.
+fn name_conflict(app: &App, crd: &Value) -> Option<String> {
+    let me = CustomResource::from_crd(crd);
+    let (all, _) = app.store.list(&crd_key(), None, None);
+    all.iter()
+        .map(|(_, c)| CustomResource::from_crd(c))
+        .filter(|o| o.crd_name != me.crd_name && o.group == me.group)
+        .find_map(|o| {
+            if o.plural == me.plural {
+                Some(format!("{:?} is already in use", me.plural))
+            } else if o.kind == me.kind {
+                Some(format!("{:?} is already in use", me.kind))
+            } else {
+                None
+            }
+        })
+}
+
+fn accept_names(app: &App, crd: &Value) {
+    let Some(res) = resource_for(app, CRD_KEY) else {
+        return;
+    };
+    let conflict = name_conflict(app, crd);
+    let name = meta::name(crd).to_string();
+    let _ = modify(app, &res, "", &name, Some("status"), APISERVER, |obj| {
+        let now = meta::now_rfc3339();
+        let spec_names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+        let kind = spec_names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let mut accepted = spec_names.clone();
+        if accepted.get("singular").is_none() {
+            accepted["singular"] = json!(kind.to_lowercase());
+        }
+        if accepted.get("listKind").is_none() {
+            accepted["listKind"] = json!(format!("{kind}List"));
+        }
+        let conditions = match &conflict {
+            None => vec![
+                condition("NamesAccepted", "True", "NoConflicts", "no conflicts found", &now),
+                condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted", &now),
+            ],
+            Some(msg) => vec![
+                condition("NamesAccepted", "False", "NameConflict", msg, &now),
+                condition("Established", "False", "NotAccepted", "not all names are accepted", &now),
+            ],
+        };
+        if !obj.get("status").is_some_and(Value::is_object) {
+            obj["status"] = json!({});
+        }
+        if conflict.is_none() {
+            obj["status"]["acceptedNames"] = accepted;
+        }
+        obj["status"]["conditions"] = Value::Array(conditions);
+        let storage = CustomResource::from_crd(obj).storage_version;
+        let stored = obj["status"]
+            .get("storedVersions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !storage.is_empty() && !stored.iter().any(|v| v.as_str() == Some(storage.as_str())) {
+            let mut list = stored;
+            list.push(json!(storage));
+            obj["status"]["storedVersions"] = Value::Array(list);
+        }
+        true
+    });
+}
+
+/// Deletes the custom resources of a terminating CRD; once none is left the
+/// cleanup finalizer goes and the CRD with it.
+fn cleanup(app: &App, crd: &Value) {
+    let cr = CustomResource::from_crd(crd);
+    let key = custom_store_key(&cr.group, &cr.plural);
+    let (objects, _) = app.store.list(&key, None, None);
+    if let Some(res) = resource_for(app, &key) {
+        for (_, obj) in &objects {
+            if !meta::is_deleting(obj) {
+                let _ = delete(app, &res, meta::namespace(obj), meta::name(obj), &DeleteOptions::default());
+            }
+        }
+    }
+    let (left, _) = app.store.list(&key, None, None);
+    if !left.is_empty() {
+        return;
+    }
+    let Some(crd_res) = resource_for(app, CRD_KEY) else {
+        return;
+    };
+    let _ = modify(app, &crd_res, "", meta::name(crd), None, APISERVER, |obj| {
+        let mut f = meta::finalizers(obj);
+        let before = f.len();
+        f.retain(|x| x != CRD_CLEANUP);
+        meta::set_finalizers(obj, &f);
+        f.len() != before
+    });
+}
+
+pub fn on_event(app: &App, ev: &Event) {
+    if &*ev.resource == CRD_KEY {
+        match ev.kind {
+            EventType::Deleted => rebuild_registry(app),
+            _ => {
+                let crd = &ev.object;
+                if meta::is_deleting(crd) {
+                    rebuild_registry(app);
+                    if meta::finalizers(crd).iter().any(|f| f == CRD_CLEANUP) {
+                        cleanup(app, crd);
+                    }
+                } else if !has_condition(crd, "Established", "True")
+                    && !has_condition(crd, "NamesAccepted", "False")
+                {
+                    accept_names(app, crd);
+                } else {
+                    rebuild_registry(app);
+                }
+            }
+        }
+        return;
+    }
+    // A custom resource of a terminating CRD went away: maybe the last one.
+    if ev.kind == EventType::Deleted {
+        let reg = app.registry.load();
+        let owner = reg
+            .crds()
+            .find(|c| c.terminating && *custom_store_key(&c.group, &c.plural) == *ev.resource)
+            .map(|c| c.crd_name.clone());
+        if let Some(name) = owner
+            && let Some(crd) = app.store.get(&crd_key(), "", &name)
+        {
+            cleanup(app, &crd);
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The namespace lifecycle and the serviceaccount controller: every active
+//! namespace has a `default` ServiceAccount; a terminating namespace has its
+//! content deleted, reports progress in its conditions, and goes once empty.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{CONTROLLER_MANAGER, modify, resource_for};
+use crate::api::create::{Input, create};
+use crate::api::delete::delete;
+use crate::api::{App, WriteCtx};
+use crate::http::query::DeleteOptions;
+use crate::meta;
+use crate::store::{Event, EventType, Preconditions, ResKey};
+
+const NS_KEY: &str = "namespaces";
+const SA_KEY: &str = "serviceaccounts";
+
+fn ensure_default_service_account(app: &App, ns: &str) {
+    let key: ResKey = Arc::from(SA_KEY);
+    if app.store.get(&key, ns, "default").is_some() {
+        return;
+    }
+    let Some(res) = resource_for(app, SA_KEY) else {
+        return;
+    };
+    let obj = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+    let ctx = WriteCtx::internal(CONTROLLER_MANAGER);
+    let _ = create(app, &res, ns, Input::Body { obj, duplicates: Vec::new() }, &ctx);
+}
+
+pub fn on_event(app: &App, ev: &Event) {
+    if &*ev.resource == NS_KEY {
+        if ev.kind == EventType::Deleted {
+            return;
+        }
+        if meta::is_deleting(&ev.object) {
+            finalize(app, &ev.name);
+        } else {
+            ensure_default_service_account(app, &ev.name);
+        }
+        return;
+    }
+    if ev.namespace.is_empty() {
+        return;
+    }
+    let ns_key: ResKey = Arc::from(NS_KEY);
+    let Some(ns) = app.store.get(&ns_key, "", &ev.namespace) else {
+        return;
+    };
+    if meta::is_deleting(&ns) {
+        if ev.kind == EventType::Deleted {
+            finalize(app, &ev.namespace);
+        }
+    } else if &*ev.resource == SA_KEY && ev.name == "default" && ev.kind == EventType::Deleted {
+        ensure_default_service_account(app, &ev.namespace);
+    }
+}
+
+fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) -> Value {
+    json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message})
+}
+
+/// Deletes what is left in namespace `name`, records progress, and removes
+/// the namespace once nothing remains.
+fn finalize(app: &App, name: &str) {
+    let reg = app.registry.load();
+    for (key, _) in app.store.resources_in_namespace(name) {
+        let Some(res) = reg.by_store_key(&key) else {
+            continue;
+        };
+        let (objects, _) = app.store.list(&key, Some(name), None);
+        for (_, obj) in objects {
+            if !meta::is_deleting(&obj) {
+                let _ = delete(app, &res, name, meta::name(&obj), &DeleteOptions::default());
+            }
+        }
+    }
+    let mut remaining = Vec::new();
+    let mut finalizers: Vec<(String, usize)> = Vec::new();
+    for (key, count) in app.store.resources_in_namespace(name) {
+        let Some(res) = reg.by_store_key(&key) else {
+            continue;
+        };
+        let label = if res.group.is_empty() {
+            res.plural.clone()
+        } else {
+            format!("{}.{}", res.plural, res.group)
+        };
+        remaining.push(format!("{label} has {count} resource instances"));
+        let (objects, _) = app.store.list(&key, Some(name), None);
+        for (_, obj) in objects {
+            for f in meta::finalizers(&obj) {
+                match finalizers.iter_mut().find(|(n, _)| *n == f) {
+                    Some((_, c)) => *c += 1,
+                    None => finalizers.push((f, 1)),
+                }
+            }
+        }
+    }
+    let Some(ns_res) = resource_for(app, NS_KEY) else {
+        return;
+    };
+    if remaining.is_empty() {
+        // Content gone: the "kubernetes" finalizer goes, and the namespace with it.
+        let _ = modify(app, &ns_res, "", name, None, CONTROLLER_MANAGER, |obj| {
+            let has = obj
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+            if has {
+                obj["spec"]["finalizers"] = json!([]);
+            }
+            has
+        });
+        let ns_key: ResKey = Arc::from(NS_KEY);
+        if let Some(ns) = app.store.get(&ns_key, "", name)
+            && meta::finalizers(&ns).is_empty()
+        {
+            let _ = app.store.delete(&ns_key, "", name, &Preconditions::default());
+        }
+        return;
+    }
+    let _ = modify(app, &ns_res, "", name, Some("status"), CONTROLLER_MANAGER, |obj| {
+        let now = meta::now_rfc3339();
+        let content = if remaining.is_empty() {
+            condition("NamespaceContentRemaining", "False", "ContentRemoved", "All content successfully removed", &now)
+        } else {
+            condition(
+                "NamespaceContentRemaining",
+                "True",
+                "SomeResourcesRemain",
+                &format!("Some resources are remaining: {}", remaining.join(", ")),
+                &now,
+            )
+        };
+        let fin = if finalizers.is_empty() {
+            condition("NamespaceFinalizersRemaining", "False", "ContentHasNoFinalizers", "All content-preserving finalizers finished", &now)
+        } else {
+            let list = finalizers
+                .iter()
+                .map(|(f, c)| format!("{f} in {c} resource instances"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            condition(
+                "NamespaceFinalizersRemaining",
+                "True",
+                "SomeFinalizersRemain",
+                &format!("Some content in the namespace has finalizers remaining: {list}"),
+                &now,
+            )
+        };
+        let wanted = vec![
+            condition("NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered", "All resources successfully discovered", &now),
+            condition("NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions", "All legacy kube types successfully parsed", &now),
+            condition("NamespaceDeletionContentFailure", "False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization", &now),
+            content,
+            fin,
+        ];
+        // Keep transition times of conditions whose status did not change.
+        let old: Vec<Value> = obj
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let same = |a: &Value, b: &Value, k: &str| a.get(k) == b.get(k);
+        let merged: Vec<Value> = wanted
+            .into_iter()
+            .map(|mut c| {
+                if let Some(o) = old.iter().find(|o| same(o, &c, "type")) {
+                    if same(o, &c, "status") {
+                        c["lastTransitionTime"] = o["lastTransitionTime"].clone();
+                    }
+                }
+                c
+            })
+            .collect();
+        let unchanged = merged.len() == old.len()
+            && merged.iter().zip(&old).all(|(a, b)| {
+                ["type", "status", "reason", "message"].iter().all(|k| same(a, b, k))
+            });
+        if unchanged {
+            return false;
+        }
+        if !obj.get("status").is_some_and(Value::is_object) {
+            obj["status"] = json!({});
+        }
+        obj["status"]["conditions"] = Value::Array(merged);
+        true
+    });
+}

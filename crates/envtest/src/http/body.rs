@@ -1,0 +1,303 @@
+//! Request bodies: size limit, Content-Type, JSON (with duplicate-field
+//! detection for `fieldValidation`) and YAML decoding, and the 400/413/415
+//! errors kube-apiserver gives for each.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::error::{ApiError, ApiResult, Details};
+
+/// kube-apiserver's request body limit (3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFormat {
+    Json,
+    Yaml,
+}
+
+/// The media type of a create/update body; anything else is 415.
+pub fn body_format(content_type: Option<&str>) -> ApiResult<BodyFormat> {
+    let essence = content_type
+        .unwrap_or("application/json")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match essence.as_str() {
+        "" | "application/json" => Ok(BodyFormat::Json),
+        "application/yaml" => Ok(BodyFormat::Yaml),
+        _ => Err(ApiError::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        )),
+    }
+}
+
+/// A decoded body and the paths of fields that appeared twice.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    pub value: Value,
+    pub duplicates: Vec<String>,
+}
+
+struct Seed<'a> {
+    path: String,
+    dups: &'a RefCell<Vec<String>>,
+}
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Seed {
+            path: format!("{}[{}]", self.path, out.len()),
+            dups: self.dups,
+        })? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            let path = child(&self.path, &key);
+            let value = access.next_value_seed(Seed {
+                path: path.clone(),
+                dups: self.dups,
+            })?;
+            if out.insert(key, value).is_some() {
+                self.dups.borrow_mut().push(path);
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Go's JSON error text for a serde_json error on `body`.
+fn go_json_error(body: &[u8], err: &serde_json::Error) -> String {
+    if err.is_eof() {
+        return "unexpected end of JSON input".to_string();
+    }
+    // Locate the offending character from serde_json's line/column.
+    let mut line = 1;
+    let mut col = 0;
+    let mut found = None;
+    for &b in body {
+        if b == b'\n' {
+            line += 1;
+            col = 0;
+            continue;
+        }
+        col += 1;
+        if line == err.line() && col == err.column() {
+            found = Some(b as char);
+            break;
+        }
+    }
+    match found {
+        Some(c) => format!("invalid character {} looking for beginning of value", go_quote_char(c)),
+        None => err.to_string(),
+    }
+}
+
+/// A character quoted as Go's encoding/json does in syntax errors.
+pub fn go_quote_char(c: char) -> String {
+    match c {
+        '\'' => "'\\''".to_string(),
+        '"' => "'\"'".to_string(),
+        c if (' '..='~').contains(&c) => format!("'{c}'"),
+        c if (c as u32) < 0x10000 => format!("'\\u{:04x}'", c as u32),
+        c => format!("'\\U{:08x}'", c as u32),
+    }
+}
+
+/// Parses JSON, recording duplicate fields. `Err` is Go's message.
+pub fn parse_json(body: &[u8]) -> Result<Decoded, String> {
+    let dups = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = Seed {
+        path: String::new(),
+        dups: &dups,
+    }
+    .deserialize(&mut de)
+    .map_err(|e| go_json_error(body, &e))?;
+    de.end().map_err(|e| go_json_error(body, &e))?;
+    Ok(Decoded {
+        value,
+        duplicates: dups.into_inner(),
+    })
+}
+
+/// Parses one YAML document into JSON.
+pub fn parse_yaml(body: &[u8]) -> Result<Decoded, String> {
+    let text = std::str::from_utf8(body).map_err(|e| format!("error converting YAML to JSON: {e}"))?;
+    if text.trim().is_empty() {
+        return Ok(Decoded {
+            value: Value::Null,
+            duplicates: Vec::new(),
+        });
+    }
+    let value: Value = serde_saphyr::from_str(text)
+        .map_err(|e| format!("error converting YAML to JSON: {}", first_line(&e.to_string())))?;
+    Ok(Decoded {
+        value,
+        duplicates: Vec::new(),
+    })
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+/// How Go's encoding/json names a JSON value's type in unmarshal errors.
+fn go_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    }
+}
+
+/// kube-apiserver's summary of a body in "unrecognized" errors.
+fn summarize(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') if body.len() > MAX => format!("{} ...", String::from_utf8_lossy(&body[..MAX])),
+        Some(b'{') => String::from_utf8_lossy(body).into_owned(),
+        Some(_) if body.len() > MAX => format!("{} ...", hex(&body[..MAX])),
+        Some(_) => hex(body),
+    }
+}
+
+/// The 400 for a body whose kind cannot even be read.
+pub fn unrecognized(kind: &str, detail: &str, body: &[u8]) -> ApiError {
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {detail} ({})",
+        summarize(body)
+    ))
+}
+
+/// Decodes an object body of `format`; `expected_kind` names the URL's kind
+/// in errors. A `null` body is an empty object; anything not an object is 400.
+pub fn decode_object(body: &[u8], format: BodyFormat, expected_kind: &str) -> ApiResult<Decoded> {
+    let decoded = match format {
+        BodyFormat::Json => parse_json(body),
+        BodyFormat::Yaml => parse_yaml(body),
+    }
+    .map_err(|msg| unrecognized(expected_kind, &msg, body))?;
+    match &decoded.value {
+        Value::Object(_) => Ok(decoded),
+        Value::Null if !body.is_empty() => Ok(Decoded {
+            value: Value::Object(Map::new()),
+            duplicates: decoded.duplicates,
+        }),
+        other => Err(unrecognized(
+            expected_kind,
+            &format!(
+                "json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+                go_type_name(other)
+            ),
+            body,
+        )),
+    }
+}
+
+/// 413 for a body over the limit.
+pub fn too_large() -> ApiError {
+    ApiError::too_large(MAX_BODY)
+}
+
+/// 415 `details: {}` helper used by PATCH.
+pub fn unsupported_patch_type(message: &str) -> ApiError {
+    ApiError::unsupported_media_type(message.to_string()).with_details(Details::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_and_non_object_bodies_match_recorded_messages() {
+        let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x""#;
+        let err = decode_object(body, BodyFormat::Json, "ConfigMap").unwrap_err();
+        assert_eq!(
+            err.message,
+            "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({\"apiVersion\":\"v1\",\"kind\":\"Con ...)"
+        );
+        let err = decode_object(b"[1,2]", BodyFormat::Json, "ConfigMap").unwrap_err();
+        assert!(err.message.contains("cannot unmarshal array into Go value"));
+        assert!(err.message.ends_with("(5b312c325d)"));
+        let err = decode_object(b"", BodyFormat::Json, "ConfigMap").unwrap_err();
+        assert!(err.message.ends_with("unexpected end of JSON input (<empty>)"));
+    }
+
+    #[test]
+    fn duplicates_are_reported_with_paths() {
+        let d = parse_json(br#"{"data":{"a":"1"},"data":{"b":"2"},"m":{"x":1,"x":2}}"#).unwrap();
+        assert_eq!(d.duplicates, vec!["m.x", "data"]);
+        assert_eq!(d.value["data"]["b"], "2");
+    }
+
+    #[test]
+    fn yaml_bodies_and_content_types() {
+        let d = parse_yaml(b"apiVersion: v1\nkind: ConfigMap\ndata:\n  a: \"1\"\n").unwrap();
+        assert_eq!(d.value["data"]["a"], "1");
+        assert_eq!(body_format(Some("application/yaml; charset=utf-8")).unwrap(), BodyFormat::Yaml);
+        assert_eq!(body_format(None).unwrap(), BodyFormat::Json);
+        assert_eq!(body_format(Some("text/plain")).unwrap_err().code, 415);
+    }
+}

@@ -1,0 +1,185 @@
+//! Small accessors for the `metadata` of objects held as JSON values.
+//!
+//! Objects travel through the server as `serde_json::Value`; these helpers
+//! read and write the handful of metadata fields the generic machinery needs
+//! without ever panicking on malformed input.
+
+use serde_json::{Map, Value};
+
+/// `metadata` of `obj`, if it is an object.
+pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+/// `metadata` of `obj`, created (as `{}`) when absent or not an object.
+/// `obj` itself is turned into an object if it is not one.
+pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let map = match obj {
+        Value::Object(map) => map,
+        _ => unreachable!("made an object above"),
+    };
+    let meta = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    match meta {
+        Value::Object(m) => m,
+        _ => unreachable!("made an object above"),
+    }
+}
+
+/// A string field of `metadata` (empty when absent or not a string).
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    metadata(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+pub fn name(obj: &Value) -> &str {
+    meta_str(obj, "name")
+}
+
+pub fn namespace(obj: &Value) -> &str {
+    meta_str(obj, "namespace")
+}
+
+pub fn uid(obj: &Value) -> &str {
+    meta_str(obj, "uid")
+}
+
+pub fn resource_version(obj: &Value) -> &str {
+    meta_str(obj, "resourceVersion")
+}
+
+pub fn set_meta(obj: &mut Value, field: &str, value: Value) {
+    metadata_mut(obj).insert(field.to_string(), value);
+}
+
+pub fn remove_meta(obj: &mut Value, field: &str) -> Option<Value> {
+    metadata_mut(obj).remove(field)
+}
+
+/// `metadata.labels` as string pairs (non-string values ignored).
+pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+    metadata(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+}
+
+pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    labels(obj).and_then(|l| l.get(key)).and_then(Value::as_str)
+}
+
+/// `metadata.finalizers` as strings.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    metadata(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
+    if finalizers.is_empty() {
+        remove_meta(obj, "finalizers");
+    } else {
+        set_meta(
+            obj,
+            "finalizers",
+            Value::Array(finalizers.iter().cloned().map(Value::String).collect()),
+        );
+    }
+}
+
+pub fn is_deleting(obj: &Value) -> bool {
+    metadata(obj)
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|v| !v.is_null())
+}
+
+pub fn generation(obj: &Value) -> i64 {
+    metadata(obj)
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// The owner references of `obj` (entries that are not objects are skipped).
+pub fn owner_references(obj: &Value) -> Vec<&Map<String, Value>> {
+    metadata(obj)
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .map(|refs| refs.iter().filter_map(Value::as_object).collect())
+        .unwrap_or_default()
+}
+
+/// The current time as kube-apiserver writes `metav1.Time` (seconds, UTC).
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// `group/version`, or `version` for the core group.
+pub fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+/// Splits `apps/v1` into (`apps`, `v1`) and `v1` into (``, `v1`).
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+/// Follows a dotted path of object keys (`spec.replicas`).
+pub fn get_path<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |cur, key| cur.get(*key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn metadata_mut_repairs_non_objects() {
+        let mut obj = json!({"metadata": 3});
+        metadata_mut(&mut obj).insert("name".into(), json!("x"));
+        assert_eq!(name(&obj), "x");
+        let mut not_obj = json!([1]);
+        set_meta(&mut not_obj, "name", json!("y"));
+        assert_eq!(name(&not_obj), "y");
+    }
+
+    #[test]
+    fn finalizers_round_trip_and_empty_removes() {
+        let mut obj = json!({"metadata": {"finalizers": ["a", 1, "b"]}});
+        assert_eq!(finalizers(&obj), vec!["a", "b"]);
+        set_finalizers(&mut obj, &[]);
+        assert!(metadata(&obj).is_some_and(|m| !m.contains_key("finalizers")));
+    }
+
+    #[test]
+    fn api_version_splits_core_and_groups() {
+        assert_eq!(split_api_version("v1"), ("", "v1"));
+        assert_eq!(split_api_version("apps/v1"), ("apps", "v1"));
+        assert_eq!(api_version("", "v1"), "v1");
+    }
+}

@@ -1,0 +1,275 @@
+//! What a CustomResourceDefinition object says about the resource it defines.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Resource, Source, custom_store_key};
+use crate::schema::Structural;
+
+/// One `additionalPrinterColumns` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrinterColumn {
+    pub name: String,
+    pub type_: String,
+    pub format: String,
+    pub description: String,
+    pub priority: i64,
+    pub json_path: String,
+}
+
+/// Where a `/scale` subresource reads and writes replicas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+    /// Built-in workloads: the selector is `spec.selector` (a LabelSelector)
+    /// rendered as a string, not a string field.
+    pub selector_from_spec: bool,
+}
+
+impl ScalePaths {
+    pub fn builtin() -> ScalePaths {
+        ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: None,
+            selector_from_spec: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CustomVersion {
+    pub name: String,
+    pub served: bool,
+    pub storage: bool,
+    pub schema: Option<Arc<Structural>>,
+    pub columns: Vec<PrinterColumn>,
+    pub status: bool,
+    pub scale: Option<ScalePaths>,
+    pub selectable_fields: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CustomResource {
+    pub crd_name: String,
+    pub uid: String,
+    pub group: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub namespaced: bool,
+    pub storage_version: String,
+    pub versions: Vec<CustomVersion>,
+    pub established: bool,
+    pub terminating: bool,
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    crate::meta::get_path(v, path)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn strings_at(v: &Value, path: &[&str]) -> Vec<String> {
+    crate::meta::get_path(v, path)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The columns a CRD version gets when it declares none: Age.
+fn default_columns() -> Vec<PrinterColumn> {
+    vec![PrinterColumn {
+        name: "Age".into(),
+        type_: "date".into(),
+        format: String::new(),
+        description: String::new(),
+        priority: 0,
+        json_path: ".metadata.creationTimestamp".into(),
+    }]
+}
+
+fn parse_columns(v: &Value) -> Vec<PrinterColumn> {
+    let Some(cols) = v.get("additionalPrinterColumns").and_then(Value::as_array) else {
+        return default_columns();
+    };
+    if cols.is_empty() {
+        return default_columns();
+    }
+    cols.iter()
+        .map(|c| PrinterColumn {
+            name: str_at(c, &["name"]).to_string(),
+            type_: str_at(c, &["type"]).to_string(),
+            format: str_at(c, &["format"]).to_string(),
+            description: str_at(c, &["description"]).to_string(),
+            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+            json_path: str_at(c, &["jsonPath"]).to_string(),
+        })
+        .collect()
+}
+
+fn parse_scale(v: &Value) -> Option<ScalePaths> {
+    let scale = crate::meta::get_path(v, &["subresources", "scale"])?;
+    Some(ScalePaths {
+        spec_replicas: str_at(scale, &["specReplicasPath"]).to_string(),
+        status_replicas: str_at(scale, &["statusReplicasPath"]).to_string(),
+        label_selector: scale
+            .get("labelSelectorPath")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        selector_from_spec: false,
+    })
+}
+
+impl CustomResource {
+    /// Reads a stored CRD. Schemas that fail to compile are left out (the CRD
+    /// validator refuses them on create, so this only guards old objects).
+    pub fn from_crd(crd: &Value) -> CustomResource {
+        let spec = crd.get("spec").cloned().unwrap_or(Value::Null);
+        let kind = str_at(&spec, &["names", "kind"]).to_string();
+        let list_kind = match str_at(&spec, &["names", "listKind"]) {
+            "" => format!("{kind}List"),
+            lk => lk.to_string(),
+        };
+        let plural = str_at(&spec, &["names", "plural"]).to_string();
+        let singular = match str_at(&spec, &["names", "singular"]) {
+            "" => kind.to_lowercase(),
+            s => s.to_string(),
+        };
+        let versions: Vec<CustomVersion> = spec
+            .get("versions")
+            .and_then(Value::as_array)
+            .map(|vs| {
+                vs.iter()
+                    .map(|v| CustomVersion {
+                        name: str_at(v, &["name"]).to_string(),
+                        served: v.get("served").and_then(Value::as_bool).unwrap_or(false),
+                        storage: v.get("storage").and_then(Value::as_bool).unwrap_or(false),
+                        schema: crate::meta::get_path(v, &["schema", "openAPIV3Schema"])
+                            .and_then(|s| Structural::compile(s).ok())
+                            .map(Arc::new),
+                        columns: parse_columns(v),
+                        status: crate::meta::get_path(v, &["subresources", "status"]).is_some(),
+                        scale: parse_scale(v),
+                        selectable_fields: v
+                            .get("selectableFields")
+                            .and_then(Value::as_array)
+                            .map(|fs| {
+                                fs.iter()
+                                    .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
+                                    .map(|p| p.trim_start_matches('.').to_string())
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let storage_version = versions
+            .iter()
+            .find(|v| v.storage)
+            .or(versions.first())
+            .map(|v| v.name.clone())
+            .unwrap_or_default();
+        let conditions = crate::meta::get_path(crd, &["status", "conditions"])
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let established = conditions.iter().any(|c| {
+            c.get("type").and_then(Value::as_str) == Some("Established")
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        });
+        CustomResource {
+            crd_name: crate::meta::name(crd).to_string(),
+            uid: crate::meta::uid(crd).to_string(),
+            group: str_at(&spec, &["group"]).to_string(),
+            kind,
+            list_kind,
+            plural,
+            singular,
+            short_names: strings_at(&spec, &["names", "shortNames"]),
+            categories: strings_at(&spec, &["names", "categories"]),
+            namespaced: str_at(&spec, &["scope"]) != "Cluster",
+            storage_version,
+            versions,
+            established,
+            terminating: crate::meta::is_deleting(crd),
+        }
+    }
+
+    pub fn version(&self, name: &str) -> Option<&CustomVersion> {
+        self.versions.iter().find(|v| v.name == name)
+    }
+
+    pub(super) fn resource(self: &Arc<Self>, v: &CustomVersion) -> Resource {
+        Resource {
+            group: self.group.clone(),
+            version: v.name.clone(),
+            kind: self.kind.clone(),
+            list_kind: self.list_kind.clone(),
+            plural: self.plural.clone(),
+            singular: self.singular.clone(),
+            namespaced: self.namespaced,
+            short_names: self.short_names.clone(),
+            categories: self.categories.clone(),
+            verbs: [
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "create",
+                "update",
+                "watch",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            has_status: v.status,
+            scale: v.scale.clone(),
+            source: Source::Custom(self.clone()),
+            store_key: custom_store_key(&self.group, &self.plural),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_names_versions_and_defaults() {
+        let crd = json!({
+            "metadata": {"name": "widgets.example.com", "uid": "u"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"kind": "Widget", "plural": "widgets", "shortNames": ["wd"]},
+                "versions": [
+                    {"name": "v1beta1", "served": true, "storage": false},
+                    {"name": "v1", "served": true, "storage": true,
+                     "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                     "additionalPrinterColumns": [{"name": "Color", "type": "string", "jsonPath": ".spec.color"}]}
+                ]},
+            "status": {"conditions": [{"type": "Established", "status": "True"}]}
+        });
+        let cr = CustomResource::from_crd(&crd);
+        assert_eq!(cr.list_kind, "WidgetList");
+        assert_eq!(cr.singular, "widget");
+        assert_eq!(cr.storage_version, "v1");
+        assert!(cr.established && cr.namespaced);
+        assert_eq!(cr.versions[0].columns[0].name, "Age");
+        assert_eq!(cr.versions[1].columns[0].json_path, ".spec.color");
+        assert!(cr.versions[1].status && cr.versions[1].scale.is_some());
+    }
+}

@@ -1,0 +1,300 @@
+//! The resources the server serves: built-in kinds (from `builtin::kinds()`)
+//! plus the versions of every established CustomResourceDefinition. A
+//! registry is immutable; CRD changes build a new one that replaces the old
+//! atomically (readers keep the `Arc` they took).
+
+pub mod crd;
+pub mod discovery;
+mod required;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use crate::builtin::{self, KindInfo};
+use crate::schema::Structural;
+use crate::store::ResKey;
+
+pub use crd::{CustomResource, PrinterColumn, ScalePaths};
+
+/// Where a served resource's behaviour comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    Builtin(&'static KindInfo),
+    Custom(Arc<CustomResource>),
+}
+
+/// One served group/version/resource.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub verbs: Vec<String>,
+    pub has_status: bool,
+    pub scale: Option<ScalePaths>,
+    pub source: Source,
+    /// Shared by every version of a resource (and by both Event APIs).
+    pub store_key: ResKey,
+}
+
+impl Resource {
+    pub fn api_version(&self) -> String {
+        crate::meta::api_version(&self.group, &self.version)
+    }
+
+    pub fn builtin(&self) -> Option<&'static KindInfo> {
+        match &self.source {
+            Source::Builtin(k) => Some(k),
+            Source::Custom(_) => None,
+        }
+    }
+
+    pub fn custom(&self) -> Option<&Arc<CustomResource>> {
+        match &self.source {
+            Source::Custom(c) => Some(c),
+            Source::Builtin(_) => None,
+        }
+    }
+
+    pub fn is_custom(&self) -> bool {
+        matches!(self.source, Source::Custom(_))
+    }
+
+    /// The structural schema of this served version (custom resources).
+    pub fn schema(&self) -> Option<&Structural> {
+        self.custom()
+            .and_then(|c| c.version(&self.version))
+            .and_then(|v| v.schema.as_deref())
+    }
+
+    pub fn supports(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+
+    /// Whether the kind is the core/v1 vs events.k8s.io/v1 shared Event storage
+    /// seen through events.k8s.io.
+    pub fn is_events_v1(&self) -> bool {
+        self.group == "events.k8s.io" && self.plural == "events"
+    }
+
+    /// Converts a stored object to what this version serves.
+    pub fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
+        if self.is_events_v1() {
+            let mut out = builtin::events::core_to_events_v1(stored);
+            set_type_meta(&mut out, &self.api_version(), &self.kind);
+            return Arc::new(out);
+        }
+        if self.is_custom() {
+            let api_version = self.api_version();
+            if stored.get("apiVersion").and_then(Value::as_str) != Some(api_version.as_str()) {
+                let mut out = (**stored).clone();
+                set_type_meta(&mut out, &api_version, &self.kind);
+                return Arc::new(out);
+            }
+        }
+        stored.clone()
+    }
+
+    /// Converts an object of this version to its stored form.
+    pub fn to_storage(&self, obj: Value) -> Value {
+        if self.is_events_v1() {
+            let mut out = builtin::events::events_v1_to_core(&obj);
+            set_type_meta(&mut out, "v1", "Event");
+            return out;
+        }
+        if let Some(custom) = self.custom()
+            && custom.storage_version != self.version
+        {
+            let mut out = obj;
+            let av = crate::meta::api_version(&self.group, &custom.storage_version);
+            set_type_meta(&mut out, &av, &self.kind);
+            return out;
+        }
+        obj
+    }
+}
+
+pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
+    if let Value::Object(map) = obj {
+        map.insert("apiVersion".into(), Value::String(api_version.to_string()));
+        map.insert("kind".into(), Value::String(kind.to_string()));
+    }
+}
+
+/// Built-in kinds in their storage: `configmaps`, `apps/deployments`.
+pub fn builtin_store_key(kind: &KindInfo) -> ResKey {
+    if kind.group == "events.k8s.io" && kind.plural == "events" {
+        return Arc::from("events");
+    }
+    if kind.group.is_empty() {
+        Arc::from(kind.plural)
+    } else {
+        Arc::from(format!("{}/{}", kind.group, kind.plural))
+    }
+}
+
+/// Storage of a custom resource (all its versions).
+pub fn custom_store_key(group: &str, plural: &str) -> ResKey {
+    Arc::from(format!("{group}/{plural}"))
+}
+
+/// An immutable set of served resources.
+#[derive(Debug, Default)]
+pub struct Registry {
+    resources: Vec<Arc<Resource>>,
+    by_gvr: HashMap<(String, String, String), Arc<Resource>>,
+    /// Group versions served, in discovery order (groups) and preference order (versions).
+    groups: Vec<(String, Vec<String>)>,
+    /// CRDs by name, including ones not (yet) served.
+    crds: HashMap<String, Arc<CustomResource>>,
+}
+
+impl Registry {
+    pub fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
+        let table = builtin::kinds();
+        let missing = required::REQUIRED.iter().filter(|r| {
+            !table
+                .iter()
+                .any(|k| k.group == r.group && k.version == r.version && k.plural == r.plural)
+        });
+        let mut resources: Vec<Arc<Resource>> = table
+            .iter()
+            .chain(missing)
+            .map(|k| Arc::new(Resource::from_builtin(k)))
+            .collect();
+        let mut crd_map = HashMap::new();
+        for crd in crds {
+            if crd.established {
+                for v in crd.versions.iter().filter(|v| v.served) {
+                    resources.push(Arc::new(crd.resource(v)));
+                }
+            }
+            crd_map.insert(crd.crd_name.clone(), crd);
+        }
+        let mut by_gvr = HashMap::new();
+        for r in &resources {
+            by_gvr
+                .entry((r.group.clone(), r.version.clone(), r.plural.clone()))
+                .or_insert_with(|| r.clone());
+        }
+        let groups = discovery::group_order(&resources);
+        Registry {
+            resources,
+            by_gvr,
+            groups,
+            crds: crd_map,
+        }
+    }
+
+    pub fn resources(&self) -> &[Arc<Resource>] {
+        &self.resources
+    }
+
+    pub fn groups(&self) -> &[(String, Vec<String>)] {
+        &self.groups
+    }
+
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
+        self.by_gvr
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.groups
+            .iter()
+            .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
+    }
+
+    pub fn serves_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|(g, _)| g == group)
+    }
+
+    /// The resource of `kind` in `group/version` (for owner references and events).
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Resource>> {
+        self.resources
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.kind == kind)
+            .cloned()
+    }
+
+    /// Any served version of the storage `key`, preferring the storage version.
+    pub fn by_store_key(&self, key: &str) -> Option<Arc<Resource>> {
+        let mut found: Option<&Arc<Resource>> = None;
+        for r in self.resources.iter().filter(|r| &*r.store_key == key) {
+            let preferred = match &r.source {
+                Source::Custom(c) => c.storage_version == r.version,
+                Source::Builtin(k) => k.group != "events.k8s.io",
+            };
+            if found.is_none() || preferred {
+                found = Some(r);
+                if preferred {
+                    break;
+                }
+            }
+        }
+        found.cloned()
+    }
+
+    pub fn crd(&self, name: &str) -> Option<&Arc<CustomResource>> {
+        self.crds.get(name)
+    }
+
+    pub fn crds(&self) -> impl Iterator<Item = &Arc<CustomResource>> {
+        self.crds.values()
+    }
+}
+
+impl Resource {
+    fn from_builtin(k: &'static KindInfo) -> Resource {
+        Resource {
+            group: k.group.to_string(),
+            version: k.version.to_string(),
+            kind: k.kind.to_string(),
+            list_kind: format!("{}List", k.kind),
+            plural: k.plural.to_string(),
+            singular: k.singular.to_string(),
+            namespaced: k.namespaced,
+            short_names: k.short_names.iter().map(|s| s.to_string()).collect(),
+            categories: k.categories.iter().map(|s| s.to_string()).collect(),
+            verbs: k.verbs.iter().map(|s| s.to_string()).collect(),
+            has_status: k.has_status,
+            scale: k.has_scale.then(ScalePaths::builtin),
+            source: Source::Builtin(k),
+            store_key: builtin_store_key(k),
+        }
+    }
+}
+
+/// The live registry shared by the HTTP layer and the controllers.
+#[derive(Default)]
+pub struct SharedRegistry {
+    current: RwLock<Arc<Registry>>,
+}
+
+impl SharedRegistry {
+    pub fn new(reg: Registry) -> SharedRegistry {
+        SharedRegistry {
+            current: RwLock::new(Arc::new(reg)),
+        }
+    }
+
+    pub fn load(&self) -> Arc<Registry> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn replace(&self, reg: Registry) {
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(reg);
+    }
+}

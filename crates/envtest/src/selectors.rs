@@ -1,0 +1,606 @@
+//! Label selectors (equality- and set-based, with kube-apiserver's parse
+//! errors) and field selectors (`metadata.name`, `metadata.namespace` and the
+//! per-kind fields the real server supports).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Op {
+    Exists,
+    DoesNotExist,
+    Eq,
+    NotEq,
+    In,
+    NotIn,
+    Gt,
+    Lt,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Requirement {
+    key: String,
+    op: Op,
+    values: BTreeSet<String>,
+}
+
+/// A parsed label selector; the empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    reqs: Vec<Requirement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    Ident(String),
+    Bang,
+    Eq,
+    DoubleEq,
+    NotEq,
+    In,
+    NotIn,
+    Gt,
+    Lt,
+    Open,
+    Close,
+    Comma,
+    End,
+}
+
+impl Tok {
+    fn lit(&self) -> String {
+        match self {
+            Tok::Ident(s) => s.clone(),
+            Tok::Bang => "!".into(),
+            Tok::Eq => "=".into(),
+            Tok::DoubleEq => "==".into(),
+            Tok::NotEq => "!=".into(),
+            Tok::In => "in".into(),
+            Tok::NotIn => "notin".into(),
+            Tok::Gt => ">".into(),
+            Tok::Lt => "<".into(),
+            Tok::Open => "(".into(),
+            Tok::Close => ")".into(),
+            Tok::Comma => ",".into(),
+            Tok::End => String::new(),
+        }
+    }
+}
+
+fn is_special(c: char) -> bool {
+    c.is_whitespace() || matches!(c, ',' | '(' | ')' | '=' | '!' | '<' | '>')
+}
+
+/// Tokens with the keyword/identifier distinction left to the parser (in
+/// value position `in` and `notin` are plain identifiers).
+fn lex(input: &str) -> Vec<Tok> {
+    let chars: Vec<char> = input.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let next = chars.get(i + 1).copied();
+        let (tok, len) = match (c, next) {
+            ('=', Some('=')) => (Tok::DoubleEq, 2),
+            ('=', _) => (Tok::Eq, 1),
+            ('!', Some('=')) => (Tok::NotEq, 2),
+            ('!', _) => (Tok::Bang, 1),
+            ('>', _) => (Tok::Gt, 1),
+            ('<', _) => (Tok::Lt, 1),
+            ('(', _) => (Tok::Open, 1),
+            (')', _) => (Tok::Close, 1),
+            (',', _) => (Tok::Comma, 1),
+            _ => {
+                let start = i;
+                while i < chars.len() && !is_special(chars[i]) {
+                    i += 1;
+                }
+                out.push(Tok::Ident(chars[start..i].iter().collect()));
+                continue;
+            }
+        };
+        out.push(tok);
+        i += len;
+    }
+    out.push(Tok::End);
+    out
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Tok {
+        self.toks.get(self.pos).cloned().unwrap_or(Tok::End)
+    }
+    fn next(&mut self) -> Tok {
+        let t = self.peek();
+        if self.pos < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+    /// Keywords are only keywords in operator position.
+    fn as_operator(t: Tok) -> Tok {
+        match t {
+            Tok::Ident(s) if s == "in" => Tok::In,
+            Tok::Ident(s) if s == "notin" => Tok::NotIn,
+            other => other,
+        }
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let mut op = None;
+        if self.peek() == Tok::Bang {
+            self.next();
+            op = Some(Op::DoesNotExist);
+        }
+        let key = match self.next() {
+            Tok::Ident(k) => k,
+            t => return Err(format!("found '{}', expected: identifier", t.lit())),
+        };
+        validate_key(&key)?;
+        if let Some(op) = op {
+            return Ok(Requirement {
+                key,
+                op,
+                values: BTreeSet::new(),
+            });
+        }
+        if matches!(self.peek(), Tok::End | Tok::Comma) {
+            return Ok(Requirement {
+                key,
+                op: Op::Exists,
+                values: BTreeSet::new(),
+            });
+        }
+        let op = match Self::as_operator(self.next()) {
+            Tok::In => Op::In,
+            Tok::NotIn => Op::NotIn,
+            Tok::Eq | Tok::DoubleEq => Op::Eq,
+            Tok::NotEq => Op::NotEq,
+            Tok::Gt => Op::Gt,
+            Tok::Lt => Op::Lt,
+            t => {
+                return Err(format!(
+                    "found '{}', expected: in, notin, =, ==, !=, gt, lt",
+                    t.lit()
+                ));
+            }
+        };
+        let values = match op {
+            Op::In | Op::NotIn => self.values()?,
+            _ => match self.next() {
+                Tok::Ident(v) => BTreeSet::from([v]),
+                Tok::End | Tok::Comma if matches!(op, Op::Eq | Op::NotEq) => {
+                    // `a=` selects the empty value; put the comma back.
+                    self.pos -= 1;
+                    BTreeSet::from([String::new()])
+                }
+                t => return Err(format!("found '{}', expected: identifier", t.lit())),
+            },
+        };
+        if matches!(op, Op::Gt | Op::Lt) && values.iter().any(|v| v.parse::<i64>().is_err()) {
+            return Err("for 'Gt', 'Lt' operators, the value must be an integer".into());
+        }
+        Ok(Requirement { key, op, values })
+    }
+
+    fn values(&mut self) -> Result<BTreeSet<String>, String> {
+        let t = self.next();
+        if t != Tok::Open {
+            return Err(format!("found '{}' expected: '('", t.lit()));
+        }
+        match self.peek() {
+            Tok::Close => {
+                self.next();
+                Ok(BTreeSet::from([String::new()]))
+            }
+            Tok::Ident(_) | Tok::Comma => {
+                let set = self.identifiers()?;
+                match self.next() {
+                    Tok::Close => Ok(set),
+                    t => Err(format!("found '{}', expected: ')'", t.lit())),
+                }
+            }
+            t => Err(format!("found '{}', expected: ',', ')' or identifier", t.lit())),
+        }
+    }
+
+    fn identifiers(&mut self) -> Result<BTreeSet<String>, String> {
+        let mut set = BTreeSet::new();
+        loop {
+            match self.next() {
+                Tok::Ident(v) => {
+                    set.insert(v);
+                    match self.peek() {
+                        Tok::Comma => {
+                            self.next();
+                            if self.peek() == Tok::Close {
+                                set.insert(String::new());
+                                return Ok(set);
+                            }
+                        }
+                        Tok::Close => return Ok(set),
+                        t => return Err(format!("found '{}', expected: ',' or ')'", t.lit())),
+                    }
+                }
+                Tok::Comma => {
+                    set.insert(String::new());
+                    if self.peek() == Tok::Close {
+                        return Ok(set);
+                    }
+                }
+                t => return Err(format!("found '{}', expected: ',', or identifier", t.lit())),
+            }
+        }
+    }
+}
+
+fn validate_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
+    });
+    if name_ok && prefix_ok {
+        Ok(())
+    } else {
+        Err(format!("key: Invalid value: {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"))
+    }
+}
+
+impl LabelSelector {
+    /// Parses a `labelSelector` parameter; errors are the real server's 400s.
+    pub fn parse(input: &str) -> ApiResult<LabelSelector> {
+        let mut p = Parser {
+            toks: lex(input),
+            pos: 0,
+        };
+        let mut reqs = Vec::new();
+        loop {
+            match p.peek() {
+                Tok::End => break,
+                Tok::Ident(_) | Tok::Bang => {
+                    let r = p.requirement().map_err(|e| {
+                        ApiError::bad_request(format!("unable to parse requirement: {e}"))
+                    })?;
+                    reqs.push(r);
+                    match p.next() {
+                        Tok::End => break,
+                        Tok::Comma => match p.peek() {
+                            Tok::Ident(_) | Tok::Bang => {}
+                            t => {
+                                return Err(ApiError::bad_request(format!(
+                                    "found '{}', expected: identifier after ','",
+                                    t.lit()
+                                )));
+                            }
+                        },
+                        t => {
+                            return Err(ApiError::bad_request(format!(
+                                "found '{}', expected: ',' or 'end of string'",
+                                t.lit()
+                            )));
+                        }
+                    }
+                }
+                t => {
+                    return Err(ApiError::bad_request(format!(
+                        "found '{}', expected: !, identifier, or 'end of string'",
+                        t.lit()
+                    )));
+                }
+            }
+        }
+        Ok(LabelSelector { reqs })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+        self.reqs.iter().all(|r| {
+            let v = labels.and_then(|l| l.get(&r.key)).and_then(Value::as_str);
+            match r.op {
+                Op::Exists => v.is_some(),
+                Op::DoesNotExist => v.is_none(),
+                Op::Eq | Op::In => v.is_some_and(|v| r.values.contains(v)),
+                Op::NotEq | Op::NotIn => v.is_none_or(|v| !r.values.contains(v)),
+                Op::Gt | Op::Lt => {
+                    let (Some(v), Some(bound)) = (
+                        v.and_then(|v| v.parse::<i64>().ok()),
+                        r.values.iter().next().and_then(|b| b.parse::<i64>().ok()),
+                    ) else {
+                        return false;
+                    };
+                    if r.op == Op::Gt { v > bound } else { v < bound }
+                }
+            }
+        })
+    }
+
+    pub fn matches_object(&self, obj: &Value) -> bool {
+        self.is_empty() || self.matches(crate::meta::labels(obj))
+    }
+}
+
+/// `a=b`, `a==b`, `a!=b` terms of a field selector.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector {
+    terms: Vec<(String, bool, String)>,
+}
+
+fn split_unescaped(s: &str, sep: char) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut escaped = false;
+    for c in s.chars() {
+        if escaped {
+            cur.push('\\');
+            cur.push(c);
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == sep {
+            parts.push(std::mem::take(&mut cur));
+        } else {
+            cur.push(c);
+        }
+    }
+    if escaped {
+        cur.push('\\');
+    }
+    parts.push(cur);
+    parts
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut escaped = false;
+    for c in s.chars() {
+        if escaped || c != '\\' {
+            out.push(c);
+            escaped = false;
+        } else {
+            escaped = true;
+        }
+    }
+    out
+}
+
+impl FieldSelector {
+    pub fn parse(input: &str) -> ApiResult<FieldSelector> {
+        let mut terms = Vec::new();
+        if input.trim().is_empty() {
+            return Ok(FieldSelector { terms });
+        }
+        for part in split_unescaped(input, ',') {
+            let parsed = if let Some((k, v)) = part.split_once("!=") {
+                Some((k, false, v))
+            } else if let Some((k, v)) = part.split_once("==") {
+                Some((k, true, v))
+            } else {
+                part.split_once('=').map(|(k, v)| (k, true, v))
+            };
+            match parsed {
+                Some((k, eq, v)) => terms.push((k.trim().to_string(), eq, unescape(v))),
+                None => {
+                    return Err(ApiError::bad_request(format!(
+                        "invalid selector: '{input}'; can't understand '{part}'"
+                    )));
+                }
+            }
+        }
+        Ok(FieldSelector { terms })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// The field names used (to check them against what the kind supports).
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.terms.iter().map(|(k, _, _)| k.as_str())
+    }
+
+    /// `metadata.name=x` (the single-object watch and get shortcut).
+    pub fn required_name(&self) -> Option<&str> {
+        self.terms
+            .iter()
+            .find(|(k, eq, _)| k == "metadata.name" && *eq)
+            .map(|(_, _, v)| v.as_str())
+    }
+
+    pub fn matches(&self, field_value: impl Fn(&str) -> String) -> bool {
+        self.terms
+            .iter()
+            .all(|(k, eq, v)| (field_value(k) == *v) == *eq)
+    }
+}
+
+/// Extra field selectors of built-in kinds beyond metadata.name/namespace,
+/// as (group, plural, fields).
+const KIND_FIELDS: &[(&str, &str, &[&str])] = &[
+    (
+        "",
+        "pods",
+        &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+    ),
+    (
+        "",
+        "events",
+        &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+    ),
+    (
+        "events.k8s.io",
+        "events",
+        &[
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "type",
+        ],
+    ),
+    ("", "secrets", &["type"]),
+    ("", "namespaces", &["status.phase"]),
+    ("", "nodes", &["spec.unschedulable"]),
+    ("", "replicationcontrollers", &["status.replicas"]),
+    ("apps", "replicasets", &["status.replicas"]),
+    ("batch", "jobs", &["status.successful"]),
+    ("certificates.k8s.io", "certificatesigningrequests", &["spec.signerName"]),
+];
+
+/// The field selectors a resource supports.
+pub fn supported_fields(group: &str, plural: &str, extra: &[String]) -> Vec<String> {
+    let mut out = vec!["metadata.name".to_string(), "metadata.namespace".to_string()];
+    if let Some((_, _, fields)) = KIND_FIELDS.iter().find(|(g, p, _)| *g == group && *p == plural) {
+        out.extend(fields.iter().map(|f| f.to_string()));
+    }
+    out.extend(extra.iter().cloned());
+    out
+}
+
+/// Checks every field of `sel` is supported (400 otherwise).
+pub fn check_fields(sel: &FieldSelector, supported: &[String]) -> ApiResult<()> {
+    for f in sel.fields() {
+        if !supported.iter().any(|s| s == f) {
+            let list = supported
+                .iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(ApiError::bad_request(format!(
+                "{f:?} is not a known field selector: only {list}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn scalar_string(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The value of field `field` of a stored object (events in their core form).
+pub fn field_value(obj: &Value, field: &str) -> String {
+    let path: Vec<&str> = match field {
+        "source" => vec!["source", "component"],
+        "reportingController" => vec!["reportingComponent"],
+        f => {
+            if let Some(rest) = f.strip_prefix("regarding.") {
+                return scalar_string(obj.get("involvedObject").and_then(|o| o.get(rest)));
+            }
+            f.split('.').collect()
+        }
+    };
+    scalar_string(crate::meta::get_path(obj, &path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn labels(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn set_based_and_equality_selectors_match() {
+        let l = labels(json!({"app": "web", "env": "prod"}));
+        for (sel, want) in [
+            ("app=web", true),
+            ("app==web", true),
+            ("app!=web", false),
+            ("app in (web,cache)", true),
+            ("app notin (web)", false),
+            ("env", true),
+            ("!env", false),
+            ("tier!=frontend", true),
+            ("app=web,env", true),
+            ("app in ()", false),
+        ] {
+            assert_eq!(LabelSelector::parse(sel).unwrap().matches(Some(&l)), want, "{sel}");
+        }
+    }
+
+    #[test]
+    fn parse_errors_match_kube_apiserver() {
+        let msg = |s: &str| LabelSelector::parse(s).unwrap_err().message;
+        assert_eq!(msg("app in (web"), "unable to parse requirement: found '', expected: ',' or ')'");
+        assert_eq!(msg("app=web=x"), "found '=', expected: ',' or 'end of string'");
+        assert_eq!(
+            msg("a b"),
+            "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
+        );
+        assert_eq!(msg("!app=web"), "found '=', expected: ',' or 'end of string'");
+    }
+
+    #[test]
+    fn field_selectors_check_and_match() {
+        let sel = FieldSelector::parse("metadata.name!=cm-3").unwrap();
+        let obj = json!({"metadata": {"name": "cm-1"}});
+        assert!(sel.matches(|f| field_value(&obj, f)));
+        let bad = FieldSelector::parse("data.n=1").unwrap();
+        let err = check_fields(&bad, &supported_fields("", "configmaps", &[])).unwrap_err();
+        assert_eq!(
+            err.message,
+            "\"data.n\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        );
+        let ev = json!({"involvedObject": {"name": "cm1"}, "source": {"component": "x"}});
+        assert_eq!(field_value(&ev, "regarding.name"), "cm1");
+        assert_eq!(field_value(&ev, "source"), "x");
+    }
+}

@@ -1,0 +1,219 @@
+//! Starting and stopping the server: bind a loopback port, create the
+//! namespaces a cluster starts with, run the controllers, install CRDs from
+//! files and wait until they are Established.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::api::create::{Input, create};
+use crate::api::{App, WriteCtx};
+use crate::controllers;
+
+/// How the server starts.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// CRD YAML files, or directories of them, installed before `start` returns.
+    pub crd_paths: Vec<PathBuf>,
+    /// Changes kept for watch resumption and consistent paging.
+    pub watch_history: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            port: 0,
+            crd_paths: Vec::new(),
+            watch_history: 10_000,
+        }
+    }
+}
+
+/// A running server.
+pub struct Envtest {
+    app: Arc<App>,
+    port: u16,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: JoinHandle<()>,
+    controllers: JoinHandle<()>,
+}
+
+const NAMESPACES_AT_START: &[&str] = &["default", "kube-system", "kube-public"];
+const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Envtest {
+    /// Starts the server; it serves requests when this returns, with every
+    /// CRD from `config.crd_paths` Established.
+    pub async fn start(config: Config) -> anyhow::Result<Envtest> {
+        let crds = load_crd_documents(&config.crd_paths)?;
+        let app = Arc::new(App::new(config.watch_history));
+        let controllers = controllers::spawn(app.clone());
+        bootstrap_namespaces(&app)?;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
+            .await
+            .with_context(|| format!("cannot listen on 127.0.0.1:{}", config.port))?;
+        let addr = listener.local_addr()?;
+        if let Ok(mut a) = app.server_address.write() {
+            *a = addr.to_string();
+        }
+        let (tx, rx) = oneshot::channel::<()>();
+        let router = crate::http::router(app.clone());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        let env = Envtest {
+            app,
+            port: addr.port(),
+            shutdown: Some(tx),
+            server,
+            controllers,
+        };
+        env.install_crds(crds).await?;
+        Ok(env)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A kubeconfig naming this server (plain HTTP on loopback, no credentials).
+    pub fn kubeconfig_yaml(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\npreferences: {{}}\nusers:\n- name: envtest\n  user: {{}}\n",
+            self.base_url()
+        )
+    }
+
+    pub fn write_kubeconfig(&self, path: &Path) -> anyhow::Result<()> {
+        std::fs::write(path, self.kubeconfig_yaml())
+            .with_context(|| format!("cannot write kubeconfig {}", path.display()))
+    }
+
+    /// Stops serving: open watches end, controllers stop.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        // Long-running watches would hold a graceful shutdown open: give
+        // in-flight requests a moment, then stop.
+        if tokio::time::timeout(Duration::from_millis(500), &mut self.server)
+            .await
+            .is_err()
+        {
+            self.server.abort();
+        }
+        self.controllers.abort();
+    }
+
+    async fn install_crds(&self, crds: Vec<(String, Value)>) -> anyhow::Result<()> {
+        let reg = self.app.registry.load();
+        let Some(res) = reg.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
+            bail!("this server does not serve apiextensions.k8s.io/v1 CustomResourceDefinitions");
+        };
+        let ctx = WriteCtx::internal("opctl-envtest");
+        let mut names = Vec::new();
+        for (origin, crd) in crds {
+            let name = crate::meta::name(&crd).to_string();
+            create(&self.app, &res, "", Input::Body { obj: crd, duplicates: Vec::new() }, &ctx)
+                .map_err(|e| anyhow::anyhow!("{origin}: CRD {name:?} refused: {}", e.message))?;
+            names.push(name);
+        }
+        let deadline = tokio::time::Instant::now() + ESTABLISH_TIMEOUT;
+        loop {
+            let reg = self.app.registry.load();
+            let pending: Vec<&String> = names
+                .iter()
+                .filter(|n| !reg.crd(n).is_some_and(|c| c.established))
+                .collect();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                bail!("CRDs not Established after {ESTABLISH_TIMEOUT:?}: {pending:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+fn bootstrap_namespaces(app: &App) -> anyhow::Result<()> {
+    let reg = app.registry.load();
+    let Some(res) = reg.get("", "v1", "namespaces") else {
+        bail!("this server does not serve namespaces");
+    };
+    let ctx = WriteCtx::internal(controllers::APISERVER);
+    for name in NAMESPACES_AT_START {
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        create(app, &res, "", Input::Body { obj, duplicates: Vec::new() }, &ctx)
+            .map_err(|e| anyhow::anyhow!("creating namespace {name}: {}", e.message))?;
+    }
+    Ok(())
+}
+
+/// Files named by `paths` (directories contribute their `.yaml`, `.yml` and
+/// `.json` files, sorted).
+fn crd_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p)
+            .with_context(|| format!("CRD path {} does not exist", p.display()))?;
+        if meta.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot read CRD directory {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| {
+                    f.is_file()
+                        && f.extension()
+                            .and_then(|e| e.to_str())
+                            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+                })
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// The CustomResourceDefinition documents in the files (other kinds, e.g. a
+/// kustomization.yaml, are skipped), each with where it came from.
+pub fn load_crd_documents(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Value)>> {
+    let mut out = Vec::new();
+    for file in crd_files(paths)? {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| {
+            let msg = e.to_string();
+            anyhow::anyhow!(
+                "{} is not valid YAML: {}",
+                file.display(),
+                msg.lines().next().unwrap_or(&msg)
+            )
+        })?;
+        for (i, doc) in docs.into_iter().enumerate() {
+            let is_crd = doc.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
+                && doc
+                    .get("apiVersion")
+                    .and_then(Value::as_str)
+                    .is_some_and(|a| a.starts_with("apiextensions.k8s.io/"));
+            if is_crd {
+                out.push((format!("{} (document {})", file.display(), i + 1), doc));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,93 @@
+use super::*;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+fn key(s: &str) -> ResKey {
+    Arc::from(s)
+}
+
+fn cm(name: &str, v: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "ns"}, "data": {"v": v}})
+}
+
+#[test]
+fn writes_share_one_counter_and_detect_conflicts() {
+    let store = Store::new(100);
+    let cms = key("configmaps");
+    let a = store.create(&cms, "ns", "a", cm("a", "1")).unwrap();
+    let b = store.create(&key("secrets"), "ns", "b", cm("b", "1")).unwrap();
+    assert_eq!(meta::resource_version(&a), "1");
+    assert_eq!(meta::resource_version(&b), "2");
+    assert_eq!(
+        store.create(&cms, "ns", "a", cm("a", "x")),
+        Err(WriteError::AlreadyExists)
+    );
+    assert_eq!(
+        store.update(&cms, "ns", "a", 7, cm("a", "2")),
+        Err(WriteError::Conflict { current: 1 })
+    );
+    let a2 = store.update(&cms, "ns", "a", 1, cm("a", "2")).unwrap();
+    assert_eq!(meta::resource_version(&a2), "3");
+    let (last, rv) = store.delete(&cms, "ns", "a", &Preconditions::default()).unwrap();
+    assert_eq!((meta::resource_version(&last), rv), ("3", 4));
+    assert!(store.get(&cms, "ns", "a").is_none());
+}
+
+#[test]
+fn list_is_sorted_and_resumes_after_a_key() {
+    let store = Store::new(100);
+    let cms = key("configmaps");
+    for n in ["c", "a", "b"] {
+        store.create(&cms, "ns", n, cm(n, "1")).unwrap();
+    }
+    store.create(&cms, "other", "z", cm("z", "1")).unwrap();
+    let (items, rv) = store.list(&cms, Some("ns"), None);
+    let names: Vec<_> = items.iter().map(|(k, _)| k.1.as_str()).collect();
+    assert_eq!((names, rv), (vec!["a", "b", "c"], 4));
+    let after = ("ns".to_string(), "a".to_string());
+    let (rest, _) = store.list(&cms, Some("ns"), Some(&after));
+    assert_eq!(rest.len(), 2);
+    assert_eq!(store.list(&cms, None, None).0.len(), 4);
+}
+
+#[test]
+fn list_at_rolls_back_changes_and_expires() {
+    let store = Store::new(3);
+    let cms = key("configmaps");
+    store.create(&cms, "ns", "a", cm("a", "1")).unwrap(); // rv 1
+    store.update(&cms, "ns", "a", 1, cm("a", "2")).unwrap(); // rv 2
+    store.create(&cms, "ns", "b", cm("b", "1")).unwrap(); // rv 3
+    let at1 = store.list_at(&cms, Some("ns"), None, 1).unwrap();
+    assert_eq!(at1.len(), 1);
+    assert_eq!(at1[0].1["data"]["v"], "1");
+    store.delete(&cms, "ns", "b", &Preconditions::default()).unwrap(); // rv 4, evicts rv 1
+    assert_eq!(store.list_at(&cms, Some("ns"), None, 0), Err(1));
+    assert_eq!(store.list_at(&cms, Some("ns"), None, 3).unwrap().len(), 2);
+    assert_eq!(store.can_resume_from(0), Err(1));
+    assert_eq!(store.can_resume_from(1), Ok(()));
+}
+
+#[test]
+fn subscribe_returns_backlog_then_live_changes_and_drops_full_watchers() {
+    let store = Store::new(100);
+    let cms = key("configmaps");
+    store.create(&cms, "ns", "a", cm("a", "1")).unwrap();
+    let filter = WatchFilter {
+        resource: Some(cms.clone()),
+        ..WatchFilter::default()
+    };
+    let (tx, mut rx) = mpsc::channel(1);
+    let sub = store
+        .subscribe(filter.clone(), Some(0), WatcherTx::Bounded(tx))
+        .unwrap();
+    assert_eq!(sub.backlog.len(), 1);
+    store.create(&cms, "ns", "b", cm("b", "1")).unwrap();
+    store.create(&cms, "ns", "c", cm("c", "1")).unwrap(); // channel full: watcher dropped
+    assert_eq!(rx.try_recv().unwrap().name, "b");
+    assert!(rx.try_recv().is_err());
+    assert!(rx.is_closed());
+    let (tx2, _rx2) = mpsc::channel(8);
+    let snap = store.subscribe(filter, None, WatcherTx::Bounded(tx2)).unwrap();
+    assert_eq!(snap.backlog.len(), 3);
+    assert_eq!(snap.start_rv, 3);
+}

@@ -1,0 +1,237 @@
+//! `meta.k8s.io` Tables (what `kubectl get` asks for) and
+//! PartialObjectMetadata views of objects.
+
+use serde_json::{Value, json};
+
+use crate::jsonpath::JsonPath;
+use crate::registry::{PrinterColumn, Resource, Source};
+
+const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: http://kubernetes.io/docs/user-guide/identifiers#names";
+const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// What each row's `object` holds (`includeObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    pub fn parse(v: Option<&str>) -> IncludeObject {
+        match v {
+            Some("None") => IncludeObject::None,
+            Some("Object") => IncludeObject::Object,
+            _ => IncludeObject::Metadata,
+        }
+    }
+}
+
+/// Kubernetes' human-readable age (`5s`, `3m20s`, `4h`, `2d3h`, `3y`).
+pub fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 120 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        let s = seconds % 60;
+        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = minutes / 60;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{dy}d", hours / 24 / 365)
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+/// Age of an RFC 3339 timestamp relative to `now` (`<unknown>` when unparsable).
+pub fn age(timestamp: Option<&str>, now: jiff::Timestamp) -> String {
+    match timestamp.and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
+        Some(t) => human_duration(now.as_second() - t.as_second()),
+        None => "<unknown>".into(),
+    }
+}
+
+/// PartialObjectMetadata of `obj` in `meta.k8s.io/<version>`.
+pub fn partial_metadata(obj: &Value, version: &str) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
+    })
+}
+
+fn column(name: &str, type_: &str, format: &str, description: &str, priority: i64) -> Value {
+    json!({"name": name, "type": type_, "format": format, "description": description, "priority": priority})
+}
+
+fn custom_cell(col: &PrinterColumn, obj: &Value, now: jiff::Timestamp) -> Value {
+    let Ok(path) = JsonPath::compile(&col.json_path) else {
+        return Value::Null;
+    };
+    let Some(value) = path.find(obj).into_iter().next() else {
+        return Value::Null;
+    };
+    match col.type_.as_str() {
+        "string" => match value {
+            Value::String(s) => Value::String(s.clone()),
+            other => Value::String(other.to_string()),
+        },
+        "integer" => value
+            .as_i64()
+            .or_else(|| value.as_f64().map(|f| f as i64))
+            .map_or(Value::Null, Value::from),
+        "number" => value.as_f64().map_or(Value::Null, Value::from),
+        "boolean" => value.as_bool().map_or(Value::Null, Value::Bool),
+        "date" => value
+            .as_str()
+            .map_or(Value::Null, |s| Value::String(age(Some(s), now))),
+        _ => value.clone(),
+    }
+}
+
+/// Column definitions and row cells for `objects` of `res`.
+pub fn columns_and_cells(
+    res: &Resource,
+    objects: &[std::sync::Arc<Value>],
+    now: jiff::Timestamp,
+) -> (Vec<Value>, Vec<Vec<Value>>) {
+    let name_col = column("Name", "string", "name", NAME_DESCRIPTION, 0);
+    match &res.source {
+        Source::Custom(custom) => {
+            let cols = custom
+                .version(&res.version)
+                .map(|v| v.columns.clone())
+                .unwrap_or_default();
+            let mut defs = vec![name_col];
+            defs.extend(cols.iter().map(|c| {
+                let description = if c.description.is_empty() {
+                    format!("Custom resource definition column (in JSONPath format): {}", c.json_path)
+                } else {
+                    c.description.clone()
+                };
+                column(&c.name, &c.type_, &c.format, &description, c.priority)
+            }));
+            let rows = objects
+                .iter()
+                .map(|o| {
+                    let mut cells = vec![json!(crate::meta::name(o))];
+                    cells.extend(cols.iter().map(|c| custom_cell(c, o, now)));
+                    cells
+                })
+                .collect();
+            (defs, rows)
+        }
+        Source::Builtin(kind) => {
+            let plain: Vec<Value> = objects.iter().map(|o| (**o).clone()).collect();
+            if let Some(t) = crate::builtin::table(kind, &plain, now) {
+                return t;
+            }
+            let defs = vec![name_col, column("Age", "string", "", AGE_DESCRIPTION, 0)];
+            let rows = objects
+                .iter()
+                .map(|o| {
+                    let created = crate::meta::metadata(o)
+                        .and_then(|m| m.get("creationTimestamp"))
+                        .and_then(Value::as_str);
+                    vec![json!(crate::meta::name(o)), json!(age(created, now))]
+                })
+                .collect();
+            (defs, rows)
+        }
+    }
+}
+
+/// A Table of `objects`. `list_meta` is the list's metadata (or `{resourceVersion}` for one object).
+pub fn table(
+    res: &Resource,
+    objects: &[std::sync::Arc<Value>],
+    list_meta: Value,
+    version: &str,
+    include: IncludeObject,
+    with_columns: bool,
+) -> Value {
+    let now = jiff::Timestamp::now();
+    let (defs, cells) = columns_and_cells(res, objects, now);
+    let rows: Vec<Value> = objects
+        .iter()
+        .zip(cells)
+        .map(|(o, cells)| {
+            let mut row = json!({"cells": cells});
+            match include {
+                IncludeObject::None => {}
+                IncludeObject::Metadata => row["object"] = partial_metadata(o, version),
+                IncludeObject::Object => row["object"] = (**o).clone(),
+            }
+            row
+        })
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": list_meta,
+        "columnDefinitions": if with_columns { Value::Array(defs) } else { json!([]) },
+        "rows": rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations_match_kubectl() {
+        assert_eq!(human_duration(5), "5s");
+        assert_eq!(human_duration(119), "119s");
+        assert_eq!(human_duration(200), "3m20s");
+        assert_eq!(human_duration(600), "10m");
+        assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
+        assert_eq!(human_duration(50 * 3600), "2d2h");
+    }
+
+    #[test]
+    fn custom_cells_follow_column_types() {
+        let col = |t: &str, p: &str| PrinterColumn {
+            name: "c".into(),
+            type_: t.into(),
+            format: String::new(),
+            description: String::new(),
+            priority: 0,
+            json_path: p.into(),
+        };
+        let obj = json!({"spec": {"size": 3, "color": "red", "tags": ["a"]}});
+        let now = jiff::Timestamp::now();
+        assert_eq!(custom_cell(&col("integer", ".spec.size"), &obj, now), json!(3));
+        assert_eq!(custom_cell(&col("string", ".spec.color"), &obj, now), json!("red"));
+        assert_eq!(custom_cell(&col("string", ".spec.tags"), &obj, now), json!("[\"a\"]"));
+        assert_eq!(custom_cell(&col("string", ".spec.none"), &obj, now), Value::Null);
+    }
+}
