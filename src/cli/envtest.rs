@@ -187,7 +187,9 @@ async fn serve(args: StartArgs) -> anyhow::Result<()> {
 
 fn shell_quote(path: &Path) -> String {
     let s = path.display().to_string();
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+    {
         s
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))

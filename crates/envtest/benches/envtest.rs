@@ -56,7 +56,9 @@ async fn client(server: &Envtest) -> Client {
 async fn namespace(client: &Client, name: &str) {
     let api: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("ns");
-    api.create(&PostParams::default(), &ns).await.expect("create namespace");
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
 }
 
 fn configmap(name: &str) -> ConfigMap {
@@ -88,16 +90,22 @@ async fn start_to_ready() {
         percentile(&times, 90.0),
         times.last().copied().unwrap_or(f64::NAN),
         p50 / START_TARGET_MS,
-        if p50 <= START_TARGET_MS { "met" } else { "missed" }
+        if p50 <= START_TARGET_MS {
+            "met"
+        } else {
+            "missed"
+        }
     );
 }
 
 /// A tiny GET helper on hyper (no extra HTTP client crate).
-fn text_getter() -> impl Fn(&str) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>> {
+fn text_getter()
+-> impl Fn(&str) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>> {
     use http_body_util::{BodyExt, Empty};
     use hyper_util::client::legacy::Client as HyperClient;
     use hyper_util::rt::TokioExecutor;
-    let client: HyperClient<_, Empty<bytes::Bytes>> = HyperClient::builder(TokioExecutor::new()).build_http();
+    let client: HyperClient<_, Empty<bytes::Bytes>> =
+        HyperClient::builder(TokioExecutor::new()).build_http();
     move |url: &str| {
         let client = client.clone();
         let url = url.to_string();
@@ -120,7 +128,9 @@ async fn writes_per_second() {
     // Warm-up: connections and code paths.
     let api: Api<ConfigMap> = Api::namespaced(base.clone(), "bench-writes");
     for i in 0..200 {
-        api.create(&PostParams::default(), &configmap(&format!("warm-{i}"))).await.expect("warm-up write");
+        api.create(&PostParams::default(), &configmap(&format!("warm-{i}")))
+            .await
+            .expect("warm-up write");
     }
     let begin = Instant::now();
     let mut tasks = Vec::new();
@@ -129,7 +139,9 @@ async fn writes_per_second() {
         tasks.push(tokio::spawn(async move {
             let api: Api<ConfigMap> = Api::namespaced(client, "bench-writes");
             for i in 0..PER_CLIENT {
-                api.create(&PostParams::default(), &configmap(&format!("c{c}-{i}"))).await.expect("write");
+                api.create(&PostParams::default(), &configmap(&format!("c{c}-{i}")))
+                    .await
+                    .expect("write");
             }
         }));
     }
@@ -142,7 +154,11 @@ async fn writes_per_second() {
         "writes through kube-rs ({CLIENTS} concurrent clients, {} creates): {rate:.0} writes/s in {elapsed:.2} s; target >= {WRITES_TARGET_PER_S}/s: {:.2}x the target ({})",
         CLIENTS * PER_CLIENT,
         rate / WRITES_TARGET_PER_S,
-        if rate >= WRITES_TARGET_PER_S { "met" } else { "missed" }
+        if rate >= WRITES_TARGET_PER_S {
+            "met"
+        } else {
+            "missed"
+        }
     );
     server.shutdown().await;
 }
@@ -169,7 +185,10 @@ async fn watch_latency() {
             match stream.next().await {
                 Some(Ok(WatchEvent::Added(cm))) => {
                     let at = Instant::now();
-                    let started = watcher_sent.lock().ok().and_then(|m| m.get(&cm.name_any()).copied());
+                    let started = watcher_sent
+                        .lock()
+                        .ok()
+                        .and_then(|m| m.get(&cm.name_any()).copied());
                     if let Some(started) = started {
                         latencies.push(ms(at - started));
                     }
@@ -186,7 +205,9 @@ async fn watch_latency() {
         if let Ok(mut m) = sent.lock() {
             m.insert(name.clone(), Instant::now());
         }
-        api.create(&PostParams::default(), &configmap(&name)).await.expect("write");
+        api.create(&PostParams::default(), &configmap(&name))
+            .await
+            .expect("write");
     }
     let mut latencies = tokio::time::timeout(Duration::from_secs(60), watcher)
         .await
@@ -220,7 +241,9 @@ async fn memory_per_10k() {
     namespace(&client, "bench-mem").await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-mem");
     for i in 0..100 {
-        api.create(&PostParams::default(), &configmap(&format!("warm-{i}"))).await.expect("warm-up");
+        api.create(&PostParams::default(), &configmap(&format!("warm-{i}")))
+            .await
+            .expect("warm-up");
     }
     let before = rss_bytes();
     let mut tasks = Vec::new();
@@ -228,7 +251,9 @@ async fn memory_per_10k() {
         let api = api.clone();
         tasks.push(tokio::spawn(async move {
             for i in (c..OBJECTS).step_by(8) {
-                api.create(&PostParams::default(), &configmap(&format!("m-{i}"))).await.expect("write");
+                api.create(&PostParams::default(), &configmap(&format!("m-{i}")))
+                    .await
+                    .expect("write");
             }
         }));
     }
@@ -237,7 +262,9 @@ async fn memory_per_10k() {
     }
     let after = rss_bytes();
     let delta = after.saturating_sub(before) as f64;
-    let sample = serde_json::to_vec(&api.get("m-0").await.expect("get")).map(|v| v.len()).unwrap_or(0);
+    let sample = serde_json::to_vec(&api.get("m-0").await.expect("get"))
+        .map(|v| v.len())
+        .unwrap_or(0);
     println!(
         "memory for {OBJECTS} stored ConfigMaps: +{:.1} MiB RSS ({:.0} bytes per object; one object is {sample} bytes of JSON as served)",
         delta / (1024.0 * 1024.0),
@@ -248,7 +275,8 @@ async fn memory_per_10k() {
 
 fn opctl_binary() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let binary = target.join("release/opctl");
     if !binary.exists() {
         println!("building opctl (release) for the CLI start-up figure...");
@@ -292,9 +320,15 @@ fn cli_start_to_ready() {
             }
         };
         let elapsed = begin.elapsed();
-        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
         let _ = child.wait();
-        assert!(found, "`opctl envtest start` printed no ready line mentioning the kubeconfig");
+        assert!(
+            found,
+            "`opctl envtest start` printed no ready line mentioning the kubeconfig"
+        );
         times.push(ms(elapsed));
     }
     times.sort_by(f64::total_cmp);
@@ -303,7 +337,11 @@ fn cli_start_to_ready() {
         "start-to-ready of `opctl envtest start` (exec -> ready line, {RUNS} runs): p50 {p50:.1} ms, max {:.1} ms; target <= {START_TARGET_MS} ms: {:.2}x the target ({})",
         times.last().copied().unwrap_or(f64::NAN),
         p50 / START_TARGET_MS,
-        if p50 <= START_TARGET_MS { "met" } else { "missed" }
+        if p50 <= START_TARGET_MS {
+            "met"
+        } else {
+            "missed"
+        }
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -319,7 +357,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    println!("machine: {} cores", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!(
+        "machine: {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
     if selected("start") {
         runtime.block_on(start_to_ready());
     }

@@ -9,7 +9,10 @@ enum Step {
     Field(String),
     Index(i64),
     All,
-    Filter { path: Vec<String>, equals: Option<Value> },
+    Filter {
+        path: Vec<String>,
+        equals: Option<Value>,
+    },
 }
 
 /// A compiled path; compile errors are reported as text.
@@ -77,7 +80,9 @@ impl JsonPath {
                     let inner = inner.trim();
                     if inner == "*" {
                         steps.push(Step::All);
-                    } else if let Some(f) = inner.strip_prefix("?(").and_then(|r| r.strip_suffix(')')) {
+                    } else if let Some(f) =
+                        inner.strip_prefix("?(").and_then(|r| r.strip_suffix(')'))
+                    {
                         let (lhs, rhs) = match f.split_once("==") {
                             Some((l, r)) => (l.trim(), Some(r)),
                             None => (f.trim(), None),
@@ -89,7 +94,9 @@ impl JsonPath {
                             .map(str::to_string)
                             .collect();
                         let equals = match rhs {
-                            Some(r) => Some(parse_literal(r).ok_or_else(|| format!("bad literal {r}"))?),
+                            Some(r) => {
+                                Some(parse_literal(r).ok_or_else(|| format!("bad literal {r}"))?)
+                            }
                             None => None,
                         };
                         steps.push(Step::Filter { path, equals });
@@ -170,12 +177,22 @@ mod tests {
         let obj = json!({"spec": {"color": "red", "items": [1, 2]},
             "metadata": {"labels": {"app.io/name": "x"}},
             "status": {"conditions": [{"type": "A", "status": "False"}, {"type": "Ready", "status": "True"}]}});
-        let get = |p: &str| JsonPath::compile(p).unwrap().find(&obj).into_iter().cloned().collect::<Vec<_>>();
+        let get = |p: &str| {
+            JsonPath::compile(p)
+                .unwrap()
+                .find(&obj)
+                .into_iter()
+                .cloned()
+                .collect::<Vec<_>>()
+        };
         assert_eq!(get(".spec.color"), vec![json!("red")]);
         assert_eq!(get(".spec.items[1]"), vec![json!(2)]);
         assert_eq!(get(".spec.items[*]"), vec![json!(1), json!(2)]);
         assert_eq!(get(".metadata.labels.app\\.io/name"), vec![json!("x")]);
-        assert_eq!(get(".status.conditions[?(@.type==\"Ready\")].status"), vec![json!("True")]);
+        assert_eq!(
+            get(".status.conditions[?(@.type==\"Ready\")].status"),
+            vec![json!("True")]
+        );
         assert!(get(".spec.missing").is_empty());
         assert!(JsonPath::compile(".a[").is_err());
     }

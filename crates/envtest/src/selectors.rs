@@ -212,7 +212,10 @@ impl Parser {
                     t => Err(format!("found '{}', expected: ')'", t.lit())),
                 }
             }
-            t => Err(format!("found '{}', expected: ',', ')' or identifier", t.lit())),
+            t => Err(format!(
+                "found '{}', expected: ',', ')' or identifier",
+                t.lit()
+            )),
         }
     }
 
@@ -253,18 +256,23 @@ fn validate_key(key: &str) -> Result<(), String> {
     };
     let name_ok = !name.is_empty()
         && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric());
     let prefix_ok = prefix.is_none_or(|p| {
         !p.is_empty()
             && p.len() <= 253
-            && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
     });
     if name_ok && prefix_ok {
         Ok(())
     } else {
-        Err(format!("key: Invalid value: {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"))
+        Err(format!(
+            "key: Invalid value: {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        ))
     }
 }
 
@@ -494,13 +502,23 @@ const KIND_FIELDS: &[(&str, &str, &[&str])] = &[
     ("", "replicationcontrollers", &["status.replicas"]),
     ("apps", "replicasets", &["status.replicas"]),
     ("batch", "jobs", &["status.successful"]),
-    ("certificates.k8s.io", "certificatesigningrequests", &["spec.signerName"]),
+    (
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+        &["spec.signerName"],
+    ),
 ];
 
 /// The field selectors a resource supports.
 pub fn supported_fields(group: &str, plural: &str, extra: &[String]) -> Vec<String> {
-    let mut out = vec!["metadata.name".to_string(), "metadata.namespace".to_string()];
-    if let Some((_, _, fields)) = KIND_FIELDS.iter().find(|(g, p, _)| *g == group && *p == plural) {
+    let mut out = vec![
+        "metadata.name".to_string(),
+        "metadata.namespace".to_string(),
+    ];
+    if let Some((_, _, fields)) = KIND_FIELDS
+        .iter()
+        .find(|(g, p, _)| *g == group && *p == plural)
+    {
         out.extend(fields.iter().map(|f| f.to_string()));
     }
     out.extend(extra.iter().cloned());
@@ -572,20 +590,33 @@ mod tests {
             ("app=web,env", true),
             ("app in ()", false),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(Some(&l)), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(Some(&l)),
+                want,
+                "{sel}"
+            );
         }
     }
 
     #[test]
     fn parse_errors_match_kube_apiserver() {
         let msg = |s: &str| LabelSelector::parse(s).unwrap_err().message;
-        assert_eq!(msg("app in (web"), "unable to parse requirement: found '', expected: ',' or ')'");
-        assert_eq!(msg("app=web=x"), "found '=', expected: ',' or 'end of string'");
+        assert_eq!(
+            msg("app in (web"),
+            "unable to parse requirement: found '', expected: ',' or ')'"
+        );
+        assert_eq!(
+            msg("app=web=x"),
+            "found '=', expected: ',' or 'end of string'"
+        );
         assert_eq!(
             msg("a b"),
             "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
         );
-        assert_eq!(msg("!app=web"), "found '=', expected: ',' or 'end of string'");
+        assert_eq!(
+            msg("!app=web"),
+            "found '=', expected: ',' or 'end of string'"
+        );
     }
 
     #[test]

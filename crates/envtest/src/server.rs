@@ -126,8 +126,17 @@ impl Envtest {
         let mut names = Vec::new();
         for (origin, crd) in crds {
             let name = crate::meta::name(&crd).to_string();
-            create(&self.app, &res, "", Input::Body { obj: crd, duplicates: Vec::new() }, &ctx)
-                .map_err(|e| anyhow::anyhow!("{origin}: CRD {name:?} refused: {}", e.message))?;
+            create(
+                &self.app,
+                &res,
+                "",
+                Input::Body {
+                    obj: crd,
+                    duplicates: Vec::new(),
+                },
+                &ctx,
+            )
+            .map_err(|e| anyhow::anyhow!("{origin}: CRD {name:?} refused: {}", e.message))?;
             names.push(name);
         }
         let deadline = tokio::time::Instant::now() + ESTABLISH_TIMEOUT;
@@ -156,8 +165,17 @@ fn bootstrap_namespaces(app: &App) -> anyhow::Result<()> {
     let ctx = WriteCtx::internal(controllers::APISERVER);
     for name in NAMESPACES_AT_START {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        create(app, &res, "", Input::Body { obj, duplicates: Vec::new() }, &ctx)
-            .map_err(|e| anyhow::anyhow!("creating namespace {name}: {}", e.message))?;
+        create(
+            app,
+            &res,
+            "",
+            Input::Body {
+                obj,
+                duplicates: Vec::new(),
+            },
+            &ctx,
+        )
+        .map_err(|e| anyhow::anyhow!("creating namespace {name}: {}", e.message))?;
     }
     Ok(())
 }
@@ -205,7 +223,8 @@ pub fn load_crd_documents(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Valu
             )
         })?;
         for (i, doc) in docs.into_iter().enumerate() {
-            let is_crd = doc.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
+            let is_crd = doc.get("kind").and_then(Value::as_str)
+                == Some("CustomResourceDefinition")
                 && doc
                     .get("apiVersion")
                     .and_then(Value::as_str)

@@ -41,7 +41,11 @@ pub fn human_duration(seconds: i64) -> String {
     let minutes = seconds / 60;
     if minutes < 10 {
         let s = seconds % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
     }
     if minutes < 180 {
         return format!("{minutes}m");
@@ -49,14 +53,22 @@ pub fn human_duration(seconds: i64) -> String {
     let hours = minutes / 60;
     if hours < 8 {
         let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
     }
     if hours < 48 {
         return format!("{hours}h");
     }
     if hours < 24 * 8 {
         let h = hours % 24;
-        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
@@ -134,7 +146,10 @@ pub fn columns_and_cells(
             let mut defs = vec![name_col];
             defs.extend(cols.iter().map(|c| {
                 let description = if c.description.is_empty() {
-                    format!("Custom resource definition column (in JSONPath format): {}", c.json_path)
+                    format!(
+                        "Custom resource definition column (in JSONPath format): {}",
+                        c.json_path
+                    )
                 } else {
                     c.description.clone()
                 };
@@ -229,9 +244,21 @@ mod tests {
         };
         let obj = json!({"spec": {"size": 3, "color": "red", "tags": ["a"]}});
         let now = jiff::Timestamp::now();
-        assert_eq!(custom_cell(&col("integer", ".spec.size"), &obj, now), json!(3));
-        assert_eq!(custom_cell(&col("string", ".spec.color"), &obj, now), json!("red"));
-        assert_eq!(custom_cell(&col("string", ".spec.tags"), &obj, now), json!("[\"a\"]"));
-        assert_eq!(custom_cell(&col("string", ".spec.none"), &obj, now), Value::Null);
+        assert_eq!(
+            custom_cell(&col("integer", ".spec.size"), &obj, now),
+            json!(3)
+        );
+        assert_eq!(
+            custom_cell(&col("string", ".spec.color"), &obj, now),
+            json!("red")
+        );
+        assert_eq!(
+            custom_cell(&col("string", ".spec.tags"), &obj, now),
+            json!("[\"a\"]")
+        );
+        assert_eq!(
+            custom_cell(&col("string", ".spec.none"), &obj, now),
+            Value::Null
+        );
     }
 }

@@ -5,10 +5,10 @@
 //! expiry test, which needs a server with a tiny watch history.
 
 #[allow(dead_code)]
-mod support;
-#[allow(dead_code)]
 #[path = "support/server.rs"]
 mod server;
+#[allow(dead_code)]
+mod support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -73,7 +73,8 @@ async fn setup(prefix: &str) -> (Client, String) {
     let client = client_for(&yaml).await;
     let ns = server::unique_name(prefix);
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let object: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
+    let object: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
     namespaces
         .create(&PostParams::default(), &object)
         .await
@@ -90,7 +91,11 @@ async fn widget_crd(client: &Client) {
         Err(kube::Error::Api(status)) if status.code == 409 => {}
         Err(e) => panic!("creating the Widget CRD: {e}"),
     }
-    let established = await_condition(crds, "widgets.kube.opctl.test", conditions::is_crd_established());
+    let established = await_condition(
+        crds,
+        "widgets.kube.opctl.test",
+        conditions::is_crd_established(),
+    );
     tokio::time::timeout(Duration::from_secs(20), established)
         .await
         .expect("the Widget CRD did not become Established within 20 s")
@@ -114,37 +119,69 @@ async fn typed_crud_of_configmaps() {
     let (client, ns) = setup("kr-crud").await;
     let api: Api<ConfigMap> = Api::namespaced(client, &ns);
     let created = api
-        .create(&PostParams::default(), &configmap("c1", json!({"app": "a"}), json!({"k": "1"})))
+        .create(
+            &PostParams::default(),
+            &configmap("c1", json!({"app": "a"}), json!({"k": "1"})),
+        )
         .await
         .expect("create");
     let uid = created.uid().expect("uid is set");
     let rv1 = created.resource_version().expect("resourceVersion is set");
     assert!(created.metadata.creation_timestamp.is_some());
-    assert!(created.metadata.managed_fields.is_some(), "managedFields are recorded");
+    assert!(
+        created.metadata.managed_fields.is_some(),
+        "managedFields are recorded"
+    );
 
     let fetched = api.get("c1").await.expect("get");
     assert_eq!(fetched.uid().as_deref(), Some(uid.as_str()));
-    assert_eq!(fetched.data.as_ref().and_then(|d| d.get("k")).map(String::as_str), Some("1"));
+    assert_eq!(
+        fetched
+            .data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str),
+        Some("1")
+    );
 
     let mut changed = fetched.clone();
     changed.data = Some([("k".to_string(), "2".to_string())].into());
-    let replaced = api.replace("c1", &PostParams::default(), &changed).await.expect("replace");
+    let replaced = api
+        .replace("c1", &PostParams::default(), &changed)
+        .await
+        .expect("replace");
     let rv2 = replaced.resource_version().expect("rv");
     assert_ne!(rv1, rv2, "an update issues a new resourceVersion");
 
     let patched = api
-        .patch("c1", &PatchParams::default(), &Patch::Merge(json!({"data": {"m": "x"}})))
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"m": "x"}})),
+        )
         .await
         .expect("merge patch");
     assert_eq!(patched.data.as_ref().map(|d| d.len()), Some(2));
     let patched = api
-        .patch("c1", &PatchParams::default(), &Patch::Strategic(json!({"metadata": {"labels": {"s": "y"}}})))
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"metadata": {"labels": {"s": "y"}}})),
+        )
         .await
         .expect("strategic merge patch");
     assert_eq!(patched.labels().get("s").map(String::as_str), Some("y"));
-    let names: Vec<String> = api.list(&ListParams::default()).await.expect("list").iter().map(|c| c.name_any()).collect();
+    let names: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
     assert_eq!(names, ["c1"]);
-    api.delete("c1", &DeleteParams::default()).await.expect("delete");
+    api.delete("c1", &DeleteParams::default())
+        .await
+        .expect("delete");
     let status = api_status(api.get("c1").await);
     assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
 }
@@ -169,11 +206,19 @@ async fn dynamic_objects_of_builtin_and_custom_kinds() {
         assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &resource);
         let object: DynamicObject = serde_json::from_value(body).expect("dynamic object");
-        let created = api.create(&PostParams::default(), &object).await.unwrap_or_else(|e| panic!("create {gvk:?}: {e}"));
-        assert_eq!(created.types.as_ref().map(|t| t.kind.as_str()), Some(gvk.kind.as_str()));
+        let created = api
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|e| panic!("create {gvk:?}: {e}"));
+        assert_eq!(
+            created.types.as_ref().map(|t| t.kind.as_str()),
+            Some(gvk.kind.as_str())
+        );
         let listed = api.list(&ListParams::default()).await.expect("list");
         assert_eq!(listed.items.len(), 1, "{gvk:?}");
-        api.delete("d1", &DeleteParams::default()).await.expect("delete");
+        api.delete("d1", &DeleteParams::default())
+            .await
+            .expect("delete");
     }
 }
 
@@ -183,19 +228,40 @@ async fn list_with_selectors_and_pagination() {
     let api: Api<ConfigMap> = Api::namespaced(client, &ns);
     for i in 0..7 {
         let app = if i % 2 == 0 { "web" } else { "db" };
-        let labels = if i < 3 { json!({"app": app, "tier": "front"}) } else { json!({"app": app}) };
-        api.create(&PostParams::default(), &configmap(&format!("cm-{i}"), labels, json!({})))
-            .await
-            .expect("create");
+        let labels = if i < 3 {
+            json!({"app": app, "tier": "front"})
+        } else {
+            json!({"app": app})
+        };
+        api.create(
+            &PostParams::default(),
+            &configmap(&format!("cm-{i}"), labels, json!({})),
+        )
+        .await
+        .expect("create");
     }
-    let names = |list: &kube::core::ObjectList<ConfigMap>| -> Vec<String> { list.iter().map(|c| c.name_any()).collect() };
-    let web = api.list(&ListParams::default().labels("app=web")).await.expect("list");
+    let names = |list: &kube::core::ObjectList<ConfigMap>| -> Vec<String> {
+        list.iter().map(|c| c.name_any()).collect()
+    };
+    let web = api
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .expect("list");
     assert_eq!(names(&web), ["cm-0", "cm-2", "cm-4", "cm-6"]);
-    let set = api.list(&ListParams::default().labels("app in (db),tier")).await.expect("list");
+    let set = api
+        .list(&ListParams::default().labels("app in (db),tier"))
+        .await
+        .expect("list");
     assert_eq!(names(&set), ["cm-1"]);
-    let not = api.list(&ListParams::default().labels("!tier,app!=web")).await.expect("list");
+    let not = api
+        .list(&ListParams::default().labels("!tier,app!=web"))
+        .await
+        .expect("list");
     assert_eq!(names(&not), ["cm-3", "cm-5"]);
-    let by_name = api.list(&ListParams::default().fields("metadata.name=cm-5")).await.expect("list");
+    let by_name = api
+        .list(&ListParams::default().fields("metadata.name=cm-5"))
+        .await
+        .expect("list");
     assert_eq!(names(&by_name), ["cm-5"]);
 
     let mut pages = Vec::new();
@@ -209,8 +275,18 @@ async fn list_with_selectors_and_pagination() {
         }
         assert!(pages.len() < 10, "pagination does not end: {pages:?}");
     }
-    assert_eq!(pages, [vec!["cm-0", "cm-1", "cm-2"], vec!["cm-3", "cm-4", "cm-5"], vec!["cm-6"]]);
-    let first = api.list(&ListParams::default().limit(3)).await.expect("page");
+    assert_eq!(
+        pages,
+        [
+            vec!["cm-0", "cm-1", "cm-2"],
+            vec!["cm-3", "cm-4", "cm-5"],
+            vec!["cm-6"]
+        ]
+    );
+    let first = api
+        .list(&ListParams::default().limit(3))
+        .await
+        .expect("page");
     assert_eq!(first.metadata.remaining_item_count, Some(4));
 }
 
@@ -218,16 +294,29 @@ async fn list_with_selectors_and_pagination() {
 async fn a_watcher_relists_after_its_resource_version_expires() {
     // History of 16 changes: a watcher idle while 60 other writes happen
     // resumes from an expired resourceVersion.
-    let server = server::start(opctl_envtest::Config { watch_history: 16, ..Default::default() }).await;
+    let server = server::start(opctl_envtest::Config {
+        watch_history: 16,
+        ..Default::default()
+    })
+    .await;
     let client = client_for(&server.kubeconfig_yaml()).await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
-        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "expiry"}})).expect("ns"))
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "expiry"}})).expect("ns"),
+        )
         .await
         .expect("namespace");
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "expiry");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "expiry");
-    configmaps.create(&PostParams::default(), &configmap("before", json!({}), json!({}))).await.expect("create");
+    configmaps
+        .create(
+            &PostParams::default(),
+            &configmap("before", json!({}), json!({})),
+        )
+        .await
+        .expect("create");
 
     // Short server-side timeouts make the watcher reconnect with its last
     // resourceVersion; without bookmarks that stays the last ConfigMap change.
@@ -248,22 +337,40 @@ async fn a_watcher_relists_after_its_resource_version_expires() {
                 if !churned {
                     churned = true;
                     for i in 0..60 {
-                        let s: Secret = serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}})).expect("secret");
-                        secrets.create(&PostParams::default(), &s).await.expect("secret");
+                        let s: Secret =
+                            serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}}))
+                                .expect("secret");
+                        secrets
+                            .create(&PostParams::default(), &s)
+                            .await
+                            .expect("secret");
                     }
-                    configmaps.create(&PostParams::default(), &configmap("after", json!({}), json!({}))).await.expect("create");
+                    configmaps
+                        .create(
+                            &PostParams::default(),
+                            &configmap("after", json!({}), json!({})),
+                        )
+                        .await
+                        .expect("create");
                 }
             }
-            Some(Ok(watcher::Event::Apply(cm) | watcher::Event::InitApply(cm))) if cm.name_any() == "after" => {
+            Some(Ok(watcher::Event::Apply(cm) | watcher::Event::InitApply(cm)))
+                if cm.name_any() == "after" =>
+            {
                 seen_after = true;
             }
             Some(Ok(_)) => {}
-            Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => seen_expired = true,
+            Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {
+                seen_expired = true
+            }
             Some(Err(e)) => panic!("watcher error other than an expired resourceVersion: {e:?}"),
             None => panic!("watcher stream ended"),
         }
     }
-    assert!(initial_done >= 2, "the watcher must relist after the 410 (InitDone seen {initial_done} times)");
+    assert!(
+        initial_done >= 2,
+        "the watcher must relist after the 410 (InitDone seen {initial_done} times)"
+    );
     server.shutdown().await;
 }
 
@@ -291,11 +398,18 @@ async fn reconcile(widget: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, Reconci
     .expect("child");
     let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
     configmaps
-        .patch(&format!("{name}-config"), &PatchParams::apply("widget-controller").force(), &Patch::Apply(&child))
+        .patch(
+            &format!("{name}-config"),
+            &PatchParams::apply("widget-controller").force(),
+            &Patch::Apply(&child),
+        )
         .await?;
     let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
-    let status = json!({"status": {"ready": true, "observedGeneration": widget.metadata.generation}});
-    widgets.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await?;
+    let status =
+        json!({"status": {"ready": true, "observedGeneration": widget.metadata.generation}});
+    widgets
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
     Ok(Action::await_change())
 }
 
@@ -309,7 +423,10 @@ async fn a_controller_reconciles_a_custom_resource_and_writes_status() {
     widget_crd(&client).await;
     let widgets: Api<Widget> = Api::namespaced(client.clone(), &ns);
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    let ctx = Arc::new(Ctx { client: client.clone(), reconciles: AtomicUsize::new(0) });
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        reconciles: AtomicUsize::new(0),
+    });
     let controller = Controller::new(widgets.clone(), watcher::Config::default())
         .owns(configmaps.clone(), watcher::Config::default())
         .run(reconcile, error_policy, ctx.clone())
@@ -317,33 +434,80 @@ async fn a_controller_reconciles_a_custom_resource_and_writes_status() {
     let running = tokio::spawn(controller);
 
     widgets
-        .create(&PostParams::default(), &Widget::new("w1", WidgetSpec { color: "red".into(), size: None }))
+        .create(
+            &PostParams::default(),
+            &Widget::new(
+                "w1",
+                WidgetSpec {
+                    color: "red".into(),
+                    size: None,
+                },
+            ),
+        )
         .await
         .expect("create widget");
     let ready = await_condition(widgets.clone(), "w1", |w: Option<&Widget>| {
-        w.and_then(|w| w.status.as_ref()).is_some_and(|s| s.ready && s.observed_generation == Some(1))
+        w.and_then(|w| w.status.as_ref())
+            .is_some_and(|s| s.ready && s.observed_generation == Some(1))
     });
-    tokio::time::timeout(Duration::from_secs(20), ready).await.expect("status not written within 20 s").expect("wait");
-    let child = configmaps.get("w1-config").await.expect("the owned ConfigMap exists");
-    let owner = child.owner_references().first().cloned().expect("ownerReference");
-    assert_eq!((owner.kind.as_str(), owner.name.as_str(), owner.controller), ("Widget", "w1", Some(true)));
+    tokio::time::timeout(Duration::from_secs(20), ready)
+        .await
+        .expect("status not written within 20 s")
+        .expect("wait");
+    let child = configmaps
+        .get("w1-config")
+        .await
+        .expect("the owned ConfigMap exists");
+    let owner = child
+        .owner_references()
+        .first()
+        .cloned()
+        .expect("ownerReference");
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("Widget", "w1", Some(true))
+    );
 
     // A spec change bumps generation and is reconciled.
     widgets
-        .patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}})))
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"color": "blue"}})),
+        )
         .await
         .expect("patch spec");
     let updated = await_condition(widgets.clone(), "w1", |w: Option<&Widget>| {
-        w.and_then(|w| w.status.as_ref()).is_some_and(|s| s.observed_generation == Some(2))
+        w.and_then(|w| w.status.as_ref())
+            .is_some_and(|s| s.observed_generation == Some(2))
     });
-    tokio::time::timeout(Duration::from_secs(20), updated).await.expect("second reconcile within 20 s").expect("wait");
-    let color = configmaps.get("w1-config").await.expect("child").data.and_then(|d| d.get("color").cloned());
+    tokio::time::timeout(Duration::from_secs(20), updated)
+        .await
+        .expect("second reconcile within 20 s")
+        .expect("wait");
+    let color = configmaps
+        .get("w1-config")
+        .await
+        .expect("child")
+        .data
+        .and_then(|d| d.get("color").cloned());
     assert_eq!(color.as_deref(), Some("blue"));
 
     // Deleting the owner collects the child.
-    widgets.delete("w1", &DeleteParams::default()).await.expect("delete widget");
-    let gone = await_condition(configmaps.clone(), "w1-config", conditions::is_deleted(&child.uid().unwrap_or_default()));
-    tokio::time::timeout(Duration::from_secs(20), gone).await.expect("child not collected within 20 s").expect("wait");
+    widgets
+        .delete("w1", &DeleteParams::default())
+        .await
+        .expect("delete widget");
+    let child_uid = child.uid().unwrap_or_default();
+    let gone = await_condition(
+        configmaps.clone(),
+        "w1-config",
+        conditions::is_deleted(&child_uid),
+    );
+    tokio::time::timeout(Duration::from_secs(20), gone)
+        .await
+        .expect("child not collected within 20 s")
+        .expect("wait");
     running.abort();
     assert!(ctx.reconciles.load(Ordering::Relaxed) >= 2);
 }
@@ -353,40 +517,121 @@ async fn server_side_apply_conflicts_and_force() {
     let (client, ns) = setup("kr-ssa").await;
     let api: Api<ConfigMap> = Api::namespaced(client, &ns);
     let body = |v: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}, "data": {"k": v}});
-    let created = api.patch("app", &PatchParams::apply("alpha"), &Patch::Apply(body("1"))).await.expect("apply-create");
-    assert_eq!(created.data.as_ref().and_then(|d| d.get("k")).map(String::as_str), Some("1"));
-    let status = api_status(api.patch("app", &PatchParams::apply("beta"), &Patch::Apply(body("2"))).await);
-    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"), "{status:?}");
-    assert!(status.message.contains("conflict with \"alpha\""), "{}", status.message);
-    let forced = api.patch("app", &PatchParams::apply("beta").force(), &Patch::Apply(body("2"))).await.expect("forced apply");
-    assert_eq!(forced.data.as_ref().and_then(|d| d.get("k")).map(String::as_str), Some("2"));
-    let managers: BTreeSet<String> = forced.managed_fields().iter().filter_map(|m| m.manager.clone()).collect();
+    let created = api
+        .patch(
+            "app",
+            &PatchParams::apply("alpha"),
+            &Patch::Apply(body("1")),
+        )
+        .await
+        .expect("apply-create");
+    assert_eq!(
+        created
+            .data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str),
+        Some("1")
+    );
+    let status = api_status(
+        api.patch("app", &PatchParams::apply("beta"), &Patch::Apply(body("2")))
+            .await,
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (409, "Conflict"),
+        "{status:?}"
+    );
+    assert!(
+        status.message.contains("conflict with \"alpha\""),
+        "{}",
+        status.message
+    );
+    let forced = api
+        .patch(
+            "app",
+            &PatchParams::apply("beta").force(),
+            &Patch::Apply(body("2")),
+        )
+        .await
+        .expect("forced apply");
+    assert_eq!(
+        forced
+            .data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str),
+        Some("2")
+    );
+    let managers: BTreeSet<String> = forced
+        .managed_fields()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
     assert!(managers.contains("beta"), "{managers:?}");
     // Shared ownership: alpha applying beta's value is no conflict.
-    api.patch("app", &PatchParams::apply("alpha"), &Patch::Apply(body("2"))).await.expect("same value, no conflict");
+    api.patch(
+        "app",
+        &PatchParams::apply("alpha"),
+        &Patch::Apply(body("2")),
+    )
+    .await
+    .expect("same value, no conflict");
 }
 
 #[tokio::test]
 async fn a_stale_resource_version_is_a_conflict() {
     let (client, ns) = setup("kr-occ").await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    let original = api.create(&PostParams::default(), &configmap("c", json!({}), json!({"v": "0"}))).await.expect("create");
+    let original = api
+        .create(
+            &PostParams::default(),
+            &configmap("c", json!({}), json!({"v": "0"})),
+        )
+        .await
+        .expect("create");
     let mut first = original.clone();
     first.data = Some([("v".to_string(), "1".to_string())].into());
-    api.replace("c", &PostParams::default(), &first).await.expect("first writer wins");
+    api.replace("c", &PostParams::default(), &first)
+        .await
+        .expect("first writer wins");
     let mut second = original.clone();
     second.data = Some([("v".to_string(), "2".to_string())].into());
     let status = api_status(api.replace("c", &PostParams::default(), &second).await);
-    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"), "{status:?}");
-    assert!(status.message.contains("the object has been modified"), "{}", status.message);
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (409, "Conflict"),
+        "{status:?}"
+    );
+    assert!(
+        status.message.contains("the object has been modified"),
+        "{}",
+        status.message
+    );
 
     // Custom resources refuse an update without resourceVersion.
     widget_crd(&client).await;
     let widgets: Api<Widget> = Api::namespaced(client, &ns);
-    let w = widgets.create(&PostParams::default(), &Widget::new("w", WidgetSpec { color: "red".into(), size: Some(1) })).await.expect("create");
+    let w = widgets
+        .create(
+            &PostParams::default(),
+            &Widget::new(
+                "w",
+                WidgetSpec {
+                    color: "red".into(),
+                    size: Some(1),
+                },
+            ),
+        )
+        .await
+        .expect("create");
     let mut unconditional = w.clone();
     unconditional.metadata.resource_version = None;
-    let status = api_status(widgets.replace("w", &PostParams::default(), &unconditional).await);
+    let status = api_status(
+        widgets
+            .replace("w", &PostParams::default(), &unconditional)
+            .await,
+    );
     assert_eq!(status.code, 422, "{status:?}");
 }
 
@@ -395,7 +640,19 @@ async fn the_finalizer_helper_runs_cleanup_before_deletion() {
     let (client, ns) = setup("kr-fin").await;
     widget_crd(&client).await;
     let widgets: Api<Widget> = Api::namespaced(client.clone(), &ns);
-    widgets.create(&PostParams::default(), &Widget::new("f", WidgetSpec { color: "red".into(), size: None })).await.expect("create");
+    widgets
+        .create(
+            &PostParams::default(),
+            &Widget::new(
+                "f",
+                WidgetSpec {
+                    color: "red".into(),
+                    size: None,
+                },
+            ),
+        )
+        .await
+        .expect("create");
     let name = "kube.opctl.test/cleanup";
     let cleaned = Arc::new(AtomicUsize::new(0));
     let run = |obj: Widget| {
@@ -412,11 +669,16 @@ async fn the_finalizer_helper_runs_cleanup_before_deletion() {
         }
     };
     // First pass adds the finalizer.
-    run(widgets.get("f").await.expect("get")).await.expect("finalizer add");
+    run(widgets.get("f").await.expect("get"))
+        .await
+        .expect("finalizer add");
     let with = widgets.get("f").await.expect("get");
     assert_eq!(with.finalizers(), [name.to_string()]);
     // Delete: the object stays, marked for deletion.
-    widgets.delete("f", &DeleteParams::default()).await.expect("delete");
+    widgets
+        .delete("f", &DeleteParams::default())
+        .await
+        .expect("delete");
     let marked = widgets.get("f").await.expect("still there");
     assert!(marked.meta().deletion_timestamp.is_some());
     // Second pass cleans up and removes the finalizer: the object goes.
@@ -430,8 +692,20 @@ async fn the_finalizer_helper_runs_cleanup_before_deletion() {
 async fn the_event_recorder_publishes_events_both_apis_show() {
     let (client, ns) = setup("kr-events").await;
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    let cm = configmaps.create(&PostParams::default(), &configmap("subject", json!({}), json!({}))).await.expect("create");
-    let recorder = Recorder::new(client.clone(), Reporter { controller: "opctl-tests".into(), instance: None });
+    let cm = configmaps
+        .create(
+            &PostParams::default(),
+            &configmap("subject", json!({}), json!({})),
+        )
+        .await
+        .expect("create");
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "opctl-tests".into(),
+            instance: None,
+        },
+    );
     let event = KubeEvent {
         type_: EventType::Normal,
         reason: "Tested".into(),
@@ -441,15 +715,28 @@ async fn the_event_recorder_publishes_events_both_apis_show() {
     };
     let reference = cm.object_ref(&());
     recorder.publish(&event, &reference).await.expect("publish");
-    recorder.publish(&event, &reference).await.expect("publish again (series update)");
+    recorder
+        .publish(&event, &reference)
+        .await
+        .expect("publish again (series update)");
 
     let new_api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), &ns);
-    let events = new_api.list(&ListParams::default()).await.expect("events.k8s.io list");
-    assert_eq!(events.items.len(), 1, "a repeated event is one object with a series");
+    let events = new_api
+        .list(&ListParams::default())
+        .await
+        .expect("events.k8s.io list");
+    assert_eq!(
+        events.items.len(),
+        1,
+        "a repeated event is one object with a series"
+    );
     let e = &events.items[0];
     assert_eq!(e.reason.as_deref(), Some("Tested"));
     assert_eq!(e.note.as_deref(), Some("it works"));
-    assert_eq!(e.regarding.as_ref().and_then(|r| r.name.as_deref()), Some("subject"));
+    assert_eq!(
+        e.regarding.as_ref().and_then(|r| r.name.as_deref()),
+        Some("subject")
+    );
     assert!(e.series.is_some(), "the second publish records a series");
 
     let core_api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client, &ns);
@@ -471,21 +758,47 @@ async fn leases_renew_and_lose_races() {
         "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "acquireTime": "2026-01-01T00:00:00.000000Z", "renewTime": "2026-01-01T00:00:00.000000Z", "leaseTransitions": 0},
     }))
     .expect("lease");
-    let held = leases.create(&PostParams::default(), &lease).await.expect("create lease");
+    let held = leases
+        .create(&PostParams::default(), &lease)
+        .await
+        .expect("create lease");
     let mut renewed = held.clone();
     if let Some(spec) = renewed.spec.as_mut() {
-        spec.renew_time = serde_json::from_value(json!("2026-01-01T00:00:05.123456Z")).expect("time");
+        spec.renew_time =
+            serde_json::from_value(json!("2026-01-01T00:00:05.123456Z")).expect("time");
     }
-    let renewed = leases.replace("leader", &PostParams::default(), &renewed).await.expect("renew");
-    let renew_time = serde_json::to_value(renewed.spec.as_ref().and_then(|s| s.renew_time.clone())).expect("json");
-    assert_eq!(renew_time, json!("2026-01-01T00:00:05.123456Z"), "MicroTime keeps microseconds");
+    let renewed = leases
+        .replace("leader", &PostParams::default(), &renewed)
+        .await
+        .expect("renew");
+    let renew_time = serde_json::to_value(renewed.spec.as_ref().and_then(|s| s.renew_time.clone()))
+        .expect("json");
+    assert_eq!(
+        renew_time,
+        json!("2026-01-01T00:00:05.123456Z"),
+        "MicroTime keeps microseconds"
+    );
     // Another candidate still holding the first version loses.
     let mut stale = held.clone();
     if let Some(spec) = stale.spec.as_mut() {
         spec.holder_identity = Some("b".into());
     }
-    let status = api_status(leases.replace("leader", &PostParams::default(), &stale).await);
+    let status = api_status(
+        leases
+            .replace("leader", &PostParams::default(), &stale)
+            .await,
+    );
     assert_eq!(status.code, 409);
-    let all: Vec<Lease> = leases.list(&ListParams::default()).await.expect("list").items;
-    assert_eq!(all[0].spec.as_ref().and_then(|s| s.holder_identity.as_deref()), Some("a"));
+    let all: Vec<Lease> = leases
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items;
+    assert_eq!(
+        all[0]
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref()),
+        Some("a")
+    );
 }

@@ -5,10 +5,10 @@
 //! Missing python3 or pip fails the test with the reason; it never skips.
 
 #[allow(dead_code)]
-mod support;
-#[allow(dead_code)]
 #[path = "support/server.rs"]
 mod server;
+#[allow(dead_code)]
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,15 +46,21 @@ fn python() -> &'static Path {
         let dir = venv_dir();
         let python = dir.join("bin/python");
         let marker = dir.join("installed.txt");
-        if std::fs::read_to_string(&marker).ok().as_deref() == Some(KUBERNETES_CLIENT) && python.exists() {
+        if std::fs::read_to_string(&marker).ok().as_deref() == Some(KUBERNETES_CLIENT)
+            && python.exists()
+        {
             return python;
         }
         match Command::new("python3").arg("--version").output() {
             Ok(out) if out.status.success() => {}
-            _ => panic!("python3 is not on PATH: the Python-client suite needs Python 3 with venv and pip"),
+            _ => panic!(
+                "python3 is not on PATH: the Python-client suite needs Python 3 with venv and pip"
+            ),
         }
         run(
-            Command::new("python3").args(["-m", "venv", "--clear"]).arg(&dir),
+            Command::new("python3")
+                .args(["-m", "venv", "--clear"])
+                .arg(&dir),
             "creating the virtualenv (python3 -m venv; on Debian install python3-venv)",
         );
         run(
@@ -83,12 +89,18 @@ fn create_namespace(base_url: &str, ns: &str) {
         .enable_all()
         .build()
         .expect("runtime");
-    let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    let body =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
     let request = HttpRequest::new("POST", "/api/v1/namespaces").json(&body);
     let response = runtime
         .block_on(Http::new(base_url).send(&request, Duration::from_secs(10)))
         .unwrap_or_else(|e| panic!("creating namespace {ns}: {e}"));
-    assert_eq!(response.status, 201, "creating namespace {ns}: {}", response.text());
+    assert_eq!(
+        response.status,
+        201,
+        "creating namespace {ns}: {}",
+        response.text()
+    );
 }
 
 /// Runs tests/python/<script> against the shared server in a new namespace.
@@ -107,7 +119,10 @@ fn run_script(script: &str) {
             .env("PYTHONDONTWRITEBYTECODE", "1"),
         &format!("tests/python/{script}"),
     );
-    assert!(out.contains(": ok"), "{script} did not report success:\n{out}");
+    assert!(
+        out.contains(": ok"),
+        "{script} did not report success:\n{out}"
+    );
 }
 
 #[test]

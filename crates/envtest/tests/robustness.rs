@@ -3,10 +3,10 @@
 //! event in order.
 
 #[allow(dead_code)]
-mod support;
-#[allow(dead_code)]
 #[path = "support/server.rs"]
 mod server;
+#[allow(dead_code)]
+mod support;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -67,7 +67,9 @@ fn exchange(base_url: &str, request: &[u8]) -> Result<Raw, String> {
     stream
         .set_read_timeout(Some(Duration::from_secs(15)))
         .map_err(|e| e.to_string())?;
-    stream.write_all(request).map_err(|e| format!("write: {e}"))?;
+    stream
+        .write_all(request)
+        .map_err(|e| format!("write: {e}"))?;
     let mut answer = Vec::new();
     if let Err(e) = stream.read_to_end(&mut answer) {
         if answer.is_empty() {
@@ -81,7 +83,12 @@ fn parse_raw(answer: &[u8]) -> Result<Raw, String> {
     let split = answer
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| format!("no complete header block in {:?}", String::from_utf8_lossy(answer)))?;
+        .ok_or_else(|| {
+            format!(
+                "no complete header block in {:?}",
+                String::from_utf8_lossy(answer)
+            )
+        })?;
     let head = String::from_utf8_lossy(&answer[..split]).into_owned();
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or_default();
@@ -95,10 +102,17 @@ fn parse_raw(answer: &[u8]) -> Result<Raw, String> {
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
     let mut body = answer[split + 4..].to_vec();
-    if headers.get("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
+    if headers
+        .get("transfer-encoding")
+        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
+    {
         body = dechunk(&body)?;
     }
-    Ok(Raw { status, headers, body })
+    Ok(Raw {
+        status,
+        headers,
+        body,
+    })
 }
 
 fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
@@ -142,15 +156,28 @@ fn check_answer(raw: &Raw) -> Result<(), String> {
     let status: Value = serde_json::from_slice(&raw.body)
         .map_err(|e| format!("error {} without a JSON Status ({e}): {text:?}", raw.status))?;
     let message = status["message"].as_str().unwrap_or_default();
-    let content_type = raw.headers.get("content-type").map(String::as_str).unwrap_or_default();
+    let content_type = raw
+        .headers
+        .get("content-type")
+        .map(String::as_str)
+        .unwrap_or_default();
     if !content_type.starts_with("application/json") {
-        return Err(format!("error {} Status sent as {content_type:?}", raw.status));
+        return Err(format!(
+            "error {} Status sent as {content_type:?}",
+            raw.status
+        ));
     }
     if status["kind"] != "Status" || status["apiVersion"] != "v1" || status["status"] != "Failure" {
-        return Err(format!("error {} body is not a Failure Status: {status}", raw.status));
+        return Err(format!(
+            "error {} body is not a Failure Status: {status}",
+            raw.status
+        ));
     }
     if status["code"].as_u64() != Some(u64::from(raw.status)) {
-        return Err(format!("Status code {} differs from HTTP {}", status["code"], raw.status));
+        return Err(format!(
+            "Status code {} differs from HTTP {}",
+            status["code"], raw.status
+        ));
     }
     if raw.status >= 500 && !documented_server_error(raw, message) {
         return Err(format!("server error {}: {status}", raw.status));
@@ -159,16 +186,27 @@ fn check_answer(raw: &Raw) -> Result<(), String> {
 }
 
 fn healthy(base_url: &str) -> Result<(), String> {
-    let raw = exchange(base_url, b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    let raw = exchange(
+        base_url,
+        b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )?;
     if raw.status != 200 || raw.body != b"ok" {
-        return Err(format!("/readyz answered {} {:?}", raw.status, String::from_utf8_lossy(&raw.body)));
+        return Err(format!(
+            "/readyz answered {} {:?}",
+            raw.status,
+            String::from_utf8_lossy(&raw.body)
+        ));
     }
     let raw = exchange(
         base_url,
         b"GET /api/v1/namespaces/fuzz/configmaps/target HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
     )?;
     if raw.status != 200 {
-        return Err(format!("a valid GET answered {}: {}", raw.status, String::from_utf8_lossy(&raw.body)));
+        return Err(format!(
+            "a valid GET answered {}: {}",
+            raw.status,
+            String::from_utf8_lossy(&raw.body)
+        ));
     }
     Ok(())
 }
@@ -190,19 +228,43 @@ fn segment() -> impl Strategy<Value = String> {
 
 fn query() -> impl Strategy<Value = String> {
     let key = prop::sample::select(vec![
-        "labelSelector", "fieldSelector", "limit", "continue", "fieldManager", "force", "dryRun",
-        "fieldValidation", "propagationPolicy", "gracePeriodSeconds", "resourceVersionMatch",
-        "includeObject", "pretty", "orphanDependents", "x",
+        "labelSelector",
+        "fieldSelector",
+        "limit",
+        "continue",
+        "fieldManager",
+        "force",
+        "dryRun",
+        "fieldValidation",
+        "propagationPolicy",
+        "gracePeriodSeconds",
+        "resourceVersionMatch",
+        "includeObject",
+        "pretty",
+        "orphanDependents",
+        "x",
     ]);
     let value = prop_oneof![
         "[ -~]{0,16}".prop_map(|s| support::http::encode_component(&s)),
-        prop::collection::vec(any::<u8>(), 0..8)
-            .prop_map(|bytes| bytes.iter().map(|b| format!("%{b:02X}")).collect::<String>()),
-        prop::sample::select(vec!["All", "Strict", "Orphan", "true", "-1", "99999999999999999999", "app in (a", "!!"])
-            .prop_map(str::to_string),
+        prop::collection::vec(any::<u8>(), 0..8).prop_map(|bytes| bytes
+            .iter()
+            .map(|b| format!("%{b:02X}"))
+            .collect::<String>()),
+        prop::sample::select(vec![
+            "All",
+            "Strict",
+            "Orphan",
+            "true",
+            "-1",
+            "99999999999999999999",
+            "app in (a",
+            "!!"
+        ])
+        .prop_map(str::to_string),
     ];
     // resourceVersion only with values that answer at once (a future one waits 3 s).
-    let rv = prop::sample::select(vec!["", "0", "1", "abc"]).prop_map(|v| format!("resourceVersion={v}"));
+    let rv = prop::sample::select(vec!["", "0", "1", "abc"])
+        .prop_map(|v| format!("resourceVersion={v}"));
     prop_oneof![
         4 => prop::collection::vec((key, value), 0..4).prop_map(|pairs| {
             pairs.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&")
@@ -227,10 +289,38 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
             prop::collection::vec(
-                (prop::sample::select(vec!["apiVersion", "kind", "metadata", "name", "namespace", "spec", "data", "labels", "finalizers", "ownerReferences", "status", "op", "path", "value", "$patch", "containers", "resourceVersion", "x"]), inner),
+                (
+                    prop::sample::select(vec![
+                        "apiVersion",
+                        "kind",
+                        "metadata",
+                        "name",
+                        "namespace",
+                        "spec",
+                        "data",
+                        "labels",
+                        "finalizers",
+                        "ownerReferences",
+                        "status",
+                        "op",
+                        "path",
+                        "value",
+                        "$patch",
+                        "containers",
+                        "resourceVersion",
+                        "x"
+                    ]),
+                    inner
+                ),
                 0..5
             )
-            .prop_map(|v| format!("{{{}}}", v.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(","))),
+            .prop_map(|v| format!(
+                "{{{}}}",
+                v.iter()
+                    .map(|(k, v)| format!("\"{k}\":{v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
         ]
     });
     let configmap = prop::collection::btree_map("[a-z]{1,4}", "[ -~]{0,8}", 0..4).prop_map(|data| {
@@ -351,17 +441,37 @@ async fn concurrent_writers_and_watchers_see_every_event_in_order() {
     let server = server::start(Config::default()).await;
     let http = Http::new(&server.base_url());
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "conc"}});
-    let created = http.send(&HttpRequest::new("POST", "/api/v1/namespaces").json(&ns), Duration::from_secs(10)).await.expect("namespace");
+    let created = http
+        .send(
+            &HttpRequest::new("POST", "/api/v1/namespaces").json(&ns),
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("namespace");
     assert_eq!(created.status, 201, "{}", created.text());
-    let list = http.send(&HttpRequest::new("GET", "/api/v1/namespaces/conc/configmaps"), Duration::from_secs(10)).await.expect("list");
-    let start_rv = list.json().expect("list JSON")["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string();
+    let list = http
+        .send(
+            &HttpRequest::new("GET", "/api/v1/namespaces/conc/configmaps"),
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("list");
+    let start_rv = list.json().expect("list JSON")["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
 
     let mut watchers = Vec::new();
     for _ in 0..WATCHERS {
         let http = Http::new(&server.base_url());
-        let target = format!("/api/v1/namespaces/conc/configmaps?watch=true&resourceVersion={start_rv}&timeoutSeconds=120");
+        let target = format!(
+            "/api/v1/namespaces/conc/configmaps?watch=true&resourceVersion={start_rv}&timeoutSeconds=120"
+        );
         watchers.push(tokio::spawn(async move {
-            http.watch_until(&target, Duration::from_secs(120), |events| events.len() >= EVENTS).await
+            http.watch_until(&target, Duration::from_secs(120), |events| {
+                events.len() >= EVENTS
+            })
+            .await
         }));
     }
     let mut writers = Vec::new();
@@ -396,32 +506,59 @@ async fn concurrent_writers_and_watchers_see_every_event_in_order() {
     let deadline = Duration::from_secs(150);
     let mut written = Vec::new();
     for writer in writers {
-        let rvs = tokio::time::timeout(deadline, writer).await.expect("writers deadlocked").expect("writer task").expect("writer");
+        let rvs = tokio::time::timeout(deadline, writer)
+            .await
+            .expect("writers deadlocked")
+            .expect("writer task")
+            .expect("writer");
         written.extend(rvs);
     }
     let mut reference: Option<Vec<(String, String, String)>> = None;
     for (i, watcher) in watchers.into_iter().enumerate() {
-        let events = tokio::time::timeout(deadline, watcher).await.expect("watchers deadlocked").expect("watcher task").unwrap_or_else(|e| panic!("watcher {i}: {e}"));
+        let events = tokio::time::timeout(deadline, watcher)
+            .await
+            .expect("watchers deadlocked")
+            .expect("watcher task")
+            .unwrap_or_else(|e| panic!("watcher {i}: {e}"));
         let seen: Vec<(String, String, String)> = events
             .iter()
             .take(EVENTS)
             .map(|e| {
                 (
                     e["type"].as_str().unwrap_or_default().to_string(),
-                    e["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string(),
-                    e["object"]["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string(),
+                    e["object"]["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    e["object"]["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
                 )
             })
             .collect();
-        let rvs: Vec<u64> = seen.iter().map(|(_, _, rv)| rv.parse().unwrap_or(0)).collect();
-        assert!(rvs.windows(2).all(|w| w[0] < w[1]), "watcher {i}: events not in resourceVersion order");
-        for (w, expected) in [("ADDED", WRITERS * OBJECTS_PER_WRITER), ("MODIFIED", WRITERS * OBJECTS_PER_WRITER), ("DELETED", WRITERS * OBJECTS_PER_WRITER)] {
+        let rvs: Vec<u64> = seen
+            .iter()
+            .map(|(_, _, rv)| rv.parse().unwrap_or(0))
+            .collect();
+        assert!(
+            rvs.windows(2).all(|w| w[0] < w[1]),
+            "watcher {i}: events not in resourceVersion order"
+        );
+        for (w, expected) in [
+            ("ADDED", WRITERS * OBJECTS_PER_WRITER),
+            ("MODIFIED", WRITERS * OBJECTS_PER_WRITER),
+            ("DELETED", WRITERS * OBJECTS_PER_WRITER),
+        ] {
             let count = seen.iter().filter(|(t, _, _)| t == w).count();
             assert_eq!(count, expected, "watcher {i}: {w} events");
         }
         match &reference {
             None => reference = Some(seen),
-            Some(first) => assert_eq!(first, &seen, "watcher {i} saw another sequence than watcher 0"),
+            Some(first) => assert_eq!(
+                first, &seen,
+                "watcher {i} saw another sequence than watcher 0"
+            ),
         }
     }
     let mut from_writes: Vec<u64> = written.iter().map(|rv| rv.parse().unwrap_or(0)).collect();
@@ -432,8 +569,14 @@ async fn concurrent_writers_and_watchers_see_every_event_in_order() {
         .filter(|(t, _, _)| t != "DELETED")
         .map(|(_, _, rv)| rv.parse().unwrap_or(0))
         .collect();
-    assert_eq!(watched, from_writes, "the watch must carry exactly the resourceVersions the writes returned");
-    let ready = http.send(&HttpRequest::new("GET", "/readyz"), Duration::from_secs(5)).await.expect("readyz");
+    assert_eq!(
+        watched, from_writes,
+        "the watch must carry exactly the resourceVersions the writes returned"
+    );
+    let ready = http
+        .send(&HttpRequest::new("GET", "/readyz"), Duration::from_secs(5))
+        .await
+        .expect("readyz");
     assert_eq!((ready.status, ready.text().as_str()), (200, "ok"));
     server.shutdown().await;
 }

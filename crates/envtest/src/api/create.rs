@@ -27,7 +27,13 @@ pub enum Input {
 }
 
 /// Creates an object of `res` in `ns` (empty for cluster-scoped resources).
-pub fn create(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> ApiResult<Written> {
+pub fn create(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    input: Input,
+    ctx: &WriteCtx,
+) -> ApiResult<Written> {
     let (mut obj, duplicates, applied) = match input {
         Input::Body { obj, duplicates } => (obj, duplicates, false),
         Input::Applied(obj) => (obj, Vec::new(), true),
@@ -85,10 +91,14 @@ pub fn create(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx)
         );
     }
     if !client_rv.is_empty() {
-        return Err(internal_no_reason("resourceVersion should not be set on objects to be created"));
+        return Err(internal_no_reason(
+            "resourceVersion should not be set on objects to be created",
+        ));
     }
     meta::remove_meta(&mut obj, "resourceVersion");
-    let is_service = res.builtin().is_some_and(|k| k.group.is_empty() && k.kind == "Service");
+    let is_service = res
+        .builtin()
+        .is_some_and(|k| k.group.is_empty() && k.kind == "Service");
     if is_service {
         let mut alloc = app.allocator.lock().unwrap_or_else(|e| e.into_inner());
         alloc
@@ -126,7 +136,9 @@ pub fn create(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx)
                 WriteError::AlreadyExists => {
                     Err(ApiError::already_exists(&res.group, &res.plural, &name))
                 }
-                other => Err(ApiError::internal(format!("storing the object failed: {other:?}"))),
+                other => Err(ApiError::internal(format!(
+                    "storing the object failed: {other:?}"
+                ))),
             }
         }
     }
@@ -143,12 +155,24 @@ fn prepare(res: &Resource, obj: &mut Value) {
         .and_then(Value::as_str)
         .filter(|g| !g.is_empty())
         .map(str::to_string);
-    let name_empty = m.get("name").and_then(Value::as_str).is_none_or(str::is_empty);
+    let name_empty = m
+        .get("name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
     if let (Some(prefix), true) = (generate, name_empty) {
-        m.insert("name".into(), Value::String(format!("{prefix}{}", random_suffix())));
+        m.insert(
+            "name".into(),
+            Value::String(format!("{prefix}{}", random_suffix())),
+        );
     }
-    m.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
-    m.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
+    m.insert(
+        "uid".into(),
+        Value::String(uuid::Uuid::new_v4().to_string()),
+    );
+    m.insert(
+        "creationTimestamp".into(),
+        Value::String(meta::now_rfc3339()),
+    );
     match res.builtin() {
         Some(kind) => builtin::prepare_for_create(kind, obj),
         None => {

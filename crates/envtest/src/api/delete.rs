@@ -77,7 +77,12 @@ pub fn delete(
     opts: &DeleteOptions,
 ) -> ApiResult<Written> {
     if is_kind(res, "", "namespaces") && IMMORTAL_NAMESPACES.contains(&name) {
-        return Err(ApiError::forbidden("", "namespaces", name, "this namespace may not be deleted"));
+        return Err(ApiError::forbidden(
+            "",
+            "namespaces",
+            name,
+            "this namespace may not be deleted",
+        ));
     }
     for _ in 0..8 {
         let stored = app
@@ -108,23 +113,38 @@ fn delete_once(
     if let Some(pre_uid) = &opts.precondition_uid
         && *pre_uid != uid
     {
-        return Err(Some(precondition_conflict(res, name, format!(
-            "the UID in the precondition ({pre_uid}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
-        ))));
+        return Err(Some(precondition_conflict(
+            res,
+            name,
+            format!(
+                "the UID in the precondition ({pre_uid}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+            ),
+        )));
     }
     if let Some(pre_rv) = &opts.precondition_rv
         && parse_rv(pre_rv) != current_rv
     {
-        return Err(Some(precondition_conflict(res, name, format!(
-            "the ResourceVersion in the precondition ({pre_rv}) does not match the ResourceVersion in record ({current_rv}). The object might have been modified"
-        ))));
+        return Err(Some(precondition_conflict(
+            res,
+            name,
+            format!(
+                "the ResourceVersion in the precondition ({pre_rv}) does not match the ResourceVersion in record ({current_rv}). The object might have been modified"
+            ),
+        )));
     }
     let now = meta::now_rfc3339();
     let write = |obj: Value| -> Result<Written, Option<ApiError>> {
         if opts.dry_run {
-            return Ok(Written { code: 200, body: obj, warnings: Vec::new() });
+            return Ok(Written {
+                code: 200,
+                body: obj,
+                warnings: Vec::new(),
+            });
         }
-        match app.store.update(&res.store_key, ns, name, current_rv, res.to_storage(obj)) {
+        match app
+            .store
+            .update(&res.store_key, ns, name, current_rv, res.to_storage(obj))
+        {
             Ok(s) => Ok(Written {
                 code: 200,
                 body: Arc::unwrap_or_clone(res.from_storage(&s)),
@@ -138,7 +158,11 @@ fn delete_once(
     // Namespaces: Terminating until the namespace controller has emptied them.
     if is_kind(res, "", "namespaces") {
         if meta::is_deleting(&view) {
-            return Ok(Written { code: 200, body: Arc::unwrap_or_clone(view), warnings: Vec::new() });
+            return Ok(Written {
+                code: 200,
+                body: Arc::unwrap_or_clone(view),
+                warnings: Vec::new(),
+            });
         }
         let mut obj = (*view).clone();
         meta::set_meta(&mut obj, "deletionTimestamp", Value::String(now));
@@ -155,7 +179,11 @@ fn delete_once(
 
     if meta::is_deleting(&view) {
         if finalizers == existing {
-            return Ok(Written { code: 200, body: Arc::unwrap_or_clone(view), warnings: Vec::new() });
+            return Ok(Written {
+                code: 200,
+                body: Arc::unwrap_or_clone(view),
+                warnings: Vec::new(),
+            });
         }
         let mut obj = (*view).clone();
         meta::set_finalizers(&mut obj, &finalizers);
@@ -204,7 +232,13 @@ fn delete_once(
         meta::set_meta(&mut shown, "deletionTimestamp", Value::String(now));
         meta::set_meta(&mut shown, "deletionGracePeriodSeconds", json!(0));
         if !opts.dry_run {
-            match app.store.update(&res.store_key, ns, name, current_rv, res.to_storage(shown.clone())) {
+            match app.store.update(
+                &res.store_key,
+                ns,
+                name,
+                current_rv,
+                res.to_storage(shown.clone()),
+            ) {
                 Ok(s) => {
                     shown = Arc::unwrap_or_clone(res.from_storage(&s));
                     expected_rv = parse_rv(meta::resource_version(&shown));
@@ -236,7 +270,11 @@ fn delete_once(
     } else {
         success_status(res, name, &uid)
     };
-    Ok(Written { code: 200, body, warnings: Vec::new() })
+    Ok(Written {
+        code: 200,
+        body,
+        warnings: Vec::new(),
+    })
 }
 
 /// Adds the CRD `Terminating` condition set when deletion starts.

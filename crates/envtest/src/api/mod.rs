@@ -134,7 +134,11 @@ pub(crate) fn check_type_meta(res: &Resource, obj: &mut Value) -> ApiResult<()> 
         }
     };
     let av = if av.is_empty() { want_av.clone() } else { av };
-    let kind = if kind.is_empty() { res.kind.clone() } else { kind };
+    let kind = if kind.is_empty() {
+        res.kind.clone()
+    } else {
+        kind
+    };
     let (body_group, body_version) = meta::split_api_version(&av);
     let same_kind = kind == res.kind;
     let ok = if res.is_custom() {
@@ -225,7 +229,10 @@ pub(crate) fn field_validation(
     unknown: &[String],
     duplicates: &[String],
 ) -> ApiResult<Vec<String>> {
-    let mut problems: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+    let mut problems: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
     problems.extend(duplicates.iter().map(|f| format!("duplicate field {f:?}")));
     match mode {
         FieldValidation::Ignore => Ok(Vec::new()),
@@ -271,7 +278,9 @@ pub(crate) fn check_namespace_accepts_create(
             &res.group,
             &res.plural,
             name,
-            &format!("unable to create new content in namespace {ns} because it is being terminated"),
+            &format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            ),
         );
         if let Some(d) = &mut err.details {
             d.causes.push(Cause::new(
@@ -328,7 +337,11 @@ pub(crate) fn common_update_causes(new: &Value, old: &Value) -> Vec<Cause> {
             .filter(|f| !old_f.contains(f))
             .collect();
         if !added.is_empty() {
-            let list = added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
+            let list = added
+                .iter()
+                .map(|f| format!("{f:?}"))
+                .collect::<Vec<_>>()
+                .join(", ");
             causes.push(Cause::forbidden(
                 "metadata.finalizers",
                 &format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{list}}}"),
@@ -391,7 +404,8 @@ pub(crate) fn random_suffix() -> String {
 
 /// Whether PUT without resourceVersion is allowed (custom resources and CRDs refuse it).
 pub(crate) fn allows_unconditional_update(res: &Resource) -> bool {
-    !(res.is_custom() || (res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions"))
+    !(res.is_custom()
+        || (res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions"))
 }
 
 /// `Operation cannot be fulfilled ...` for stale writes.

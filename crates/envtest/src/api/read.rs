@@ -67,9 +67,11 @@ fn bad_continue(detail: &str) -> ApiError {
 
 pub fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let raw = engine
-        .decode(token.trim_end_matches('='))
-        .map_err(|e| bad_continue(&format!("continue key is not valid: illegal base64 data: {e}")))?;
+    let raw = engine.decode(token.trim_end_matches('=')).map_err(|e| {
+        bad_continue(&format!(
+            "continue key is not valid: illegal base64 data: {e}"
+        ))
+    })?;
     let doc: Value = serde_json::from_slice(&raw).map_err(|_| {
         let first = raw.first().map(|b| char::from(*b)).unwrap_or(' ');
         bad_continue(&format!(
@@ -78,14 +80,18 @@ pub fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
         ))
     })?;
     if doc.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
-        return Err(bad_continue("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+        return Err(bad_continue(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
     }
     let rv = doc.get("rv").and_then(Value::as_u64).unwrap_or(0);
     let start = doc.get("start").and_then(Value::as_str).unwrap_or("");
     let start = start.trim_end_matches('\u{0}');
     let (ns, name) = start.split_once('/').unwrap_or(("", start));
     if rv == 0 {
-        return Err(bad_continue("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+        return Err(bad_continue(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
     }
     Ok((rv, (ns.to_string(), name.to_string())))
 }
@@ -130,7 +136,12 @@ pub async fn wait_for_rv(app: &App, rv: u64) -> ApiResult<()> {
     }
 }
 
-pub async fn list(app: &App, res: &Resource, ns: Option<&str>, opts: &ListOptions) -> ApiResult<Page> {
+pub async fn list(
+    app: &App,
+    res: &Resource,
+    ns: Option<&str>,
+    opts: &ListOptions,
+) -> ApiResult<Page> {
     let selectors = Selectors::parse(res, opts)?;
     let requested_rv = match opts.resource_version.as_deref() {
         None | Some("") => None,
@@ -148,11 +159,14 @@ pub async fn list(app: &App, res: &Resource, ns: Option<&str>, opts: &ListOption
             .list_at(&res.store_key, ns, Some(&after), rv)
             .map_err(|_| ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."))?;
         (items, rv)
-    } else if let (Some(rv), Some("Exact")) = (requested_rv, opts.resource_version_match.as_deref()) {
+    } else if let (Some(rv), Some("Exact")) = (requested_rv, opts.resource_version_match.as_deref())
+    {
         let items = app
             .store
             .list_at(&res.store_key, ns, None, rv)
-            .map_err(|_| ApiError::expired("The resourceVersion for the provided list is too old."))?;
+            .map_err(|_| {
+                ApiError::expired("The resourceVersion for the provided list is too old.")
+            })?;
         (items, rv)
     } else {
         app.store.list(&res.store_key, ns, None)
@@ -192,7 +206,10 @@ pub async fn list(app: &App, res: &Resource, ns: Option<&str>, opts: &ListOption
 /// The list metadata of a page.
 pub fn list_meta(page: &Page, custom: bool) -> Value {
     let mut m = Map::new();
-    m.insert("resourceVersion".into(), json!(page.resource_version.to_string()));
+    m.insert(
+        "resourceVersion".into(),
+        json!(page.resource_version.to_string()),
+    );
     match &page.continue_token {
         Some(c) => {
             m.insert("continue".into(), json!(c));

@@ -37,7 +37,9 @@ fn write_path(obj: &mut Value, path: &str, value: Value) {
             map.insert(k.clone(), value);
             return;
         }
-        cur = map.entry(k.clone()).or_insert_with(|| Value::Object(Map::new()));
+        cur = map
+            .entry(k.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
     }
 }
 
@@ -78,10 +80,16 @@ fn scale_paths(res: &Resource) -> ApiResult<&ScalePaths> {
 /// The Scale view of an object.
 pub fn to_scale(res: &Resource, obj: &Value) -> ApiResult<Value> {
     let paths = scale_paths(res)?;
-    let spec = read_path(obj, &paths.spec_replicas).and_then(|v| v.as_i64()).unwrap_or(0);
-    let status = read_path(obj, &paths.status_replicas).and_then(|v| v.as_i64()).unwrap_or(0);
+    let spec = read_path(obj, &paths.spec_replicas)
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    let status = read_path(obj, &paths.status_replicas)
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
     let selector = if paths.selector_from_spec {
-        obj.pointer("/spec/selector").map(selector_string).unwrap_or_default()
+        obj.pointer("/spec/selector")
+            .map(selector_string)
+            .unwrap_or_default()
     } else {
         paths
             .label_selector
@@ -92,7 +100,13 @@ pub fn to_scale(res: &Resource, obj: &Value) -> ApiResult<Value> {
     };
     let m = meta::metadata(obj).cloned().unwrap_or_default();
     let mut metadata = Map::new();
-    for k in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
         if let Some(v) = m.get(k) {
             metadata.insert(k.into(), v.clone());
         }
@@ -151,7 +165,11 @@ fn write_scale(
                 "autoscaling",
                 "Scale",
                 name,
-                vec![crate::error::Cause::invalid("spec.replicas", &json!(replicas), "must be greater than or equal to 0")],
+                vec![crate::error::Cause::invalid(
+                    "spec.replicas",
+                    &json!(replicas),
+                    "must be greater than or equal to 0",
+                )],
             )));
         }
         let mut obj = (*view).clone();
@@ -177,7 +195,14 @@ fn builtin_scale_view(res: &Resource) -> Resource {
 }
 
 /// PUT `/scale`.
-pub fn replace(app: &App, res: &Resource, ns: &str, name: &str, body: Value, ctx: &WriteCtx) -> ApiResult<Written> {
+pub fn replace(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    body: Value,
+    ctx: &WriteCtx,
+) -> ApiResult<Written> {
     write_scale(app, res, ns, name, ctx, |_| Ok(body.clone()))
 }
 

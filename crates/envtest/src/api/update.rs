@@ -99,7 +99,9 @@ fn without_metadata(v: &Value) -> Value {
 fn prepare_custom(res: &Resource, new: &mut Value, old: &Value, sub: Option<&str>) {
     if sub == Some("status") {
         let status = new.get("status").cloned();
-        let managed = meta::metadata(new).and_then(|m| m.get("managedFields")).cloned();
+        let managed = meta::metadata(new)
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
         *new = old.clone();
         if let Value::Object(map) = new {
             match status {
@@ -190,7 +192,11 @@ pub(crate) fn update_once(
             );
             return Err(ApiError::invalid(&res.group, &res.plural, c.name, vec![cause]).into());
         }
-        meta::set_meta(&mut new, "resourceVersion", Value::String(old_rv.to_string()));
+        meta::set_meta(
+            &mut new,
+            "resourceVersion",
+            Value::String(old_rv.to_string()),
+        );
         (old_rv, true)
     } else {
         match body_rv.parse::<u64>() {
@@ -338,7 +344,10 @@ fn apply_body(res: &Resource, name: &str, body: &[u8]) -> ApiResult<Value> {
             "error decoding YAML: the apply patch must be an object",
         ));
     }
-    let av = applied.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let av = applied
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let want = res.api_version();
     if av != want {
         return Err(ApiError::bad_request(format!(

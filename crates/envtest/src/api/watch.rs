@@ -179,7 +179,8 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
         Ok(sub) => sub,
         Err(oldest) => {
             let requested = since.unwrap_or(0);
-            let err = ApiError::expired(format!("too old resource version: {requested} ({oldest})"));
+            let err =
+                ApiError::expired(format!("too old resource version: {requested} ({oldest})"));
             let _ = body_tx.try_send(error_line(&err));
             return Ok(stream_of(body_rx));
         }
@@ -208,7 +209,8 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
         if open && send_initial_end {
             open = emit(renderer.bookmark(sub.start_rv.max(last_rv), true)).await;
         }
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
         while open {
             tokio::select! {
                 ev = rx.recv() => match ev {

@@ -72,7 +72,11 @@ fn accept_names(app: &App, crd: &Value) {
     let _ = modify(app, &res, "", &name, Some("status"), APISERVER, |obj| {
         let now = meta::now_rfc3339();
         let spec_names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
-        let kind = spec_names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let kind = spec_names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let mut accepted = spec_names.clone();
         if accepted.get("singular").is_none() {
             accepted["singular"] = json!(kind.to_lowercase());
@@ -82,12 +86,30 @@ fn accept_names(app: &App, crd: &Value) {
         }
         let conditions = match &conflict {
             None => vec![
-                condition("NamesAccepted", "True", "NoConflicts", "no conflicts found", &now),
-                condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted", &now),
+                condition(
+                    "NamesAccepted",
+                    "True",
+                    "NoConflicts",
+                    "no conflicts found",
+                    &now,
+                ),
+                condition(
+                    "Established",
+                    "True",
+                    "InitialNamesAccepted",
+                    "the initial names have been accepted",
+                    &now,
+                ),
             ],
             Some(msg) => vec![
                 condition("NamesAccepted", "False", "NameConflict", msg, &now),
-                condition("Established", "False", "NotAccepted", "not all names are accepted", &now),
+                condition(
+                    "Established",
+                    "False",
+                    "NotAccepted",
+                    "not all names are accepted",
+                    &now,
+                ),
             ],
         };
         if !obj.get("status").is_some_and(Value::is_object) {
@@ -121,7 +143,13 @@ fn cleanup(app: &App, crd: &Value) {
     if let Some(res) = resource_for(app, &key) {
         for (_, obj) in &objects {
             if !meta::is_deleting(obj) {
-                let _ = delete(app, &res, meta::namespace(obj), meta::name(obj), &DeleteOptions::default());
+                let _ = delete(
+                    app,
+                    &res,
+                    meta::namespace(obj),
+                    meta::name(obj),
+                    &DeleteOptions::default(),
+                );
             }
         }
     }

@@ -75,7 +75,10 @@ impl GarbageCollector {
                 self.objects.insert(uid.clone(), (me.clone(), namespaced));
                 let owners = owner_uids(&ev.object);
                 for o in &owners {
-                    self.dependents.entry(o.clone()).or_default().insert(me.clone());
+                    self.dependents
+                        .entry(o.clone())
+                        .or_default()
+                        .insert(me.clone());
                 }
                 if !owners.is_empty() && !meta::is_deleting(&ev.object) {
                     self.collect(app, &me);
@@ -94,7 +97,9 @@ impl GarbageCollector {
         if *namespaced && owner_ns != ns {
             return None;
         }
-        app.store.get(key, owner_ns, name).filter(|o| meta::uid(o) == uid)
+        app.store
+            .get(key, owner_ns, name)
+            .filter(|o| meta::uid(o) == uid)
     }
 
     /// Decides the fate of a dependent from the state of its owners.
@@ -116,7 +121,9 @@ impl GarbageCollector {
             match self.owner_present(app, r, ns) {
                 None => absent.push(r.clone()),
                 Some(owner) => {
-                    if meta::is_deleting(&owner) && meta::finalizers(&owner).iter().any(|f| f == FOREGROUND) {
+                    if meta::is_deleting(&owner)
+                        && meta::finalizers(&owner).iter().any(|f| f == FOREGROUND)
+                    {
                         waiting += 1;
                     }
                 }

@@ -41,9 +41,11 @@ impl Controllers {
 pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Arc<Event>>();
     let since = app.store.current_rv();
-    let sub = app
-        .store
-        .subscribe(WatchFilter::default(), Some(since), WatcherTx::Unbounded(tx));
+    let sub = app.store.subscribe(
+        WatchFilter::default(),
+        Some(since),
+        WatcherTx::Unbounded(tx),
+    );
     let mut ctl = Controllers {
         app: app.clone(),
         gc: gc::GarbageCollector::default(),
@@ -94,9 +96,13 @@ pub(crate) fn modify(
     };
     let result = with_retries(app, res, ns, name, |old| {
         let Some(old) = old else {
-            return Err(Fail::Api(crate::api::read::get(app, res, ns, name).err().unwrap_or_else(
-                || crate::error::ApiError::not_found(&res.group, &res.plural, name),
-            )));
+            return Err(Fail::Api(
+                crate::api::read::get(app, res, ns, name)
+                    .err()
+                    .unwrap_or_else(|| {
+                        crate::error::ApiError::not_found(&res.group, &res.plural, name)
+                    }),
+            ));
         };
         let mut obj = (*res.from_storage(&old)).clone();
         if !edit(&mut obj) {

@@ -25,9 +25,19 @@ fn ensure_default_service_account(app: &App, ns: &str) {
     let Some(res) = resource_for(app, SA_KEY) else {
         return;
     };
-    let obj = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+    let obj =
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
     let ctx = WriteCtx::internal(CONTROLLER_MANAGER);
-    let _ = create(app, &res, ns, Input::Body { obj, duplicates: Vec::new() }, &ctx);
+    let _ = create(
+        app,
+        &res,
+        ns,
+        Input::Body {
+            obj,
+            duplicates: Vec::new(),
+        },
+        &ctx,
+    );
 }
 
 pub fn on_event(app: &App, ev: &Event) {
@@ -118,75 +128,117 @@ fn finalize(app: &App, name: &str) {
         if let Some(ns) = app.store.get(&ns_key, "", name)
             && meta::finalizers(&ns).is_empty()
         {
-            let _ = app.store.delete(&ns_key, "", name, &Preconditions::default());
+            let _ = app
+                .store
+                .delete(&ns_key, "", name, &Preconditions::default());
         }
         return;
     }
-    let _ = modify(app, &ns_res, "", name, Some("status"), CONTROLLER_MANAGER, |obj| {
-        let now = meta::now_rfc3339();
-        let content = if remaining.is_empty() {
-            condition("NamespaceContentRemaining", "False", "ContentRemoved", "All content successfully removed", &now)
-        } else {
-            condition(
-                "NamespaceContentRemaining",
-                "True",
-                "SomeResourcesRemain",
-                &format!("Some resources are remaining: {}", remaining.join(", ")),
-                &now,
-            )
-        };
-        let fin = if finalizers.is_empty() {
-            condition("NamespaceFinalizersRemaining", "False", "ContentHasNoFinalizers", "All content-preserving finalizers finished", &now)
-        } else {
-            let list = finalizers
-                .iter()
-                .map(|(f, c)| format!("{f} in {c} resource instances"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            condition(
-                "NamespaceFinalizersRemaining",
-                "True",
-                "SomeFinalizersRemain",
-                &format!("Some content in the namespace has finalizers remaining: {list}"),
-                &now,
-            )
-        };
-        let wanted = vec![
-            condition("NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered", "All resources successfully discovered", &now),
-            condition("NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions", "All legacy kube types successfully parsed", &now),
-            condition("NamespaceDeletionContentFailure", "False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization", &now),
-            content,
-            fin,
-        ];
-        // Keep transition times of conditions whose status did not change.
-        let old: Vec<Value> = obj
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let same = |a: &Value, b: &Value, k: &str| a.get(k) == b.get(k);
-        let merged: Vec<Value> = wanted
-            .into_iter()
-            .map(|mut c| {
-                if let Some(o) = old.iter().find(|o| same(o, &c, "type")) {
-                    if same(o, &c, "status") {
-                        c["lastTransitionTime"] = o["lastTransitionTime"].clone();
+    let _ = modify(
+        app,
+        &ns_res,
+        "",
+        name,
+        Some("status"),
+        CONTROLLER_MANAGER,
+        |obj| {
+            let now = meta::now_rfc3339();
+            let content = if remaining.is_empty() {
+                condition(
+                    "NamespaceContentRemaining",
+                    "False",
+                    "ContentRemoved",
+                    "All content successfully removed",
+                    &now,
+                )
+            } else {
+                condition(
+                    "NamespaceContentRemaining",
+                    "True",
+                    "SomeResourcesRemain",
+                    &format!("Some resources are remaining: {}", remaining.join(", ")),
+                    &now,
+                )
+            };
+            let fin = if finalizers.is_empty() {
+                condition(
+                    "NamespaceFinalizersRemaining",
+                    "False",
+                    "ContentHasNoFinalizers",
+                    "All content-preserving finalizers finished",
+                    &now,
+                )
+            } else {
+                let list = finalizers
+                    .iter()
+                    .map(|(f, c)| format!("{f} in {c} resource instances"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                condition(
+                    "NamespaceFinalizersRemaining",
+                    "True",
+                    "SomeFinalizersRemain",
+                    &format!("Some content in the namespace has finalizers remaining: {list}"),
+                    &now,
+                )
+            };
+            let wanted = vec![
+                condition(
+                    "NamespaceDeletionDiscoveryFailure",
+                    "False",
+                    "ResourcesDiscovered",
+                    "All resources successfully discovered",
+                    &now,
+                ),
+                condition(
+                    "NamespaceDeletionGroupVersionParsingFailure",
+                    "False",
+                    "ParsedGroupVersions",
+                    "All legacy kube types successfully parsed",
+                    &now,
+                ),
+                condition(
+                    "NamespaceDeletionContentFailure",
+                    "False",
+                    "ContentDeleted",
+                    "All content successfully deleted, may be waiting on finalization",
+                    &now,
+                ),
+                content,
+                fin,
+            ];
+            // Keep transition times of conditions whose status did not change.
+            let old: Vec<Value> = obj
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let same = |a: &Value, b: &Value, k: &str| a.get(k) == b.get(k);
+            let merged: Vec<Value> = wanted
+                .into_iter()
+                .map(|mut c| {
+                    if let Some(o) = old.iter().find(|o| same(o, &c, "type")) {
+                        if same(o, &c, "status") {
+                            c["lastTransitionTime"] = o["lastTransitionTime"].clone();
+                        }
                     }
-                }
-                c
-            })
-            .collect();
-        let unchanged = merged.len() == old.len()
-            && merged.iter().zip(&old).all(|(a, b)| {
-                ["type", "status", "reason", "message"].iter().all(|k| same(a, b, k))
-            });
-        if unchanged {
-            return false;
-        }
-        if !obj.get("status").is_some_and(Value::is_object) {
-            obj["status"] = json!({});
-        }
-        obj["status"]["conditions"] = Value::Array(merged);
-        true
-    });
+                    c
+                })
+                .collect();
+            let unchanged = merged.len() == old.len()
+                && merged.iter().zip(&old).all(|(a, b)| {
+                    ["type", "status", "reason", "message"]
+                        .iter()
+                        .all(|k| same(a, b, k))
+                });
+            if unchanged {
+                return false;
+            }
+            if !obj.get("status").is_some_and(Value::is_object) {
+                obj["status"] = json!({});
+            }
+            obj["status"]["conditions"] = Value::Array(merged);
+            true
+        },
+    );
 }

@@ -144,7 +144,10 @@ fn go_json_error(body: &[u8], err: &serde_json::Error) -> String {
         }
     }
     match found {
-        Some(c) => format!("invalid character {} looking for beginning of value", go_quote_char(c)),
+        Some(c) => format!(
+            "invalid character {} looking for beginning of value",
+            go_quote_char(c)
+        ),
         None => err.to_string(),
     }
 }
@@ -179,15 +182,20 @@ pub fn parse_json(body: &[u8]) -> Result<Decoded, String> {
 
 /// Parses one YAML document into JSON.
 pub fn parse_yaml(body: &[u8]) -> Result<Decoded, String> {
-    let text = std::str::from_utf8(body).map_err(|e| format!("error converting YAML to JSON: {e}"))?;
+    let text =
+        std::str::from_utf8(body).map_err(|e| format!("error converting YAML to JSON: {e}"))?;
     if text.trim().is_empty() {
         return Ok(Decoded {
             value: Value::Null,
             duplicates: Vec::new(),
         });
     }
-    let value: Value = serde_saphyr::from_str(text)
-        .map_err(|e| format!("error converting YAML to JSON: {}", first_line(&e.to_string())))?;
+    let value: Value = serde_saphyr::from_str(text).map_err(|e| {
+        format!(
+            "error converting YAML to JSON: {}",
+            first_line(&e.to_string())
+        )
+    })?;
     Ok(Decoded {
         value,
         duplicates: Vec::new(),
@@ -282,7 +290,10 @@ mod tests {
         assert!(err.message.contains("cannot unmarshal array into Go value"));
         assert!(err.message.ends_with("(5b312c325d)"));
         let err = decode_object(b"", BodyFormat::Json, "ConfigMap").unwrap_err();
-        assert!(err.message.ends_with("unexpected end of JSON input (<empty>)"));
+        assert!(
+            err.message
+                .ends_with("unexpected end of JSON input (<empty>)")
+        );
     }
 
     #[test]
@@ -296,7 +307,10 @@ mod tests {
     fn yaml_bodies_and_content_types() {
         let d = parse_yaml(b"apiVersion: v1\nkind: ConfigMap\ndata:\n  a: \"1\"\n").unwrap();
         assert_eq!(d.value["data"]["a"], "1");
-        assert_eq!(body_format(Some("application/yaml; charset=utf-8")).unwrap(), BodyFormat::Yaml);
+        assert_eq!(
+            body_format(Some("application/yaml; charset=utf-8")).unwrap(),
+            BodyFormat::Yaml
+        );
         assert_eq!(body_format(None).unwrap(), BodyFormat::Json);
         assert_eq!(body_format(Some("text/plain")).unwrap_err().code, 415);
     }

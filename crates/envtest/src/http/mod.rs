@@ -87,11 +87,17 @@ async fn dispatch(
             let acc = negotiate(accept, Endpoint::Discovery)?;
             if let Shape::Discovery(v) = &acc.shape {
                 let doc = discovery::aggregated(&reg, core, &format!("apidiscovery.k8s.io/{v}"));
-                let ct = format!("application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList");
+                let ct = format!(
+                    "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
+                );
                 return Ok(respond::json_with_type(200, &doc, &ct));
             }
             let doc = if core {
-                let addr = app.server_address.read().map(|a| a.clone()).unwrap_or_default();
+                let addr = app
+                    .server_address
+                    .read()
+                    .map(|a| a.clone())
+                    .unwrap_or_default();
                 discovery::api_versions(&addr)
             } else {
                 discovery::api_group_list(&reg)
@@ -231,13 +237,26 @@ async fn resource(
             let bytes = read_body(body).await?;
             let opts = query::write_options(q, "UpdateOptions", false)?;
             let format = body::body_format(content_type)?;
-            let kind = if sub == Some("scale") { "Scale" } else { res.kind.as_str() };
+            let kind = if sub == Some("scale") {
+                "Scale"
+            } else {
+                res.kind.as_str()
+            };
             let decoded = body::decode_object(&bytes, format, kind)?;
             let ctx = write_ctx(opts, headers);
             let w = match sub {
                 Some("scale") => api::scale::replace(app, &res, &ns, &name, decoded.value, &ctx)?,
                 Some("finalize") => finalize_namespace(app, &res, &name, decoded.value, &ctx)?,
-                _ => api::update::replace(app, &res, &ns, &name, sub, decoded.value, decoded.duplicates, &ctx)?,
+                _ => api::update::replace(
+                    app,
+                    &res,
+                    &ns,
+                    &name,
+                    sub,
+                    decoded.value,
+                    decoded.duplicates,
+                    &ctx,
+                )?,
             };
             Ok(written(w, &acc))
         }
@@ -249,7 +268,9 @@ async fn resource(
             let opts = query::write_options(q, "PatchOptions", patch_type == PatchType::Apply)?;
             let ctx = write_ctx(opts, headers);
             let w = match sub {
-                Some("scale") => api::scale::patch(app, &res, &ns, &name, patch_type, &bytes, &ctx)?,
+                Some("scale") => {
+                    api::scale::patch(app, &res, &ns, &name, patch_type, &bytes, &ctx)?
+                }
                 Some("finalize") => return Err(ApiError::method_not_allowed()),
                 _ => api::update::patch(app, &res, &ns, &name, sub, patch_type, &bytes, &ctx)?,
             };
@@ -278,7 +299,13 @@ async fn resource(
                     check_verb(&res, "deletecollection")?;
                     let lopts = query::list_options(q, false)?;
                     let page = api::read::list(app, &res, p.namespace.as_deref(), &lopts).await?;
-                    let doc = api::delete::delete_collection(app, &res, p.namespace.as_deref(), page.items, &opts)?;
+                    let doc = api::delete::delete_collection(
+                        app,
+                        &res,
+                        p.namespace.as_deref(),
+                        page.items,
+                        &opts,
+                    )?;
                     Ok(respond::object(200, &doc, acc.format, &[]))
                 }
             }
@@ -288,10 +315,19 @@ async fn resource(
 }
 
 /// PUT `/api/v1/namespaces/<name>/finalize`: only spec.finalizers changes.
-fn finalize_namespace(app: &App, res: &Resource, name: &str, body: Value, ctx: &WriteCtx) -> ApiResult<Written> {
+fn finalize_namespace(
+    app: &App,
+    res: &Resource,
+    name: &str,
+    body: Value,
+    ctx: &WriteCtx,
+) -> ApiResult<Written> {
     let old = api::read::get(app, res, "", name)?;
     let mut new = (*old).clone();
-    let finalizers = body.pointer("/spec/finalizers").cloned().unwrap_or(json!([]));
+    let finalizers = body
+        .pointer("/spec/finalizers")
+        .cloned()
+        .unwrap_or(json!([]));
     new["spec"]["finalizers"] = finalizers;
     let rv = meta::resource_version(&body);
     if !rv.is_empty() {

@@ -45,7 +45,9 @@ pub enum Endpoint {
 fn shape_for(endpoint: Endpoint, as_: &str, group: &str, version: &str) -> Option<Shape> {
     let meta_v = matches!(version, "v1" | "v1beta1") && group == "meta.k8s.io";
     match (endpoint, as_) {
-        (Endpoint::Object | Endpoint::List, "Table") if meta_v => Some(Shape::Table(version.into())),
+        (Endpoint::Object | Endpoint::List, "Table") if meta_v => {
+            Some(Shape::Table(version.into()))
+        }
         (Endpoint::Object, "PartialObjectMetadata") if meta_v => {
             Some(Shape::PartialObjectMetadata(version.into()))
         }
@@ -118,20 +120,38 @@ mod tests {
     #[test]
     fn kubectl_table_header_picks_table() {
         let h = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(h), Endpoint::List).unwrap().shape, Shape::Table("v1".into()));
-        assert_eq!(negotiate(Some(h), Endpoint::Plain).unwrap().shape, Shape::Plain);
+        assert_eq!(
+            negotiate(Some(h), Endpoint::List).unwrap().shape,
+            Shape::Table("v1".into())
+        );
+        assert_eq!(
+            negotiate(Some(h), Endpoint::Plain).unwrap().shape,
+            Shape::Plain
+        );
     }
 
     #[test]
     fn xml_is_not_acceptable_and_discovery_falls_back() {
-        assert_eq!(negotiate(Some("application/xml"), Endpoint::Object).unwrap_err().code, 406);
-        let h = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(
+            negotiate(Some("application/xml"), Endpoint::Object)
+                .unwrap_err()
+                .code,
+            406
+        );
+        let h =
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
         assert_eq!(
             negotiate(Some(h), Endpoint::Discovery).unwrap().shape,
             Shape::Discovery("v2".into())
         );
-        assert_eq!(negotiate(Some(h), Endpoint::Object).unwrap().shape, Shape::Plain);
+        assert_eq!(
+            negotiate(Some(h), Endpoint::Object).unwrap().shape,
+            Shape::Plain
+        );
         let pom = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-        assert_eq!(negotiate(Some(pom), Endpoint::Object).unwrap_err().code, 406);
+        assert_eq!(
+            negotiate(Some(pom), Endpoint::Object).unwrap_err().code,
+            406
+        );
     }
 }

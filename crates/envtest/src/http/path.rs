@@ -84,11 +84,7 @@ fn resource_path(group: &str, version: &str, segs: &[String]) -> Route {
 /// Routes a request path.
 pub fn route(path: &str) -> Route {
     let trimmed = path.trim_end_matches('/');
-    let segs: Vec<String> = trimmed
-        .split('/')
-        .skip(1)
-        .map(decode_segment)
-        .collect();
+    let segs: Vec<String> = trimmed.split('/').skip(1).map(decode_segment).collect();
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
     match s.as_slice() {
         ["version"] => Route::Version,
@@ -118,15 +114,33 @@ mod tests {
     #[test]
     fn routes_namespaced_cluster_and_watch_paths() {
         let p = res(route("/api/v1/namespaces/t02/configmaps/cm1"));
-        assert_eq!((p.namespace.as_deref(), p.resource.as_str(), p.name.as_deref()), (Some("t02"), "configmaps", Some("cm1")));
+        assert_eq!(
+            (
+                p.namespace.as_deref(),
+                p.resource.as_str(),
+                p.name.as_deref()
+            ),
+            (Some("t02"), "configmaps", Some("cm1"))
+        );
         let p = res(route("/api/v1/namespaces/t11"));
-        assert_eq!((p.namespace, p.resource.as_str(), p.name.as_deref()), (None, "namespaces", Some("t11")));
+        assert_eq!(
+            (p.namespace, p.resource.as_str(), p.name.as_deref()),
+            (None, "namespaces", Some("t11"))
+        );
         let p = res(route("/api/v1/namespaces/t11/finalize"));
-        assert_eq!((p.name.as_deref(), p.subresource.as_deref()), (Some("t11"), Some("finalize")));
+        assert_eq!(
+            (p.name.as_deref(), p.subresource.as_deref()),
+            (Some("t11"), Some("finalize"))
+        );
         let p = res(route("/api/v1/watch/namespaces/t07/configmaps/w-0"));
         assert!(p.watch_prefix);
-        let p = res(route("/apis/example.com/v1/namespaces/t09/widgets/w1/status"));
-        assert_eq!((p.group.as_str(), p.subresource.as_deref()), ("example.com", Some("status")));
+        let p = res(route(
+            "/apis/example.com/v1/namespaces/t09/widgets/w1/status",
+        ));
+        assert_eq!(
+            (p.group.as_str(), p.subresource.as_deref()),
+            ("example.com", Some("status"))
+        );
         let p = res(route("/apis/example.com/v1/widgets"));
         assert_eq!((p.namespace, p.name), (None, None));
         assert_eq!(route("/nosuchpath"), Route::Unknown);

@@ -71,7 +71,8 @@ impl Query {
 
     /// Go's strconv.ParseBool as the parameter codec uses it.
     pub fn flag(&self, key: &str) -> Option<bool> {
-        self.get(key).map(|v| matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True"))
+        self.get(key)
+            .map(|v| matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True"))
     }
 }
 
@@ -153,10 +154,16 @@ pub fn write_options(q: &Query, kind: &str, is_apply: bool) -> ApiResult<WriteOp
     let force = q.flag("force");
     if kind == "PatchOptions" {
         if is_apply && field_manager.is_none() {
-            causes.push(Cause::required("fieldManager", "is required for apply patch"));
+            causes.push(Cause::required(
+                "fieldManager",
+                "is required for apply patch",
+            ));
         }
         if !is_apply && force.is_some() {
-            causes.push(Cause::forbidden("force", "may not be specified for non-apply patch"));
+            causes.push(Cause::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            ));
         }
     }
     if !causes.is_empty() {
@@ -194,10 +201,18 @@ pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<
             let dry: Vec<String> = b
                 .get("dryRun")
                 .and_then(|d| d.as_array())
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default();
             if dry.iter().any(|d| d != "All") {
-                let shown = dry.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ");
+                let shown = dry
+                    .iter()
+                    .map(|v| format!("{v:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 causes.push(Cause::new(
                     "FieldValueNotSupported",
                     "dryRun",
@@ -207,9 +222,13 @@ pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<
             (
                 !dry.is_empty(),
                 b.get("gracePeriodSeconds").and_then(|g| g.as_i64()),
-                b.get("propagationPolicy").and_then(|p| p.as_str()).map(str::to_string),
+                b.get("propagationPolicy")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_string),
                 b.get("orphanDependents").and_then(|o| o.as_bool()),
-                b.pointer("/preconditions/uid").and_then(|u| u.as_str()).map(str::to_string),
+                b.pointer("/preconditions/uid")
+                    .and_then(|u| u.as_str())
+                    .map(str::to_string),
                 b.pointer("/preconditions/resourceVersion")
                     .and_then(|u| u.as_str())
                     .map(str::to_string),
@@ -251,7 +270,11 @@ pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<
     if let Some(g) = grace
         && g < 0
     {
-        causes.push(Cause::invalid("gracePeriodSeconds", &json!(g), "must be >= 0"));
+        causes.push(Cause::invalid(
+            "gracePeriodSeconds",
+            &json!(g),
+            "must be >= 0",
+        ));
     }
     if !causes.is_empty() {
         return Err(invalid_options("DeleteOptions", causes));
@@ -292,10 +315,20 @@ pub fn list_options(q: &Query, watch_path: bool) -> ApiResult<ListOptions> {
     let o = ListOptions {
         label_selector: q.get("labelSelector").unwrap_or("").to_string(),
         field_selector: q.get("fieldSelector").unwrap_or("").to_string(),
-        limit: q.get("limit").and_then(|l| l.parse::<i64>().ok()).filter(|l| *l > 0).map(|l| l as usize),
-        continue_token: q.get("continue").filter(|c| !c.is_empty()).map(str::to_string),
+        limit: q
+            .get("limit")
+            .and_then(|l| l.parse::<i64>().ok())
+            .filter(|l| *l > 0)
+            .map(|l| l as usize),
+        continue_token: q
+            .get("continue")
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
         resource_version: q.get("resourceVersion").map(str::to_string),
-        resource_version_match: q.get("resourceVersionMatch").filter(|m| !m.is_empty()).map(str::to_string),
+        resource_version_match: q
+            .get("resourceVersionMatch")
+            .filter(|m| !m.is_empty())
+            .map(str::to_string),
         watch: watch_path || q.flag("watch").unwrap_or(false),
         allow_bookmarks: q.flag("allowWatchBookmarks").unwrap_or(false),
         timeout_seconds: q.get("timeoutSeconds").and_then(|t| t.parse().ok()),
@@ -308,26 +341,38 @@ pub fn list_options(q: &Query, watch_path: bool) -> ApiResult<ListOptions> {
         if o.send_initial_events.is_some()
             && o.resource_version_match.as_deref() != Some("NotOlderThan")
         {
-            causes.push(forbid("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+            causes.push(forbid(
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
         }
         if let Some(m) = &o.resource_version_match {
             if o.send_initial_events.is_none() {
                 causes.push(forbid("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
             }
             if m != "NotOlderThan" {
-                causes.push(Cause::not_supported("resourceVersionMatch", &json!(m), &["NotOlderThan"]));
+                causes.push(Cause::not_supported(
+                    "resourceVersionMatch",
+                    &json!(m),
+                    &["NotOlderThan"],
+                ));
             }
             if o.continue_token.is_some() {
-                causes.push(forbid("resourceVersionMatch is forbidden when continue is provided"));
+                causes.push(forbid(
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
             }
         }
     } else {
         if let Some(m) = &o.resource_version_match {
             if !rv_given {
-                causes.push(forbid("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+                causes.push(forbid(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
             }
             if o.continue_token.is_some() {
-                causes.push(forbid("resourceVersionMatch is forbidden when continue is provided"));
+                causes.push(forbid(
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
             }
             if m != "Exact" && m != "NotOlderThan" {
                 causes.push(Cause::not_supported(
@@ -337,7 +382,9 @@ pub fn list_options(q: &Query, watch_path: bool) -> ApiResult<ListOptions> {
                 ));
             }
             if m == "Exact" && o.resource_version.as_deref() == Some("0") {
-                causes.push(forbid("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+                causes.push(forbid(
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
             }
         }
         if o.send_initial_events.is_some() {
@@ -394,35 +441,58 @@ mod tests {
         );
         let q = Query::parse(Some("dryRun=Yes"));
         let err = write_options(&q, "CreateOptions", false).unwrap_err();
-        assert!(err.message.ends_with("dryRun: Unsupported value: []string{\"Yes\"}: supported values: \"All\""));
+        assert!(
+            err.message.ends_with(
+                "dryRun: Unsupported value: []string{\"Yes\"}: supported values: \"All\""
+            )
+        );
     }
 
     #[test]
     fn apply_requires_field_manager_and_force_only_for_apply() {
         let err = write_options(&Query::default(), "PatchOptions", true).unwrap_err();
-        assert!(err.message.contains("fieldManager: Required value: is required for apply patch"));
+        assert!(
+            err.message
+                .contains("fieldManager: Required value: is required for apply patch")
+        );
         let q = Query::parse(Some("fieldManager=m&force=true"));
         let err = write_options(&q, "PatchOptions", false).unwrap_err();
-        assert!(err.message.contains("force: Forbidden: may not be specified for non-apply patch"));
+        assert!(
+            err.message
+                .contains("force: Forbidden: may not be specified for non-apply patch")
+        );
     }
 
     #[test]
     fn watch_list_options_follow_current_rules() {
-        let q = Query::parse(Some("watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion="));
+        let q = Query::parse(Some(
+            "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=",
+        ));
         assert!(list_options(&q, false).is_ok());
         let q = Query::parse(Some("watch=true&sendInitialEvents=true"));
         assert_eq!(list_options(&q, false).unwrap_err().code, 422);
         let q = Query::parse(Some("resourceVersionMatch=Exact"));
-        assert!(list_options(&q, false).unwrap_err().message.contains("unless resourceVersion is provided"));
+        assert!(
+            list_options(&q, false)
+                .unwrap_err()
+                .message
+                .contains("unless resourceVersion is provided")
+        );
     }
 
     #[test]
     fn delete_options_reject_unknown_policy() {
         let q = Query::parse(Some("propagationPolicy=Sideways"));
         let err = delete_options(&q, None).unwrap_err();
-        assert!(err.message.contains("supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""));
+        assert!(
+            err.message
+                .contains("supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"")
+        );
         let body = json!({"propagationPolicy": "Foreground", "preconditions": {"uid": "u"}});
         let o = delete_options(&Query::default(), Some(&body)).unwrap();
-        assert_eq!((o.propagation, o.precondition_uid.as_deref()), (Some(Propagation::Foreground), Some("u")));
+        assert_eq!(
+            (o.propagation, o.precondition_uid.as_deref()),
+            (Some(Propagation::Foreground), Some("u"))
+        );
     }
 }

@@ -21,7 +21,9 @@ pub fn object(status: u16, value: &Value, format: Format, warnings: &[String]) -
             "application/json",
         ),
         Format::Yaml => (
-            serde_saphyr::to_string(value).unwrap_or_default().into_bytes(),
+            serde_saphyr::to_string(value)
+                .unwrap_or_default()
+                .into_bytes(),
             "application/yaml",
         ),
     };

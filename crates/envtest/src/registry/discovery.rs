@@ -76,7 +76,12 @@ pub(super) fn group_order(resources: &[Arc<Resource>]) -> Vec<(String, Vec<Strin
             None => groups.push((r.group.clone(), vec![r.version.clone()])),
         }
     }
-    let rank = |g: &str| GROUP_ORDER.iter().position(|k| *k == g).unwrap_or(usize::MAX);
+    let rank = |g: &str| {
+        GROUP_ORDER
+            .iter()
+            .position(|k| *k == g)
+            .unwrap_or(usize::MAX)
+    };
     groups.sort_by(|(a, _), (b, _)| rank(a).cmp(&rank(b)).then(a.cmp(b)));
     for (_, versions) in &mut groups {
         versions.sort_by(|a, b| compare_versions(a, b));
@@ -141,7 +146,11 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
 }
 
 fn resource_entries(r: &Resource) -> Vec<Value> {
-    let singular = if r.is_custom() { r.singular.as_str() } else { "" };
+    let singular = if r.is_custom() {
+        r.singular.as_str()
+    } else {
+        ""
+    };
     let mut main = json!({
         "name": r.plural, "singularName": singular, "namespaced": r.namespaced,
         "kind": r.kind, "verbs": r.verbs,
@@ -253,8 +262,10 @@ pub fn aggregated(reg: &Registry, core: bool, api_version: &str) -> Value {
                         .filter(|r| &r.group == g && &r.version == v)
                         .collect();
                     resources.sort_by(|a, b| a.plural.cmp(&b.plural));
-                    let resources: Vec<Value> =
-                        resources.into_iter().map(|r| aggregated_resource(r)).collect();
+                    let resources: Vec<Value> = resources
+                        .into_iter()
+                        .map(|r| aggregated_resource(r))
+                        .collect();
                     json!({"version": v, "resources": resources, "freshness": "Current"})
                 })
                 .collect();
@@ -281,14 +292,23 @@ mod tests {
     #[test]
     fn storage_hash_matches_kube_apiserver() {
         assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
-        assert_eq!(storage_version_hash("apps", "v1", "Deployment"), "8aSe+NMegvE=");
-        assert_eq!(storage_version_hash("example.com", "v1", "Widget"), "gIwvi5rymmg=");
+        assert_eq!(
+            storage_version_hash("apps", "v1", "Deployment"),
+            "8aSe+NMegvE="
+        );
+        assert_eq!(
+            storage_version_hash("example.com", "v1", "Widget"),
+            "gIwvi5rymmg="
+        );
     }
 
     #[test]
     fn versions_sort_kube_aware() {
         let mut vs = vec!["v1alpha1", "foo", "v1", "v2beta1", "v2", "v1beta1"];
         vs.sort_by(|a, b| compare_versions(a, b));
-        assert_eq!(vs, vec!["v2", "v1", "v2beta1", "v1beta1", "v1alpha1", "foo"]);
+        assert_eq!(
+            vs,
+            vec!["v2", "v1", "v2beta1", "v1beta1", "v1alpha1", "foo"]
+        );
     }
 }

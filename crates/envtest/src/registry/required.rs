@@ -26,7 +26,9 @@ pub static REQUIRED: &[KindInfo] = &[
         namespaced: false,
         short_names: &["ns"],
         categories: &[],
-        verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
+        verbs: &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
         has_status: true,
         has_scale: false,
     },

@@ -29,9 +29,8 @@ pub(super) fn list_at(
         return Err(inner.evicted_up_to);
     }
     let mut state: BTreeMap<ObjKey, Arc<Value>> = current.into_iter().collect();
-    let in_range = |key: &ObjKey| {
-        ns.is_none_or(|ns| key.0 == ns) && after.is_none_or(|after| key > after)
-    };
+    let in_range =
+        |key: &ObjKey| ns.is_none_or(|ns| key.0 == ns) && after.is_none_or(|after| key > after);
     // Undo, newest first, every change made after `rv`.
     for event in inner.history.iter().rev() {
         if event.rv <= rv {

@@ -65,9 +65,13 @@ pub enum WriteError {
     NotFound,
     AlreadyExists,
     /// The stored object's resourceVersion differs from the expected one.
-    Conflict { current: u64 },
+    Conflict {
+        current: u64,
+    },
     /// A delete precondition on the uid failed.
-    UidMismatch { current: String },
+    UidMismatch {
+        current: String,
+    },
 }
 
 /// What must hold for a write to go ahead.

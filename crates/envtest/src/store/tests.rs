@@ -15,7 +15,9 @@ fn writes_share_one_counter_and_detect_conflicts() {
     let store = Store::new(100);
     let cms = key("configmaps");
     let a = store.create(&cms, "ns", "a", cm("a", "1")).unwrap();
-    let b = store.create(&key("secrets"), "ns", "b", cm("b", "1")).unwrap();
+    let b = store
+        .create(&key("secrets"), "ns", "b", cm("b", "1"))
+        .unwrap();
     assert_eq!(meta::resource_version(&a), "1");
     assert_eq!(meta::resource_version(&b), "2");
     assert_eq!(
@@ -28,7 +30,9 @@ fn writes_share_one_counter_and_detect_conflicts() {
     );
     let a2 = store.update(&cms, "ns", "a", 1, cm("a", "2")).unwrap();
     assert_eq!(meta::resource_version(&a2), "3");
-    let (last, rv) = store.delete(&cms, "ns", "a", &Preconditions::default()).unwrap();
+    let (last, rv) = store
+        .delete(&cms, "ns", "a", &Preconditions::default())
+        .unwrap();
     assert_eq!((meta::resource_version(&last), rv), ("3", 4));
     assert!(store.get(&cms, "ns", "a").is_none());
 }
@@ -60,7 +64,9 @@ fn list_at_rolls_back_changes_and_expires() {
     let at1 = store.list_at(&cms, Some("ns"), None, 1).unwrap();
     assert_eq!(at1.len(), 1);
     assert_eq!(at1[0].1["data"]["v"], "1");
-    store.delete(&cms, "ns", "b", &Preconditions::default()).unwrap(); // rv 4, evicts rv 1
+    store
+        .delete(&cms, "ns", "b", &Preconditions::default())
+        .unwrap(); // rv 4, evicts rv 1
     assert_eq!(store.list_at(&cms, Some("ns"), None, 0), Err(1));
     assert_eq!(store.list_at(&cms, Some("ns"), None, 3).unwrap().len(), 2);
     assert_eq!(store.can_resume_from(0), Err(1));
@@ -87,7 +93,9 @@ fn subscribe_returns_backlog_then_live_changes_and_drops_full_watchers() {
     assert!(rx.try_recv().is_err());
     assert!(rx.is_closed());
     let (tx2, _rx2) = mpsc::channel(8);
-    let snap = store.subscribe(filter, None, WatcherTx::Bounded(tx2)).unwrap();
+    let snap = store
+        .subscribe(filter, None, WatcherTx::Bounded(tx2))
+        .unwrap();
     assert_eq!(snap.backlog.len(), 3);
     assert_eq!(snap.start_rv, 3);
 }

@@ -198,8 +198,16 @@ impl Http {
                 .map_err(|e| format!("watch {target}: transport error: {e:?}"))?;
             if response.status() != 200 {
                 let status = response.status();
-                let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                return Err(format!("watch {target}: {status}: {}", String::from_utf8_lossy(&body)));
+                let body = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "watch {target}: {status}: {}",
+                    String::from_utf8_lossy(&body)
+                ));
             }
             let mut body = response.into_body();
             let mut pending: Vec<u8> = Vec::new();
@@ -227,7 +235,10 @@ impl Http {
                         continue;
                     }
                     let event = serde_json::from_slice(&line).map_err(|e| {
-                        format!("watch {target}: not a JSON event ({e}): {}", String::from_utf8_lossy(&line))
+                        format!(
+                            "watch {target}: not a JSON event ({e}): {}",
+                            String::from_utf8_lossy(&line)
+                        )
                     })?;
                     events.push(event);
                 }

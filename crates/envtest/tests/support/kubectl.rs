@@ -123,7 +123,11 @@ impl Kubectl {
 
     pub fn fails_stdin(&self, args: &[&str], yaml: &str) -> String {
         let run = self.run_with_input(args, Some(yaml));
-        assert!(!run.success(), "expected a failure: {}\n--- stdin\n{yaml}", run.describe());
+        assert!(
+            !run.success(),
+            "expected a failure: {}\n--- stdin\n{yaml}",
+            run.describe()
+        );
         run.stderr
     }
 
@@ -155,7 +159,12 @@ impl Kubectl {
     }
 
     /// Polls `kubectl args` until `done(run)` holds, up to `deadline`.
-    pub fn eventually(&self, args: &[&str], deadline: Duration, done: impl Fn(&Run) -> bool) -> Run {
+    pub fn eventually(
+        &self,
+        args: &[&str],
+        deadline: Duration,
+        done: impl Fn(&Run) -> bool,
+    ) -> Run {
         let start = Instant::now();
         loop {
             let run = self.run(args);
@@ -262,7 +271,9 @@ fn wait_bounded(mut child: Child, timeout: Duration, command: &str) -> Output {
             Ok(None) if start.elapsed() > timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
-                let out = stdout.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
+                let out = stdout
+                    .recv_timeout(Duration::from_secs(1))
+                    .unwrap_or_default();
                 panic!(
                     "`{command}` did not finish within {timeout:?}; output so far: {}",
                     String::from_utf8_lossy(&out)

@@ -4,5 +4,5 @@
 //! that include it, so the transcript harness's self-test builds on its own.
 
 pub mod http;
-pub mod transcript;
 pub mod kubectl;
+pub mod transcript;

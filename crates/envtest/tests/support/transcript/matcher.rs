@@ -238,7 +238,15 @@ impl Matcher<'_> {
             }
             ("APIGroup", ".versions") => Some(("groupVersion", Lenient::Versions)),
             ("APIResourceList", ".resources") => {
-                Some(("name", Lenient::Resources(self.builtin_discovery_path())))
+                let path = self.rules.request_path.as_str();
+                let required = REQUIRED_RESOURCES
+                    .iter()
+                    .find(|(p, _)| *p == path)
+                    .map_or(&[][..], |(_, r)| *r);
+                Some((
+                    "name",
+                    Lenient::Resources(self.builtin_discovery_path(), required),
+                ))
             }
             _ => None,
         };
@@ -324,25 +332,72 @@ impl Matcher<'_> {
     }
 }
 
+/// Built-in group versions issue 3 requires envtest to serve: discovery
+/// may not leave these out.
+const REQUIRED_GROUP_VERSIONS: &[&str] = &[
+    "v1",
+    "apps/v1",
+    "batch/v1",
+    "events.k8s.io/v1",
+    "coordination.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1",
+    "apiextensions.k8s.io/v1",
+    "admissionregistration.k8s.io/v1",
+];
+
+/// The resources of those group versions that issue 3 names.
+const REQUIRED_RESOURCES: &[(&str, &[&str])] = &[
+    (
+        "/api/v1",
+        &[
+            "namespaces",
+            "pods",
+            "services",
+            "endpoints",
+            "configmaps",
+            "secrets",
+            "serviceaccounts",
+            "events",
+        ],
+    ),
+    (
+        "/apis/apps/v1",
+        &["deployments", "statefulsets", "daemonsets", "replicasets"],
+    ),
+    (
+        "/apis/apiextensions.k8s.io/v1",
+        &["customresourcedefinitions"],
+    ),
+];
+
 /// Which discovery entries may be present on one side only.
 #[derive(Debug, Clone, Copy)]
 enum Lenient {
-    /// API groups: the built-in ones (no dot, or `*.k8s.io`).
+    /// API groups: the built-in ones (no dot, or `*.k8s.io`) not required.
     Groups,
-    /// Versions of a group (`apps/v1`): those of built-in groups.
+    /// Versions of a group (`apps/v1`): those of built-in groups not required.
     Versions,
-    /// Resources of a group version: all of them when the group is built-in.
-    Resources(bool),
+    /// Resources of a group version: when the group is built-in, all but the
+    /// required ones.
+    Resources(bool, &'static [&'static str]),
 }
 
 impl Lenient {
     fn may_differ(self, name: &str) -> bool {
         match self {
-            Lenient::Groups => is_builtin_group(name),
-            Lenient::Versions => name
-                .split_once('/')
-                .is_none_or(|(group, _)| is_builtin_group(group)),
-            Lenient::Resources(builtin) => builtin,
+            Lenient::Groups => {
+                is_builtin_group(name)
+                    && !REQUIRED_GROUP_VERSIONS
+                        .iter()
+                        .any(|gv| gv.split_once('/').is_some_and(|(g, _)| g == name))
+            }
+            Lenient::Versions => {
+                !REQUIRED_GROUP_VERSIONS.contains(&name)
+                    && name
+                        .split_once('/')
+                        .is_none_or(|(group, _)| is_builtin_group(group))
+            }
+            Lenient::Resources(builtin, required) => builtin && !required.contains(&name),
         }
     }
 }
