@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
+use support::http::{Http, HttpRequest};
 use support::kubectl::Kubectl;
 
 const CRD_NAME: &str = "gadgets.kubectl.opctl.test";
@@ -78,11 +79,27 @@ fn kubectl() -> Kubectl {
     Kubectl::new(&server::shared().kubeconfig)
 }
 
-/// A fresh namespace for one test.
+/// A fresh namespace for one test, created over plain HTTP so that a
+/// kubectl problem with namespaces shows in the namespace test only.
 fn namespace(prefix: &str) -> (Kubectl, String) {
     let k = kubectl();
     let ns = server::unique_name(prefix);
-    k.ok(&["create", "namespace", &ns]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let body =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    let request = HttpRequest::new("POST", "/api/v1/namespaces").json(&body);
+    let response = runtime
+        .block_on(Http::new(&server::shared().base_url).send(&request, Duration::from_secs(10)))
+        .unwrap_or_else(|e| panic!("creating namespace {ns}: {e}"));
+    assert_eq!(
+        response.status,
+        201,
+        "creating namespace {ns}: {}",
+        response.text()
+    );
     (k, ns)
 }
 
