@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -309,7 +309,15 @@ async fn a_watcher_relists_after_its_resource_version_expires() {
         .await
         .expect("namespace");
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "expiry");
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), "expiry");
+    // The churn goes to another namespace: the watcher sees none of it.
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "churn"}})).expect("ns"),
+        )
+        .await
+        .expect("namespace");
+    let churn: Api<ConfigMap> = Api::namespaced(client.clone(), "churn");
     configmaps
         .create(
             &PostParams::default(),
@@ -319,39 +327,34 @@ async fn a_watcher_relists_after_its_resource_version_expires() {
         .expect("create");
 
     // Short server-side timeouts make the watcher reconnect with its last
-    // resourceVersion; without bookmarks that stays the last ConfigMap change.
+    // resourceVersion; without bookmarks that stays the last change it saw.
     let config = watcher::Config::default().timeout(1).disable_bookmarks();
     let mut stream = watcher(configmaps.clone(), config).boxed();
     let mut seen_expired = false;
     let mut seen_after = false;
     let mut initial_done = 0;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    let mut churned = false;
-    while !(seen_expired && seen_after) {
+    while !(seen_expired && seen_after && initial_done >= 2) {
         let next = tokio::time::timeout_at(deadline, stream.next())
             .await
-            .unwrap_or_else(|_| panic!("watcher did not recover: expired seen {seen_expired}, new object seen {seen_after}"));
+            .unwrap_or_else(|_| {
+                panic!(
+                    "watcher did not recover: 410 seen {seen_expired}, new object seen {seen_after}, InitDone {initial_done} times"
+                )
+            });
         match next {
             Some(Ok(watcher::Event::InitDone)) => {
                 initial_done += 1;
-                if !churned {
-                    churned = true;
+                if initial_done == 1 {
                     for i in 0..60 {
-                        let s: Secret =
-                            serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}}))
-                                .expect("secret");
-                        secrets
-                            .create(&PostParams::default(), &s)
+                        churn
+                            .create(
+                                &PostParams::default(),
+                                &configmap(&format!("c{i}"), json!({}), json!({})),
+                            )
                             .await
-                            .expect("secret");
+                            .expect("churn write");
                     }
-                    configmaps
-                        .create(
-                            &PostParams::default(),
-                            &configmap("after", json!({}), json!({})),
-                        )
-                        .await
-                        .expect("create");
                 }
             }
             Some(Ok(watcher::Event::Apply(cm) | watcher::Event::InitApply(cm)))
@@ -361,7 +364,15 @@ async fn a_watcher_relists_after_its_resource_version_expires() {
             }
             Some(Ok(_)) => {}
             Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {
-                seen_expired = true
+                seen_expired = true;
+                // Made after the expiry: only a relist or the new watch shows it.
+                configmaps
+                    .create(
+                        &PostParams::default(),
+                        &configmap("after", json!({}), json!({})),
+                    )
+                    .await
+                    .expect("create");
             }
             Some(Err(e)) => panic!("watcher error other than an expired resourceVersion: {e:?}"),
             None => panic!("watcher stream ended"),
