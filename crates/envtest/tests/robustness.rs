@@ -145,9 +145,13 @@ fn documented_server_error(raw: &Raw, message: &str) -> bool {
 
 /// Checks the answer is well-formed: a JSON `Status` for every error, no
 /// undocumented 5xx.
-fn check_answer(raw: &Raw) -> Result<(), String> {
+fn check_answer(method: &str, raw: &Raw) -> Result<(), String> {
     let text = String::from_utf8_lossy(&raw.body).into_owned();
-    if raw.status < 400 {
+    if raw.status >= 500 && method == "HEAD" {
+        return Err(format!("server error {} for HEAD", raw.status));
+    }
+    // HEAD answers carry no body to check.
+    if raw.status < 400 || method == "HEAD" {
         return Ok(());
     }
     if raw.status == 404 && text == "404 page not found\n" {
@@ -260,7 +264,7 @@ fn query() -> impl Strategy<Value = String> {
             "app in (a",
             "!!"
         ])
-        .prop_map(str::to_string),
+        .prop_map(support::http::encode_component),
     ];
     // resourceVersion only with values that answer at once (a future one waits 3 s).
     let rv = prop::sample::select(vec!["", "0", "1", "abc"])
@@ -396,7 +400,7 @@ proptest! {
         request.extend_from_slice(&body);
         let shown = String::from_utf8_lossy(&request[..request.len().min(300)]).into_owned();
         let raw = exchange(&server.base_url, &request).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
-        check_answer(&raw).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
+        check_answer(&method, &raw).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
         healthy(&server.base_url).map_err(|e| TestCaseError::fail(format!("after {shown}: {e}")))?;
     }
 
@@ -416,7 +420,7 @@ proptest! {
         request.extend_from_slice(&body);
         let shown = String::from_utf8_lossy(&request[..request.len().min(300)]).into_owned();
         let raw = exchange(&server.base_url, &request).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
-        check_answer(&raw).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
+        check_answer("PATCH", &raw).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
         if raw.status == 200 {
             // A successful patch leaves a valid object of the same kind and name.
             let object: Value = serde_json::from_slice(&raw.body).map_err(|e| TestCaseError::fail(e.to_string()))?;
