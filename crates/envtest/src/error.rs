@@ -128,7 +128,8 @@ pub struct ApiError {
     pub reason: String,
     pub message: String,
     /// `None` omits `details`; `Some(Details::default())` sends `"details": {}`.
-    pub details: Option<Details>,
+    /// Boxed so that `Result<T, ApiError>` stays small on the happy path.
+    pub details: Option<Box<Details>>,
 }
 
 /// The error type of every fallible operation in the server.
@@ -162,7 +163,7 @@ impl ApiError {
     }
 
     pub fn with_details(mut self, details: Details) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 

@@ -3,11 +3,54 @@
 //!
 //! Every function here is pure (no store access): the HTTP layer reads the
 //! live object, calls in, then validates and stores the result.
+//!
+//! Ownership follows kube-apiserver's field manager (structured-merge-diff):
+//! `fieldpath` holds field sets and their `FieldsV1` encoding, `walk` the
+//! typed comparisons and merges over a kind's [`TypeInfo`], `zero` the Go zero
+//! values of built-in kinds, `managed` the `managedFields` entries; `update`
+//! and `apply` are the two operations.
+
+mod apply;
+mod fieldpath;
+mod gofmt;
+mod gosort;
+mod json;
+mod last_applied;
+mod managed;
+mod merge;
+mod shape;
+mod strategic;
+mod update;
+mod walk;
+mod zero;
+
+#[cfg(test)]
+mod tests;
 
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 use crate::typeinfo::TypeInfo;
+
+/// Deepest nesting the patch and ownership walkers accept (request bodies
+/// parsed as JSON are limited to 128 levels already).
+const MAX_DEPTH: usize = 256;
+
+/// Whether `value` nests deeper than [`MAX_DEPTH`] (checked without recursion).
+fn exceeds_depth(value: &Value) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        if depth > MAX_DEPTH {
+            return true;
+        }
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|i| (i, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|i| (i, depth + 1))),
+            _ => {}
+        }
+    }
+    false
+}
 
 /// The patch formats a PATCH request can carry, from its `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,38 +89,29 @@ impl PatchType {
 }
 
 /// RFC 6902 JSON patch of `doc` by the raw request body.
-/// Errors: body not a JSON array → 400; a failing op (`test`, missing path) → 422
-/// `the server rejected our request due to an error in our request`.
+/// Errors: body not a JSON array → 400 (`error decoding patch: json: cannot
+/// unmarshal object into Go value of type []handlers.jsonPatchOp`); a failing
+/// or malformed operation (`test`, missing path, unknown op) → 422 `the server
+/// rejected our request due to an error in our request` with `details: {}`;
+/// more than 10,000 operations → 413.
 pub fn json_patch(doc: &Value, body: &[u8]) -> ApiResult<Value> {
-    let ops: json_patch::Patch = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-    let mut out = doc.clone();
-    json_patch::patch(&mut out, &ops).map_err(|_| {
-        ApiError::new(
-            422,
-            "Invalid",
-            "the server rejected our request due to an error in our request",
-        )
-        .with_details(crate::error::Details::default())
-    })?;
-    Ok(out)
+    json::apply(doc, body)
 }
 
 /// RFC 7386 JSON merge patch of `doc` by the raw request body.
+/// Errors: malformed JSON or a non-object body → 400 `error decoding patch: ...`;
+/// a `null` body → 400 `Invalid JSON Patch`.
 pub fn merge_patch(doc: &Value, body: &[u8]) -> ApiResult<Value> {
-    let patch: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-    let mut out = doc.clone();
-    json_patch::merge(&mut out, &patch);
-    Ok(out)
+    merge::apply(doc, body)
 }
 
 /// Strategic merge patch (lists merged per `types.patch_strategy`, `$patch`
 /// directives, `$setElementOrder`, `$deleteFromPrimitiveList`, `$retainKeys`).
+/// Errors are classified as the real server does: malformed body or directive
+/// lists → 400, lists of lists → 422, anything else (missing merge key,
+/// unknown `$patch`) → 500 with the Go message.
 pub fn strategic_merge_patch(doc: &Value, body: &[u8], types: &dyn TypeInfo) -> ApiResult<Value> {
-    // Placeholder until the strategic merge implementation lands: plain merge patch.
-    let _ = types;
-    merge_patch(doc, body)
+    strategic::apply(doc, body, types)
 }
 
 /// Inputs of one server-side apply request.
@@ -103,14 +137,13 @@ pub struct ApplyRequest<'a> {
 /// fields that `manager` alone owned and no longer applies, and returns the new
 /// object with updated `metadata.managedFields`. Conflicts (without `force`) are
 /// 409 with one `FieldManagerConflict` cause per field.
+///
+/// Also checked here, as the field manager does: `applied.apiVersion` must equal
+/// `api_version` (400 `Incorrect version specified in apply patch...`) and
+/// `metadata.managedFields` must be absent (400). The kind and name of the
+/// applied object are the caller's to check.
 pub fn server_side_apply(req: &ApplyRequest<'_>) -> ApiResult<Value> {
-    // Placeholder until server-side apply lands: merge the applied config.
-    let mut out = req
-        .live
-        .cloned()
-        .unwrap_or(Value::Object(Default::default()));
-    json_patch::merge(&mut out, req.applied);
-    Ok(out)
+    apply::apply(req)
 }
 
 /// Inputs of the ownership bookkeeping after a non-apply write.
@@ -128,7 +161,21 @@ pub struct UpdateRequest<'a> {
 /// Records an `operation: Update` entry: `manager` takes ownership of every field
 /// it set or changed in `new` (relative to `old`), other managers lose those
 /// fields, and entries left empty are dropped. Mutates `new.metadata.managedFields`.
+///
+/// Call it where kube-apiserver runs its field manager: after decoding and
+/// defaulting the request object, before admission plugins and the registry's
+/// create/update preparation (so a Pod's service-account volume, a Service's
+/// allocated clusterIP or a Namespace's finalizer are not owned). `new` may
+/// carry the request's own `managedFields` (a list replaces the stored ones,
+/// `[]` clears them); on a subresource the stored ones are always used.
 pub fn record_update(req: &UpdateRequest<'_>, new: &mut Value) {
-    // Placeholder until managedFields bookkeeping lands.
-    let _ = (req, new);
+    if update::record(req, new).is_err() {
+        // As the real server: keep the stored managedFields when tracking fails.
+        let previous = req
+            .old
+            .and_then(|o| o.get("metadata"))
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
+        update::store(new, previous);
+    }
 }

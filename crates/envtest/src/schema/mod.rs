@@ -1,16 +1,150 @@
 //! Custom resource schemas: the structural-schema check, validation against
 //! `openAPIV3Schema` (including CEL `x-kubernetes-validations`), defaulting and
 //! pruning, plus validation of CustomResourceDefinition objects themselves.
+//!
+//! Messages and field paths follow kube-apiserver: v1.24 (the transcripts)
+//! for everything that existed then, current Kubernetes for CEL rules.
+
+mod cel;
+mod cellib;
+mod celvalues;
+mod crd;
+mod crdparts;
+mod default;
+mod embedded;
+mod fielderr;
+mod formats;
+mod listtypes;
+mod names;
+mod node;
+mod prune;
+mod quantity;
+mod schemacheck;
+mod structural;
+mod validate;
+
+#[cfg(test)]
+mod celtests;
+#[cfg(test)]
+mod crd_tests;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod validate_tests;
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::typeinfo::{ListType, TypeInfo, Untyped};
+use crate::typeinfo::{ListType, TypeInfo};
+
+use fielderr::{ErrKind, FieldError, FieldPath, into_causes};
+use node::Schema;
+
+pub use crd::validate_crd;
 
 /// A compiled structural schema of one served CRD version.
 #[derive(Debug, Clone)]
 pub struct Structural {
     raw: Value,
+    schema: Arc<Schema>,
+    cel: Option<Arc<cel::CelNode>>,
+}
+
+/// Every check the CRD validator makes on one `openAPIV3Schema`, rooted at
+/// `path`: decoding, structural rules, defaults, keyword checks and CEL
+/// compilation, in the order kube-apiserver reports them.
+pub(crate) fn schema_errors(raw: &Value, path: &FieldPath) -> (Schema, Vec<FieldError>) {
+    let s = Schema::parse(raw, path);
+    let mut decode = Vec::new();
+    s.all_decode_errors(&mut decode);
+    if !decode.is_empty() {
+        return (s, decode);
+    }
+    let mut errs = Vec::new();
+    let init_errs = unsupported_keywords(&s, path);
+    let mut cel_enabled = false;
+    if init_errs.is_empty() {
+        let structural_errs = structural::validate_structural(path, &s);
+        if !structural_errs.is_empty() {
+            errs.extend(structural_errs);
+        } else {
+            let default_errs = default::validate_defaults(path, &s);
+            if !default_errs.is_empty() {
+                errs.extend(default_errs);
+            } else {
+                cel_enabled = true;
+            }
+        }
+    }
+    errs.extend(schemacheck::check_schema(&s, path, cel_enabled));
+    if errs.is_empty() {
+        errs = init_errs;
+    }
+    (s, errs)
+}
+
+/// Keywords a structural schema cannot hold at all (`NewStructural` errors).
+fn unsupported_keywords(s: &Schema, path: &FieldPath) -> Vec<FieldError> {
+    let found = s.has(&|n: &Schema| {
+        !n.id.is_empty()
+            || !n.schema_uri.is_empty()
+            || n.ref_.as_deref().is_some_and(|r| !r.is_empty())
+            || n.pattern_properties
+            || n.dependencies
+            || n.additional_items
+            || n.definitions
+            || n.items_array.is_some()
+    });
+    if !found {
+        return Vec::new();
+    }
+    let which = first_unsupported(s).unwrap_or("id");
+    let detail = if which == "items" {
+        "OpenAPIV3Schema 'items' must be a schema, but is an array".to_string()
+    } else {
+        format!("OpenAPIV3Schema '{which}' is not supported")
+    };
+    vec![FieldError::invalid(
+        path,
+        fielderr::BadValue::str(""),
+        &detail,
+    )]
+}
+
+fn first_unsupported(s: &Schema) -> Option<&'static str> {
+    let here = if !s.id.is_empty() {
+        Some("id")
+    } else if !s.schema_uri.is_empty() {
+        Some("schema")
+    } else if s.ref_.as_deref().is_some_and(|r| !r.is_empty()) {
+        Some("$ref")
+    } else if s.pattern_properties {
+        Some("patternProperties")
+    } else if s.dependencies {
+        Some("dependencies")
+    } else if s.additional_items {
+        Some("additionalItems")
+    } else if s.definitions {
+        Some("definitions")
+    } else if s.items_array.is_some() {
+        Some("items")
+    } else {
+        None
+    };
+    here.or_else(|| {
+        s.items.as_deref().and_then(first_unsupported).or_else(|| {
+            s.properties
+                .values()
+                .chain(s.additional_schema())
+                .chain(s.all_of.iter().chain(&s.any_of).chain(&s.one_of))
+                .chain(s.not.as_deref())
+                .find_map(first_unsupported)
+        })
+    })
 }
 
 impl Structural {
@@ -18,8 +152,15 @@ impl Structural {
     /// causes kube-apiserver reports (paths relative to the schema, e.g.
     /// `properties[spec].type`); the CRD validator prefixes them.
     pub fn compile(schema: &Value) -> Result<Structural, Vec<Cause>> {
+        let (s, errs) = schema_errors(schema, &FieldPath::nil());
+        if !errs.is_empty() {
+            return Err(into_causes(errs));
+        }
+        let cel = cel::build(&s).map(Arc::new);
         Ok(Structural {
             raw: schema.clone(),
+            schema: Arc::new(s),
+            cel,
         })
     }
 
@@ -30,7 +171,7 @@ impl Structural {
 
     /// Fills `default`s into `obj` (objects that exist, recursively).
     pub fn apply_defaults(&self, obj: &mut Value) {
-        let _ = obj;
+        default::apply(obj, &self.schema);
     }
 
     /// Drops fields the schema does not know (respecting
@@ -38,29 +179,51 @@ impl Structural {
     /// their paths (`spec.extra`, `extraTop`), sorted, for warnings or Strict errors.
     /// `apiVersion`, `kind` and `metadata` at the root are never pruned here.
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
-        let _ = obj;
-        Vec::new()
+        prune::prune_root(obj, &self.schema)
     }
 
     /// Validates `obj` (after defaulting and pruning). `old` is the stored object
     /// on update, for CEL transition rules (`oldSelf`).
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        let _ = (obj, old);
-        Vec::new()
+        let s = &self.schema;
+        let mut errs = validate::validate_value(s, obj, &FieldPath::nil());
+        // Embedded resources below the root (the root's metadata is the server's).
+        errs.extend(embedded::validate(obj, s, &FieldPath::nil(), false));
+        let old_lists_ok = old.is_none_or(|o| listtypes::validate_lists(s, o).is_empty());
+        if old_lists_ok {
+            errs.extend(listtypes::validate_lists(s, obj));
+        }
+        if let Some(node) = &self.cel {
+            let blocking = errs.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    ErrKind::NotSupported
+                        | ErrKind::Required
+                        | ErrKind::TooLong
+                        | ErrKind::TooMany
+                        | ErrKind::TypeInvalid
+                )
+            });
+            if blocking {
+                errs.push(FieldError::invalid(
+                    &FieldPath::nil(),
+                    fielderr::BadValue::Raw("null".into()),
+                    "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                ));
+            } else {
+                cel::validate(node, s, obj, old, &FieldPath::nil(), true, &mut errs);
+            }
+        }
+        into_causes(errs)
     }
 }
 
 impl TypeInfo for Structural {
     fn list_type(&self, path: &[&str]) -> ListType {
-        Untyped.list_type(path)
+        listtypes::SchemaTypeInfo(&self.schema).list_type(path)
     }
-}
 
-/// Validates a CustomResourceDefinition object (`apiextensions.k8s.io/v1`) as
-/// kube-apiserver does on create and update: names, scope, versions (exactly one
-/// storage version), schemas structural, subresources, printer columns.
-/// Returns the causes of a 422 (empty when valid).
-pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let _ = (crd, old);
-    Vec::new()
+    fn map_is_atomic(&self, path: &[&str]) -> bool {
+        listtypes::SchemaTypeInfo(&self.schema).map_is_atomic(path)
+    }
 }

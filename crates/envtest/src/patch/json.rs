@@ -1,0 +1,105 @@
+//! RFC 6902 JSON patch, with the request checks and errors of kube-apiserver.
+
+use serde_json::{Map, Value};
+
+use super::gofmt;
+use crate::error::{ApiError, ApiResult, Details};
+
+/// The most operations the real server accepts in one JSON patch.
+const MAX_OPERATIONS: usize = 10_000;
+
+/// A failing operation: the generic 422 the real server sends, `details: {}`.
+fn rejected() -> ApiError {
+    ApiError::new(
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+    )
+    .with_details(Details::default())
+}
+
+fn decode_error(message: String) -> ApiError {
+    ApiError::bad_request(format!("error decoding patch: {message}"))
+}
+
+/// Checks each operation the way Go decodes it into
+/// `[]handlers.jsonPatchOp` (`op`, `path`, `from` strings, any `value`).
+fn decode_operations(body: &[u8]) -> ApiResult<Vec<Map<String, Value>>> {
+    let parsed = gofmt::parse_json(body).map_err(decode_error)?;
+    let items = match parsed {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        other => {
+            return Err(decode_error(gofmt::unmarshal_type_error(
+                &other,
+                "[]handlers.jsonPatchOp",
+            )));
+        }
+    };
+    let mut ops = Vec::with_capacity(items.len());
+    for item in items {
+        let op = match item {
+            Value::Object(op) => op,
+            Value::Null => Map::new(),
+            other => {
+                return Err(decode_error(gofmt::unmarshal_type_error(
+                    &other,
+                    "handlers.jsonPatchOp",
+                )));
+            }
+        };
+        for field in ["op", "path", "from"] {
+            if let Some(v) = op.get(field)
+                && !v.is_string()
+                && !v.is_null()
+            {
+                return Err(decode_error(format!(
+                    "json: cannot unmarshal {} into Go struct field jsonPatchOp.{field} of type string",
+                    gofmt::json_kind(v)
+                )));
+            }
+        }
+        ops.push(op);
+    }
+    if ops.len() > MAX_OPERATIONS {
+        return Err(ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!(
+                "Request entity too large: The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {}",
+                ops.len()
+            ),
+        ));
+    }
+    Ok(ops)
+}
+
+/// One decoded operation as the json-patch crate takes it. Anything it
+/// cannot run is a failing operation (422), as when the real server applies it.
+fn to_operation(op: Map<String, Value>) -> ApiResult<json_patch::PatchOperation> {
+    let mut normalised = Map::new();
+    for field in ["op", "path", "from"] {
+        if let Some(v @ Value::String(_)) = op.get(field) {
+            normalised.insert(field.to_string(), v.clone());
+        }
+    }
+    // A missing value is JSON null, as in the Go implementation.
+    normalised.insert(
+        "value".to_string(),
+        op.get("value").cloned().unwrap_or(Value::Null),
+    );
+    serde_json::from_value(Value::Object(normalised)).map_err(|_| rejected())
+}
+
+pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
+    let ops = decode_operations(body)?
+        .into_iter()
+        .map(to_operation)
+        .collect::<ApiResult<Vec<_>>>()?;
+    let mut out = doc.clone();
+    json_patch::patch(&mut out, &ops).map_err(|_| rejected())?;
+    if super::exceeds_depth(&out) {
+        return Err(rejected());
+    }
+    Ok(out)
+}
