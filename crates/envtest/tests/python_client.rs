@@ -1,0 +1,141 @@
+//! A second, independent client: the Python `kubernetes` package from PyPI,
+//! installed by this test into a virtualenv under the cargo target directory
+//! (reused when present), runs the scripts in tests/python against envtest.
+//!
+//! Missing python3 or pip fails the test with the reason; it never skips.
+
+#[allow(dead_code)]
+#[path = "support/server.rs"]
+mod server;
+#[allow(dead_code)]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use support::http::{Http, HttpRequest};
+
+/// The pinned client release (its 33.x line matches Kubernetes 1.33).
+const KUBERNETES_CLIENT: &str = "kubernetes==33.1.0";
+
+fn venv_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv")
+}
+
+fn run(cmd: &mut Command, what: &str) -> String {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {cmd:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({:?}):\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The virtualenv's python, with the pinned client installed (once per run;
+/// an existing venv with the same pin is reused).
+fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let dir = venv_dir();
+        let python = dir.join("bin/python");
+        let marker = dir.join("installed.txt");
+        if std::fs::read_to_string(&marker).ok().as_deref() == Some(KUBERNETES_CLIENT)
+            && python.exists()
+        {
+            return python;
+        }
+        match Command::new("python3").arg("--version").output() {
+            Ok(out) if out.status.success() => {}
+            _ => panic!(
+                "python3 is not on PATH: the Python-client suite needs Python 3 with venv and pip"
+            ),
+        }
+        run(
+            Command::new("python3")
+                .args(["-m", "venv", "--clear"])
+                .arg(&dir),
+            "creating the virtualenv (python3 -m venv; on Debian install python3-venv)",
+        );
+        run(
+            Command::new(&python).args(["-m", "pip", "--version"]),
+            "pip in the virtualenv (install python3-pip)",
+        );
+        run(
+            Command::new(&python).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                KUBERNETES_CLIENT,
+            ]),
+            "pip install of the Python kubernetes client",
+        );
+        std::fs::write(&marker, KUBERNETES_CLIENT)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", marker.display()));
+        python
+    })
+}
+
+fn create_namespace(base_url: &str, ns: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let body =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    let request = HttpRequest::new("POST", "/api/v1/namespaces").json(&body);
+    let response = runtime
+        .block_on(Http::new(base_url).send(&request, Duration::from_secs(10)))
+        .unwrap_or_else(|e| panic!("creating namespace {ns}: {e}"));
+    assert_eq!(
+        response.status,
+        201,
+        "creating namespace {ns}: {}",
+        response.text()
+    );
+}
+
+/// Runs tests/python/<script> against the shared server in a new namespace.
+fn run_script(script: &str) {
+    let python = python();
+    let shared = server::shared();
+    let ns = server::unique_name("py");
+    create_namespace(&shared.base_url, &ns);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python");
+    let out = run(
+        Command::new(python)
+            .arg(dir.join(script))
+            .current_dir(&dir)
+            .env("KUBECONFIG", &shared.kubeconfig)
+            .env("TEST_NAMESPACE", &ns)
+            .env("PYTHONDONTWRITEBYTECODE", "1"),
+        &format!("tests/python/{script}"),
+    );
+    assert!(
+        out.contains(": ok"),
+        "{script} did not report success:\n{out}"
+    );
+}
+
+#[test]
+fn python_client_crud_and_selectors_on_configmaps() {
+    run_script("configmaps.py");
+}
+
+#[test]
+fn python_client_custom_objects() {
+    run_script("custom_objects.py");
+}
+
+#[test]
+fn python_client_watch_sees_added_modified_deleted() {
+    run_script("watch_events.py");
+}
