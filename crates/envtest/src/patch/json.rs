@@ -97,9 +97,35 @@ pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
         .map(to_operation)
         .collect::<ApiResult<Vec<_>>>()?;
     let mut out = doc.clone();
-    json_patch::patch(&mut out, &ops).map_err(|_| rejected())?;
+    for op in &ops {
+        if null_test_of_absent_member(&out, op) {
+            continue;
+        }
+        json_patch::patch(&mut out, std::slice::from_ref(op)).map_err(|_| rejected())?;
+    }
     if super::exceeds_depth(&out) {
         return Err(rejected());
     }
     Ok(out)
+}
+
+/// Go's json-patch lets `{"op":"test","value":null}` pass when the member is
+/// absent but its parent exists; kube-runtime's finalizer helper relies on
+/// this to add the first finalizer. The json-patch crate fails such a test.
+fn null_test_of_absent_member(doc: &Value, op: &json_patch::PatchOperation) -> bool {
+    let json_patch::PatchOperation::Test(test) = op else {
+        return false;
+    };
+    if !test.value.is_null() {
+        return false;
+    }
+    let path = test.path.as_str();
+    if doc.pointer(path).is_some() {
+        return false;
+    }
+    let parent = match path.rfind('/') {
+        Some(at) => &path[..at],
+        None => return false,
+    };
+    matches!(doc.pointer(parent), Some(Value::Object(_)))
 }

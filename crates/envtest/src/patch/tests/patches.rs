@@ -79,6 +79,21 @@ fn failing_json_patch_operations_are_the_generic_422() {
 }
 
 #[test]
+fn a_null_test_passes_for_an_absent_member_of_an_existing_object() {
+    // kube-runtime's finalizer helper adds the first finalizer this way.
+    let doc = json!({"metadata": {"name": "w"}});
+    let body = br#"[{"op": "test", "path": "/metadata/finalizers", "value": null},
+                    {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}]"#;
+    let out = json_patch(&doc, body).expect("null test of an absent member passes");
+    assert_eq!(out["metadata"]["finalizers"], json!(["f"]));
+    // ...but not when the parent is missing, nor for a present member.
+    let missing_parent = br#"[{"op": "test", "path": "/spec/x", "value": null}]"#;
+    assert_eq!(json_patch(&doc, missing_parent).unwrap_err().code, 422);
+    let present = br#"[{"op": "test", "path": "/metadata/name", "value": null}]"#;
+    assert_eq!(json_patch(&doc, present).unwrap_err().code, 422);
+}
+
+#[test]
 fn malformed_json_patch_bodies_are_400_with_go_messages() {
     let before = configmap_after("create ConfigMap p1");
     let s = step(FILE, "JSON patch body that is not an array");
