@@ -71,10 +71,10 @@ fn exchange(base_url: &str, request: &[u8]) -> Result<Raw, String> {
         .write_all(request)
         .map_err(|e| format!("write: {e}"))?;
     let mut answer = Vec::new();
-    if let Err(e) = stream.read_to_end(&mut answer) {
-        if answer.is_empty() {
-            return Err(format!("no answer (connection dropped or timed out): {e}"));
-        }
+    if let Err(e) = stream.read_to_end(&mut answer)
+        && answer.is_empty()
+    {
+        return Err(format!("no answer (connection dropped or timed out): {e}"));
     }
     parse_raw(&answer)
 }
