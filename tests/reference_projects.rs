@@ -1,0 +1,212 @@
+//! The reference projects in `testdata/` are operators made by opctl. For each
+//! one this proves three things:
+//! - it is what opctl generates: replaying the commands recorded in
+//!   `opctl-commands.sh` reproduces every scaffold-owned file byte for byte;
+//! - its derived manifests are current: `opctl manifests` changes nothing;
+//! - it works: it is fmt- and clippy-clean and its unit tests and its e2e
+//!   tests (under `opctl envtest`, through `make test-e2e`) pass.
+//!
+//! All builds share the workspace's target directory.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{opctl_bin, opctl_ok, project_dir, shared_target_dir, snapshot};
+
+/// The file in each reference project that records how opctl made it.
+const COMMANDS_FILE: &str = "opctl-commands.sh";
+
+fn reference_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name)
+}
+
+/// The `opctl ...` lines of the commands file, split into arguments
+/// (the file is a plain shell script; its commands need no quoting).
+fn recorded_commands(project: &Path) -> Vec<Vec<String>> {
+    let path = project.join(COMMANDS_FILE);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{} must exist: {e}", path.display()));
+    let commands: Vec<Vec<String>> = text
+        .lines()
+        .map(str::trim)
+        .filter_map(|line| line.strip_prefix("opctl "))
+        .map(|args| args.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    assert!(
+        commands
+            .first()
+            .is_some_and(|c| c.first().is_some_and(|a| a == "init")),
+        "{} must start with `opctl init`",
+        path.display()
+    );
+    commands
+}
+
+/// Paths (relative) that `opctl files --owner OWNER` lists for the project in `dir`.
+fn files_owned_by(dir: &Path, owner: &str) -> BTreeSet<String> {
+    opctl_ok(dir, &["files", "--owner", owner])
+        .stdout
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn regenerates_byte_for_byte(name: &str) {
+    let reference = reference_dir(name);
+    let (_tmp, fresh) = project_dir(name);
+    for args in recorded_commands(&reference) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        opctl_ok(&fresh, &args);
+    }
+    let scaffold_owned = files_owned_by(&fresh, "scaffold");
+    assert!(
+        !scaffold_owned.is_empty(),
+        "opctl lists no scaffold-owned files"
+    );
+    assert_eq!(
+        scaffold_owned,
+        files_owned_by(&reference, "scaffold"),
+        "{name}: the committed PROJECT describes a different scaffold than the recorded commands"
+    );
+    let mut differing = Vec::new();
+    for rel in &scaffold_owned {
+        let regenerated = std::fs::read(fresh.join(rel));
+        let committed = std::fs::read(reference.join(rel));
+        match (regenerated, committed) {
+            (Ok(a), Ok(b)) if a == b => {}
+            (Ok(_), Ok(_)) => differing.push(format!("{rel}: contents differ")),
+            (_, Err(_)) => differing.push(format!("{rel}: missing from testdata/{name}")),
+            (Err(_), _) => differing.push(format!("{rel}: not regenerated")),
+        }
+    }
+    assert!(
+        differing.is_empty(),
+        "testdata/{name} differs from what its recorded commands generate \
+         (scaffold-owned files must not be edited by hand):\n  {}",
+        differing.join("\n  ")
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for (rel, bytes) in snapshot(from) {
+        let dest = to.join(&rel);
+        std::fs::create_dir_all(dest.parent().expect("file has a parent")).expect("mkdir");
+        std::fs::write(dest, bytes).expect("write copy");
+    }
+}
+
+fn manifests_are_current(name: &str) {
+    let reference = reference_dir(name);
+    let (_tmp, copy) = project_dir(name);
+    copy_tree(&reference, &copy);
+    let before = snapshot(&copy);
+    let run = Command::new(opctl_bin())
+        .arg("manifests")
+        .current_dir(&copy)
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .output()
+        .expect("opctl manifests runs");
+    assert!(
+        run.status.success(),
+        "opctl manifests failed in testdata/{name}:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let after = snapshot(&copy);
+    let changed: Vec<&String> = after
+        .iter()
+        .filter(|(rel, bytes)| before.get(*rel) != Some(*bytes))
+        .map(|(rel, _)| rel)
+        .chain(before.keys().filter(|rel| !after.contains_key(*rel)))
+        .filter(|rel| rel.as_str() != "Cargo.lock")
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "testdata/{name}: `opctl manifests` changed {changed:?}; run it there and commit the result"
+    );
+}
+
+/// Runs `program args` in the reference project with the shared target dir.
+fn run_in(dir: &Path, program: &str, args: &[&str]) {
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .status()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    assert!(
+        status.success(),
+        "`{program} {}` failed in {}",
+        args.join(" "),
+        dir.display()
+    );
+}
+
+fn builds_and_passes_its_tests(name: &str) {
+    let dir = reference_dir(name);
+    let opctl = format!("OPCTL={}", opctl_bin());
+    run_in(&dir, "cargo", &["fmt", "--check"]);
+    run_in(
+        &dir,
+        "cargo",
+        &[
+            "clippy",
+            "--locked",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    );
+    run_in(&dir, "make", &["test", &opctl]);
+    run_in(&dir, "make", &["test-e2e", &opctl]);
+}
+
+macro_rules! reference_project {
+    ($module:ident, $dir:literal) => {
+        mod $module {
+            #[test]
+            fn scaffold_owned_files_regenerate_byte_for_byte() {
+                super::regenerates_byte_for_byte($dir);
+            }
+
+            #[test]
+            fn manifests_are_current() {
+                super::manifests_are_current($dir);
+            }
+
+            #[test]
+            fn builds_lints_and_passes_unit_and_e2e_tests() {
+                super::builds_and_passes_its_tests($dir);
+            }
+        }
+    };
+}
+
+reference_project!(simple_deployment, "simple-deployment");
+reference_project!(database, "database");
+
+/// Every directory in testdata/ is a reference project covered above.
+const COVERED: &[&str] = &["simple-deployment", "database"];
+
+#[test]
+fn every_reference_project_is_covered() {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let mut present: Vec<String> = std::fs::read_dir(&testdata)
+        .expect("testdata/ exists")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    present.sort();
+    let mut covered: Vec<String> = COVERED.iter().map(|s| s.to_string()).collect();
+    covered.sort();
+    assert_eq!(
+        present, covered,
+        "add a reference_project! line per testdata/ project"
+    );
+}
