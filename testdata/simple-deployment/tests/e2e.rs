@@ -1,79 +1,293 @@
 //! End-to-end tests: they use the cluster the kubeconfig names and start the
-//! manager binary as its own process.
+//! operator binary as its own process, watching namespaces made for each
+//! test (so that they leave alone whatever else runs on the cluster,
+//! including an operator deployed with `make deploy`).
 //!
 //! `make test-e2e` runs them under `opctl envtest run` (no cluster needed);
 //! `E2E_USE_EXISTING_CLUSTER=true make test-e2e` runs them against the
-//! current kubeconfig (install the CRDs first: `make install`). Plain
-//! `cargo test` lists them as ignored.
+//! current kubeconfig. Plain `cargo test` lists them as ignored.
 //!
-//! This file is yours; `opctl create api` adds a test per kind at the
-//! `+opctl:scaffold:e2e` marker.
+//! Waits are generous where the cluster sets the pace (garbage collection,
+//! graceful Pod deletion) and short where the operator does: a Deployment
+//! gets its Pod within 2 s.
 
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The manager, started from the binary cargo built for this test.
-struct Manager {
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{
+    Container, Namespace, Pod, PodSpec, PodTemplateSpec, ServiceAccount,
+};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+
+/// How soon the operator must act on a change it watches.
+const PROMPTLY: Duration = Duration::from_secs(2);
+/// How long the cluster may take for what it does itself (garbage
+/// collection, graceful deletion); envtest is immediate.
+const CLUSTER_PACE: Duration = Duration::from_secs(60);
+/// SIGTERM must end the operator within this.
+const STOP_WITHIN: Duration = Duration::from_secs(10);
+
+/// The operator, started from the binary cargo built for this test.
+struct Operator {
     process: Child,
     health: SocketAddr,
     metrics: SocketAddr,
 }
 
-impl Manager {
-    /// Starts the manager with free local ports and waits until /readyz says ok.
-    fn start(args: &[&str]) -> Manager {
+impl Operator {
+    /// Starts the operator watching `namespace` (through `--namespace`).
+    async fn watching(namespace: &str, args: &[&str]) -> Operator {
+        let mut all = vec![format!("--namespace={namespace}")];
+        all.extend(args.iter().map(|arg| (*arg).to_owned()));
+        Operator::start(&all, &[]).await
+    }
+
+    /// Starts the operator with free local ports and waits until /readyz
+    /// says ok. Settings come only from `args` and `env`, never from the
+    /// environment of the test run.
+    async fn start(args: &[String], env: &[(&str, &str)]) -> Operator {
         let health = free_local_address();
         let metrics = free_local_address();
         let binary = env!("CARGO_BIN_EXE_simple-deployment");
-        let process = Command::new(binary)
+        let mut command = Command::new(binary);
+        for name in [
+            "WATCH_NAMESPACE",
+            "POD_IMAGE",
+            "RESYNC_SECONDS",
+            "LEADER_ELECT",
+        ] {
+            command.env_remove(name);
+        }
+        let process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
             .args(args)
+            .envs(env.iter().copied())
             .spawn()
-            .expect("the manager binary starts");
-        let mut manager = Manager {
+            .expect("the operator binary starts");
+        let mut operator = Operator {
             process,
             health,
             metrics,
         };
-        eventually(Duration::from_secs(30), "the manager to be ready", || {
-            if let Ok(Some(status)) = manager.process.try_wait() {
-                panic!("the manager exited with {status} before it was ready");
+        eventually(Duration::from_secs(30), "the operator to be ready", || {
+            if let Ok(Some(status)) = operator.process.try_wait() {
+                panic!("the operator exited with {status} before it was ready");
             }
-            http_get(manager.health, "/readyz").is_some_and(|(status, _)| status == 200)
-        });
-        manager
+            let ready =
+                http_get(operator.health, "/readyz").is_some_and(|(status, _)| status == 200);
+            std::future::ready(ready.then_some(()))
+        })
+        .await;
+        operator
     }
 
     /// Sends SIGTERM and waits for the process to exit.
-    fn terminate(mut self, within: Duration) -> ExitStatus {
+    async fn terminate(mut self, within: Duration) -> ExitStatus {
         let pid = self.process.id().to_string();
         let sent = Command::new("kill").args(["-TERM", &pid]).status();
         assert!(
             sent.is_ok_and(|status| status.success()),
             "kill -TERM {pid}"
         );
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.process.try_wait().expect("the manager's status") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the manager did not stop within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let what = format!("the operator to stop within {within:?} of SIGTERM");
+        eventually(within, &what, || {
+            std::future::ready(self.process.try_wait().expect("the operator's status"))
+        })
+        .await
     }
 }
 
-impl Drop for Manager {
+impl Drop for Operator {
     fn drop(&mut self) {
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
+}
+
+/// A namespace of one test, deleted when the test ends (however it ends).
+struct TestNamespace {
+    name: String,
+}
+
+impl TestNamespace {
+    async fn create(client: &Client, purpose: &str) -> TestNamespace {
+        let name = unique_name(purpose);
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(BTreeMap::from([(
+                    "e2e.example.com/suite".to_owned(),
+                    "simple-deployment".to_owned(),
+                )])),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap_or_else(|err| panic!("cannot create namespace {name}: {err}"));
+        // A cluster refuses Pods until the namespace's default ServiceAccount exists.
+        let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
+        eventually(CLUSTER_PACE, "the default ServiceAccount", || async {
+            accounts.get_opt("default").await.ok().flatten()
+        })
+        .await;
+        TestNamespace { name }
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        // Drop cannot await: delete from a thread with a runtime and client of its own.
+        let name = self.name.clone();
+        let deleted = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                let client = Client::try_default().await?;
+                Api::<Namespace>::all(client)
+                    .delete(&name, &DeleteParams::default())
+                    .await?;
+                anyhow::Ok(())
+            })
+        })
+        .join();
+        if !matches!(deleted, Ok(Ok(()))) {
+            eprintln!("could not delete test namespace {}", self.name);
+        }
+    }
+}
+
+/// `sd-e2e-<purpose>-<suffix>`: unique per run, so runs against a real
+/// cluster never meet the leftovers of an earlier one.
+fn unique_name(purpose: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|since| since.subsec_nanos())
+        .unwrap_or_default();
+    format!("sd-e2e-{purpose}-{:x}{:x}", std::process::id(), nanos)
+}
+
+/// A Deployment of no replicas: the operator's Pod is what the tests look at.
+fn deployment(name: &str) -> Deployment {
+    let labels = BTreeMap::from([("e2e.example.com/deployment".to_owned(), name.to_owned())]);
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(0),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "app".to_owned(),
+                        image: Some("registry.k8s.io/pause:3.10".to_owned()),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
+    }
+}
+
+async fn create_deployment(client: &Client, namespace: &str, name: &str) -> Deployment {
+    Api::<Deployment>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &deployment(name))
+        .await
+        .unwrap_or_else(|err| panic!("cannot create Deployment {namespace}/{name}: {err}"))
+}
+
+/// Waits (at most `timeout`) for a Pod named `name` that `owner` controls.
+async fn wait_for_pod_of(client: &Client, owner: &Deployment, timeout: Duration) -> Pod {
+    let name = owner.name_any();
+    let namespace = owner.namespace().expect("a namespaced Deployment");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let what = format!("the Pod of Deployment {namespace}/{name}");
+    eventually(timeout, &what, || async {
+        let pod = pods.get_opt(&name).await.ok().flatten()?;
+        is_controlled_by(&pod, owner).then_some(pod)
+    })
+    .await
+}
+
+fn is_controlled_by(pod: &Pod, owner: &Deployment) -> bool {
+    pod.owner_references().iter().any(|reference| {
+        reference.controller == Some(true) && Some(&reference.uid) == owner.uid().as_ref()
+    })
+}
+
+/// The Pod is exactly what the operator promises for `owner`.
+fn assert_is_the_pod_of(pod: &Pod, owner: &Deployment, image: &str) {
+    let name = owner.name_any();
+    assert_eq!(pod.namespace(), owner.namespace());
+    assert_eq!(
+        pod.labels(),
+        &BTreeMap::from([("app".to_owned(), name.clone())]),
+        "labels"
+    );
+    let references = pod.owner_references();
+    assert_eq!(references.len(), 1, "{references:?}");
+    let reference = &references[0];
+    assert_eq!(reference.api_version, "apps/v1");
+    assert_eq!(reference.kind, "Deployment");
+    assert_eq!(reference.name, name);
+    assert_eq!(Some(&reference.uid), owner.uid().as_ref());
+    assert_eq!(reference.controller, Some(true));
+    assert_eq!(reference.block_owner_deletion, Some(true));
+    assert!(pod.finalizers().is_empty(), "{:?}", pod.finalizers());
+    let spec = pod.spec.as_ref().expect("the Pod has a spec");
+    assert_eq!(spec.containers.len(), 1, "one container");
+    let container = &spec.containers[0];
+    assert_eq!(container.name, "echo");
+    assert_eq!(container.image.as_deref(), Some(image));
+    let script = format!("while true ; do echo {name} ; sleep 1 ; done");
+    assert_eq!(
+        container.command,
+        Some(vec!["bash".to_owned(), "-c".to_owned(), script])
+    );
+}
+
+/// The events recorded about `about` (either events API shows them; this
+/// is the one kube's Recorder writes).
+async fn events_about(client: &Client, about: &Deployment) -> Vec<Event> {
+    let namespace = about.namespace().expect("a namespaced Deployment");
+    let events: Api<Event> = Api::namespaced(client.clone(), &namespace);
+    let list = events
+        .list(&ListParams::default())
+        .await
+        .expect("events can be listed");
+    list.items
+        .into_iter()
+        .filter(|event| {
+            event
+                .regarding
+                .as_ref()
+                .is_some_and(|regarding| regarding.uid == about.uid())
+        })
+        .collect()
 }
 
 fn free_local_address() -> SocketAddr {
@@ -96,29 +310,291 @@ fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     Some((status, body))
 }
 
-/// Polls `check` every 100 ms until it holds, failing after `timeout`.
-fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
+/// Polls `check` every 50 ms until it yields a value, failing after `timeout`.
+async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
     let deadline = Instant::now() + timeout;
-    while !check() {
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
         assert!(
             Instant::now() < deadline,
             "timed out after {timeout:?} waiting for {what}"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
-#[test]
-#[ignore = "needs a cluster: run `make test-e2e`"]
-fn the_manager_serves_probes_and_metrics_and_stops_on_sigterm() {
-    let manager = Manager::start(&[]);
-    let (status, _) = http_get(manager.health, "/healthz").expect("/healthz answers");
-    assert_eq!(status, 200);
-    let (status, body) = http_get(manager.metrics, "/metrics").expect("/metrics answers");
-    assert_eq!(status, 200);
-    assert!(body.contains("controller_reconcile"), "{body}");
-    let exit = manager.terminate(Duration::from_secs(10));
-    assert!(exit.success(), "the manager exited with {exit}");
+async fn client() -> Client {
+    Client::try_default()
+        .await
+        .expect("a Kubernetes client from the kubeconfig (run `make test-e2e`)")
 }
 
-// +opctl:scaffold:e2e
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_deployment_gets_its_pod_at_once() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "create").await;
+    let _operator = Operator::watching(&ns.name, &[]).await;
+
+    let web = create_deployment(&client, &ns.name, "web").await;
+    let pod = wait_for_pod_of(&client, &web, PROMPTLY).await;
+    assert_is_the_pod_of(&pod, &web, "ubi8");
+
+    // No finalizer on the Deployment: deleting it is never held up.
+    let web = Api::<Deployment>::namespaced(client.clone(), &ns.name)
+        .get("web")
+        .await
+        .expect("the Deployment");
+    assert!(web.finalizers().is_empty(), "{:?}", web.finalizers());
+    let created = eventually(PROMPTLY, "a PodCreated event", || async {
+        let events = events_about(&client, &web).await;
+        events
+            .into_iter()
+            .find(|event| event.reason.as_deref() == Some("PodCreated"))
+    })
+    .await;
+    assert_eq!(created.type_.as_deref(), Some("Normal"));
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_deleted_pod_comes_back() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "recreate").await;
+    // No resync within the test: only the watch of owned Pods can bring it back.
+    let _operator = Operator::watching(&ns.name, &["--resync-seconds=3600"]).await;
+
+    let web = create_deployment(&client, &ns.name, "web").await;
+    let first = wait_for_pod_of(&client, &web, PROMPTLY).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    pods.delete("web", &DeleteParams::default())
+        .await
+        .expect("the Pod can be deleted");
+
+    // The cluster takes its time to delete a Pod (grace period); once it is
+    // gone, the operator replaces it at once.
+    eventually(CLUSTER_PACE, "the deleted Pod to be gone", || async {
+        let pod = pods.get_opt("web").await.ok()?;
+        pod.is_none_or(|pod| pod.uid() != first.uid()).then_some(())
+    })
+    .await;
+    let replacement = eventually(PROMPTLY, "a new Pod to replace the deleted one", || async {
+        let pod = pods.get_opt("web").await.ok().flatten()?;
+        (pod.uid() != first.uid()).then_some(pod)
+    })
+    .await;
+    assert!(is_controlled_by(&replacement, &web));
+    assert_is_the_pod_of(&replacement, &web, "ubi8");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn deployments_in_other_namespaces_are_ignored() {
+    let client = client().await;
+    let watched = TestNamespace::create(&client, "watched").await;
+    let other = TestNamespace::create(&client, "other").await;
+    // The namespace through the environment variable this time; resync every second.
+    let image = "registry.access.redhat.com/ubi8/ubi-minimal";
+    let args = [format!("--image={image}"), "--resync-seconds=1".to_owned()];
+    let _operator = Operator::start(&args, &[("WATCH_NAMESPACE", &watched.name)]).await;
+
+    let elsewhere = create_deployment(&client, &other.name, "web").await;
+    let web = create_deployment(&client, &watched.name, "web").await;
+    let pod = wait_for_pod_of(&client, &web, PROMPTLY).await;
+    assert_is_the_pod_of(&pod, &web, image);
+
+    // The operator has seen both Deployments' creation by now and resynced twice.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pods = Api::<Pod>::namespaced(client.clone(), &other.name)
+        .list(&ListParams::default())
+        .await
+        .expect("Pods can be listed");
+    let names: Vec<String> = pods.items.iter().map(ResourceExt::name_any).collect();
+    assert!(
+        names.is_empty(),
+        "Pods in an unwatched namespace: {names:?}"
+    );
+    assert!(events_about(&client, &elsewhere).await.is_empty());
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn deleting_a_deployment_deletes_its_pod() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "delete").await;
+    let _operator = Operator::watching(&ns.name, &["--resync-seconds=1"]).await;
+
+    let web = create_deployment(&client, &ns.name, "web").await;
+    wait_for_pod_of(&client, &web, PROMPTLY).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
+    deployments
+        .delete("web", &DeleteParams::default())
+        .await
+        .expect("the Deployment can be deleted");
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    eventually(CLUSTER_PACE, "the Deployment to be gone", || async {
+        deployments
+            .get_opt("web")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    eventually(
+        CLUSTER_PACE,
+        "the garbage collector to delete the Pod",
+        || async { pods.get_opt("web").await.ok()?.is_none().then_some(()) },
+    )
+    .await;
+    // And the operator does not bring it back (two resyncs later).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pod = pods.get_opt("web").await.expect("Pods can be read");
+    assert!(pod.is_none(), "a Pod came back: {pod:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn restarting_the_operator_creates_no_duplicates() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "restart").await;
+    let operator = Operator::watching(&ns.name, &["--resync-seconds=1"]).await;
+    let web = create_deployment(&client, &ns.name, "web").await;
+    let first = wait_for_pod_of(&client, &web, PROMPTLY).await;
+    let exit = operator.terminate(STOP_WITHIN).await;
+    assert!(exit.success(), "the operator exited with {exit}");
+
+    let _operator = Operator::watching(&ns.name, &["--resync-seconds=1"]).await;
+    let api = create_deployment(&client, &ns.name, "api").await;
+    wait_for_pod_of(&client, &api, PROMPTLY).await;
+    // The restarted operator listed both Deployments and resynced them twice.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let pods = Api::<Pod>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default())
+        .await
+        .expect("Pods can be listed");
+    let mut names: Vec<String> = pods.items.iter().map(ResourceExt::name_any).collect();
+    names.sort();
+    assert_eq!(names, ["api", "web"]);
+    let web_pod = pods
+        .items
+        .iter()
+        .find(|pod| pod.name_any() == "web")
+        .expect("the Pod of web");
+    assert_eq!(web_pod.uid(), first.uid(), "the Pod of web was replaced");
+    let created = events_about(&client, &web)
+        .await
+        .into_iter()
+        .filter(|event| event.reason.as_deref() == Some("PodCreated"))
+        .count();
+    assert_eq!(created, 1, "PodCreated events about web");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_pod_it_does_not_own_is_left_alone_with_a_warning() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "unowned").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    let squatter = Pod {
+        metadata: ObjectMeta {
+            name: Some("web".to_owned()),
+            labels: Some(BTreeMap::from([("app".to_owned(), "squatter".to_owned())])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "squatter".to_owned(),
+                image: Some("registry.k8s.io/pause:3.10".to_owned()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    };
+    let squatter = pods
+        .create(&PostParams::default(), &squatter)
+        .await
+        .expect("a Pod of our own");
+    let _operator = Operator::watching(&ns.name, &["--resync-seconds=1"]).await;
+
+    let web = create_deployment(&client, &ns.name, "web").await;
+    let warning = eventually(
+        Duration::from_secs(10),
+        "a PodNameTaken warning",
+        || async {
+            let events = events_about(&client, &web).await;
+            events
+                .into_iter()
+                .find(|event| event.reason.as_deref() == Some("PodNameTaken"))
+        },
+    )
+    .await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    let note = warning.note.unwrap_or_default();
+    assert!(note.contains("not controlled by this Deployment"), "{note}");
+
+    // Retried (every second) and still never touched.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pod = pods.get("web").await.expect("the Pod is still there");
+    assert_eq!(pod.uid(), squatter.uid());
+    assert!(
+        pod.owner_references().is_empty(),
+        "{:?}",
+        pod.owner_references()
+    );
+    assert_eq!(pod.labels(), squatter.labels());
+    assert_eq!(pod.spec, squatter.spec);
+    let managers: Vec<Option<String>> = pod
+        .managed_fields()
+        .iter()
+        .map(|entry| entry.manager.clone())
+        .collect();
+    assert!(
+        !managers.contains(&Some("simple-deployment".to_owned())),
+        "the operator wrote to the Pod: {managers:?}"
+    );
+
+    // Once the name is free, the retry creates the Deployment's own Pod.
+    pods.delete("web", &DeleteParams::default())
+        .await
+        .expect("the Pod can be deleted");
+    eventually(CLUSTER_PACE, "the other Pod to be gone", || async {
+        let pod = pods.get_opt("web").await.ok()?;
+        pod.is_none_or(|pod| pod.uid() != squatter.uid())
+            .then_some(())
+    })
+    .await;
+    let pod = wait_for_pod_of(&client, &web, Duration::from_secs(1) + PROMPTLY).await;
+    assert_is_the_pod_of(&pod, &web, "ubi8");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn sigterm_stops_the_operator_cleanly() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "sigterm").await;
+    let operator = Operator::watching(&ns.name, &[]).await;
+    let web = create_deployment(&client, &ns.name, "web").await;
+    wait_for_pod_of(&client, &web, PROMPTLY).await;
+
+    let (status, _) = http_get(operator.health, "/healthz").expect("/healthz answers");
+    assert_eq!(status, 200);
+    let (status, body) = http_get(operator.metrics, "/metrics").expect("/metrics answers");
+    assert_eq!(status, 200);
+    assert!(
+        body.contains(r#"controller_reconcile_total{controller="deployment",result="success"}"#),
+        "{body}"
+    );
+
+    let exit = operator.terminate(STOP_WITHIN).await;
+    assert!(exit.success(), "the operator exited with {exit}");
+}

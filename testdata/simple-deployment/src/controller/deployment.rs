@@ -1,36 +1,67 @@
-//! The Deployment controller: reconciles `apps/v1` Deployment
-//! objects, a kind this project does not define (no CRD, no status of ours).
+//! The Deployment controller: for every `apps/v1` Deployment in the watched
+//! namespaces it keeps a Pod of the same name in the same namespace, whose
+//! one container echoes the name every second.
 //!
-//! This file is yours: write what should happen for each Deployment in
-//! [`reconcile`]. opctl never overwrites it without `--force`.
+//! The Pod is controlled by the Deployment (an ownerReference with
+//! `controller` and `blockOwnerDeletion`), so the garbage collector deletes
+//! it with the Deployment: no finalizer holds the Deployment up. A Pod of
+//! that name that the Deployment does not control is never touched; a
+//! Warning event on the Deployment says why its Pod is missing.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::ResourceExt;
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, PostParams};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
 
 use simple_deployment::manager::{self, Manager};
 
 // What this controller may do; `opctl manifests` turns these lines into
-// config/rbac/role.yaml.
+// config/rbac/role.yaml. Pods are read (get), watched through `owns`
+// (list, watch) and created; never updated or deleted.
 // +opctl:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +opctl:rbac:groups=core,resources=pods,verbs=get;list;watch;create
+// Setting `blockOwnerDeletion` on a Pod needs `update` on the owner's
+// finalizers where the OwnerReferencesPermissionEnforcement admission plugin
+// runs (OpenShift, hardened clusters); no finalizer is ever written.
+// +opctl:rbac:groups=apps,resources=deployments/finalizers,verbs=update
 
 /// The controller's name in logs and metrics.
 const NAME: &str = "deployment";
 
-/// How often an object is reconciled when nothing changes.
-const RESYNC: Duration = Duration::from_secs(300);
+/// The name of the Pod's one container.
+pub const CONTAINER: &str = "echo";
 
-/// What every reconcile can use: the manager's context, plus anything you
-/// add (fill it in [`run`]).
+/// The label that names the Pod's Deployment.
+pub const APP_LABEL: &str = "app";
+
+/// Label values are at most 63 characters; Deployment names may be longer.
+const MAX_LABEL_VALUE: usize = 63;
+
+/// How the controller behaves: set from the command line in src/main.rs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The image of the `echo` container.
+    pub image: String,
+    /// How often a Deployment's Pod is checked when nothing changes.
+    pub resync: Duration,
+}
+
+/// What every reconcile can use.
 pub struct Context {
     /// Client, event recorder, metrics and backoff shared by the manager.
     pub manager: manager::Context,
+    /// The controller's settings.
+    pub settings: Settings,
 }
 
 /// Why a reconcile failed; it is retried with backoff.
@@ -39,62 +70,379 @@ pub enum Error {
     /// A Kubernetes API call failed.
     #[error("Kubernetes API call failed: {0}")]
     Kube(#[from] kube::Error),
+    /// The Deployment cannot have a Pod as specified.
+    #[error(transparent)]
+    Unbuildable(#[from] Unbuildable),
+}
+
+/// Why no Pod can be built for a Deployment.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unbuildable {
+    /// Objects read from the API server always have these; anything else is
+    /// a bug.
+    #[error("the Deployment has no {0}")]
+    Missing(&'static str),
+    /// The name cannot be the value of the `app` label.
+    #[error(
+        "the Deployment's name is {0} characters long; a Pod labelled `app: <name>` allows at most 63"
+    )]
+    NameTooLong(usize),
+    /// Not a DNS-1123 subdomain: the API server never lets one through, and
+    /// the name is written into a shell command.
+    #[error("the Deployment's name {0:?} is not a DNS-1123 subdomain")]
+    InvalidName(String),
 }
 
 /// Adds this controller to the manager (called from src/main.rs).
-pub fn register(manager: Manager) -> Manager {
-    manager.with_controller(NAME, run)
+pub fn register(manager: Manager, settings: Settings) -> Manager {
+    manager.with_controller(NAME, move |context| run(context, settings))
 }
 
-/// Runs the controller until the manager shuts down.
-pub async fn run(manager: manager::Context) {
+/// Runs the controller until the manager shuts down: one watch of
+/// Deployments, and one of the Pods they own, per watched namespace.
+pub async fn run(manager: manager::Context, settings: Settings) {
     let shutdown = manager.shutdown.clone();
-    let apis = manager.namespaced_apis::<Deployment>();
-    let ctx = Arc::new(Context { manager });
-    let controllers = apis.into_iter().map(|api| {
-        Controller::new(api, watcher::Config::default().any_semantic())
-            .graceful_shutdown_on(shutdown.clone().wait_owned())
-            .run(reconcile, error_policy, ctx.clone())
-            .for_each(|result| async move {
-                match result {
-                    Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                    Err(err) => tracing::debug!(error = %err, "reconcile failed"),
-                }
-            })
-    });
+    let deployments = manager.namespaced_apis::<Deployment>();
+    let pods = manager.namespaced_apis::<Pod>();
+    let ctx = Arc::new(Context { manager, settings });
+    let controllers = deployments
+        .into_iter()
+        .zip(pods)
+        .map(|(deployments, pods)| {
+            Controller::new(deployments, watcher::Config::default().any_semantic())
+                // A change to (or the deletion of) an owned Pod reconciles its
+                // Deployment at once.
+                .owns(pods, watcher::Config::default().any_semantic())
+                .graceful_shutdown_on(shutdown.clone().wait_owned())
+                .run(reconcile, error_policy, ctx.clone())
+                .for_each(|result| async move {
+                    match result {
+                        Ok((object, _)) => tracing::debug!(%object, "reconciled"),
+                        Err(err) => tracing::debug!(error = %err, "reconcile failed"),
+                    }
+                })
+        });
     futures::future::join_all(controllers).await;
 }
 
-/// Called on every change of an object and after each requeue.
-async fn reconcile(
-    object: Arc<Deployment>, // as last seen by the watch
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    let _timer = ctx.manager.metrics.reconcile(NAME);
-    if object.metadata.deletion_timestamp.is_some() {
+/// Makes sure the Deployment's Pod exists: called on every change of the
+/// Deployment or of its Pod, and every `resync` otherwise.
+async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let mut timer = ctx.manager.metrics.reconcile(NAME);
+    let key = ObjectRef::from_obj(&*deployment).to_string();
+    let result = ensure_pod(&deployment, &ctx).await;
+    match &result {
+        Ok(_) => ctx.manager.backoff.succeeded(&key),
+        Err(_) => timer.failed(),
+    }
+    result
+}
+
+async fn ensure_pod(deployment: &Deployment, ctx: &Context) -> Result<Action, Error> {
+    if deployment.metadata.deletion_timestamp.is_some() {
+        // The garbage collector removes the Pod once the Deployment is gone.
         return Ok(Action::await_change());
     }
-    // TODO: act on the object here; return Err(Error::Kube(..)) when an API
-    // call fails, to be retried with backoff.
-    tracing::info!(
-        name = %object.name_any(),
-        namespace = object.namespace().unwrap_or_default(),
-        "reconciling"
-    );
-    let key = ObjectRef::from_obj(&*object).to_string();
-    ctx.manager.backoff.succeeded(&key);
-    Ok(Action::requeue(RESYNC))
+    let resync = Action::requeue(ctx.settings.resync);
+    let desired = match desired_pod(deployment, &ctx.settings.image) {
+        Ok(pod) => pod,
+        Err(err @ (Unbuildable::NameTooLong(_) | Unbuildable::InvalidName(_))) => {
+            // A name never changes: nothing to retry.
+            warn(ctx, deployment, "InvalidName", err.to_string()).await;
+            return Ok(Action::await_change());
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let name = deployment.name_any();
+    let namespace = deployment
+        .namespace()
+        .ok_or(Unbuildable::Missing("metadata.namespace"))?;
+    let pods: Api<Pod> = Api::namespaced(ctx.manager.client.clone(), &namespace);
+    match pods.get_opt(&name).await? {
+        // Ours (perhaps terminating: its deletion brings us back here).
+        Some(pod) if is_controlled_by(&pod, deployment) => {}
+        Some(pod) => {
+            let note = format!(
+                "Pod {namespace}/{name} exists and is not controlled by this Deployment ({}); \
+                 it is left alone, retrying in {}s",
+                describe_controller(&pod),
+                ctx.settings.resync.as_secs()
+            );
+            warn(ctx, deployment, "PodNameTaken", note).await;
+        }
+        None => {
+            let params = PostParams {
+                field_manager: Some(manager::NAME.to_owned()),
+                ..PostParams::default()
+            };
+            // Fails with 409 if a Pod of that name appeared meanwhile: the
+            // retry then finds out whose it is.
+            pods.create(&params, &desired).await?;
+            tracing::info!(pod = %format!("{namespace}/{name}"), "created Pod");
+            let note = format!("created Pod {namespace}/{name}");
+            ctx.manager
+                .publish(
+                    &deployment.object_ref(&()),
+                    EventType::Normal,
+                    "PodCreated",
+                    "CreatePod",
+                    Some(note),
+                )
+                .await;
+        }
+    }
+    Ok(resync)
+}
+
+/// Records a Warning event on the Deployment (and logs it).
+async fn warn(ctx: &Context, deployment: &Deployment, reason: &str, note: String) {
+    tracing::warn!(deployment = %ObjectRef::from_obj(deployment), reason, "{note}");
+    ctx.manager
+        .publish(
+            &deployment.object_ref(&()),
+            EventType::Warning,
+            reason,
+            "CreatePod",
+            Some(note),
+        )
+        .await;
+}
+
+/// The Pod that `deployment` should have.
+pub fn desired_pod(deployment: &Deployment, image: &str) -> Result<Pod, Unbuildable> {
+    let meta = &deployment.metadata;
+    let name = meta
+        .name
+        .clone()
+        .ok_or(Unbuildable::Missing("metadata.name"))?;
+    let namespace = meta
+        .namespace
+        .clone()
+        .ok_or(Unbuildable::Missing("metadata.namespace"))?;
+    if !is_dns1123_subdomain(&name) {
+        return Err(Unbuildable::InvalidName(name));
+    }
+    if name.len() > MAX_LABEL_VALUE {
+        return Err(Unbuildable::NameTooLong(name.len()));
+    }
+    let owner = OwnerReference {
+        block_owner_deletion: Some(true),
+        ..deployment
+            .controller_owner_ref(&())
+            .ok_or(Unbuildable::Missing("metadata.uid"))?
+    };
+    // Safe to put in the shell command: a DNS-1123 subdomain holds only
+    // lowercase letters, digits, '-' and '.'.
+    let script = format!("while true ; do echo {name} ; sleep 1 ; done");
+    Ok(Pod {
+        metadata: ObjectMeta {
+            labels: Some(BTreeMap::from([(APP_LABEL.to_owned(), name.clone())])),
+            name: Some(name),
+            namespace: Some(namespace),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: CONTAINER.to_owned(),
+                image: Some(image.to_owned()),
+                command: Some(vec!["bash".to_owned(), "-c".to_owned(), script]),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    })
+}
+
+/// Whether `pod`'s controller is `deployment` (this very object: same uid).
+pub fn is_controlled_by(pod: &Pod, deployment: &Deployment) -> bool {
+    let Some(uid) = deployment.metadata.uid.as_deref() else {
+        return false;
+    };
+    pod.owner_references()
+        .iter()
+        .any(|owner| owner.controller == Some(true) && owner.uid == uid)
+}
+
+/// Names the controller of a Pod that is not ours, for the Warning event.
+fn describe_controller(pod: &Pod) -> String {
+    match pod
+        .owner_references()
+        .iter()
+        .find(|owner| owner.controller == Some(true))
+    {
+        Some(owner) => format!("its controller is {} {}", owner.kind, owner.name),
+        None => "it has no controller".to_owned(),
+    }
+}
+
+/// Lowercase alphanumerics, '-' and '.', at most 253 characters, each
+/// dot-separated part starting and ending with an alphanumeric.
+fn is_dns1123_subdomain(name: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    name.len() <= 253
+        && name.split('.').all(|part| {
+            part.starts_with(alnum)
+                && part.ends_with(alnum)
+                && part.chars().all(|c| alnum(c) || c == '-')
+        })
 }
 
 /// Decides when a failed reconcile is retried: exponential backoff per
 /// object.
-fn error_policy(
-    object: Arc<Deployment>, // the object whose reconcile failed
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = ObjectRef::from_obj(&*object).to_string();
+fn error_policy(deployment: Arc<Deployment>, error: &Error, ctx: Arc<Context>) -> Action {
+    let key = ObjectRef::from_obj(&*deployment).to_string();
     let delay = ctx.manager.backoff.failed(&key);
     tracing::warn!(object = %key, %error, ?delay, "reconcile failed; retrying");
     Action::requeue(delay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(name: &str) -> Deployment {
+        Deployment {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some("simple-deployment".to_owned()),
+                uid: Some("0b7e6d3c-5f1a-4c36-9d1e-7f3f0c1a2b3c".to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Deployment::default()
+        }
+    }
+
+    #[test]
+    fn the_pod_echoes_the_deployments_name_in_ubi8() {
+        let pod = desired_pod(&deployment("web"), "ubi8").expect("a Pod");
+        assert_eq!(pod.metadata.name.as_deref(), Some("web"));
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("simple-deployment"));
+        let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+        assert_eq!(pod.metadata.labels, Some(labels));
+        assert_eq!(pod.metadata.finalizers, None);
+        let spec = pod.spec.expect("a spec");
+        assert_eq!(spec.containers.len(), 1);
+        let container = &spec.containers[0];
+        assert_eq!(container.name, "echo");
+        assert_eq!(container.image.as_deref(), Some("ubi8"));
+        assert_eq!(
+            container.command,
+            Some(vec![
+                "bash".to_owned(),
+                "-c".to_owned(),
+                "while true ; do echo web ; sleep 1 ; done".to_owned(),
+            ])
+        );
+        assert_eq!(container.args, None);
+    }
+
+    #[test]
+    fn the_image_is_the_one_given() {
+        let pod = desired_pod(&deployment("web"), "registry.example/ubi:9").expect("a Pod");
+        let spec = pod.spec.expect("a spec");
+        assert_eq!(
+            spec.containers[0].image.as_deref(),
+            Some("registry.example/ubi:9")
+        );
+    }
+
+    #[test]
+    fn the_pod_is_controlled_by_its_deployment() {
+        let owner = deployment("web");
+        let pod = desired_pod(&owner, "ubi8").expect("a Pod");
+        let references = pod.metadata.owner_references.clone().expect("owners");
+        assert_eq!(
+            references,
+            vec![OwnerReference {
+                api_version: "apps/v1".to_owned(),
+                kind: "Deployment".to_owned(),
+                name: "web".to_owned(),
+                uid: "0b7e6d3c-5f1a-4c36-9d1e-7f3f0c1a2b3c".to_owned(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]
+        );
+        assert!(is_controlled_by(&pod, &owner));
+    }
+
+    #[test]
+    fn a_pod_of_someone_else_is_not_ours() {
+        let owner = deployment("web");
+        let mut pod = desired_pod(&owner, "ubi8").expect("a Pod");
+        let mut unowned = pod.clone();
+        unowned.metadata.owner_references = None;
+        assert!(!is_controlled_by(&unowned, &owner));
+        assert_eq!(describe_controller(&unowned), "it has no controller");
+
+        // An earlier Deployment of the same name (another uid).
+        let mut recreated = owner.clone();
+        recreated.metadata.uid = Some("another-uid".to_owned());
+        assert!(!is_controlled_by(&pod, &recreated));
+
+        // Owned, but not as controller.
+        if let Some(references) = pod.metadata.owner_references.as_mut() {
+            references[0].controller = Some(false);
+        }
+        assert!(!is_controlled_by(&pod, &owner));
+
+        let mut replica_set = unowned;
+        replica_set.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".to_owned(),
+            kind: "ReplicaSet".to_owned(),
+            name: "web-5d8f".to_owned(),
+            uid: "rs-uid".to_owned(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }]);
+        assert!(!is_controlled_by(&replica_set, &owner));
+        assert_eq!(
+            describe_controller(&replica_set),
+            "its controller is ReplicaSet web-5d8f"
+        );
+    }
+
+    #[test]
+    fn names_that_cannot_be_a_label_value_are_refused() {
+        let longest = "a".repeat(63);
+        assert!(desired_pod(&deployment(&longest), "ubi8").is_ok());
+        let too_long = "a".repeat(64);
+        assert_eq!(
+            desired_pod(&deployment(&too_long), "ubi8").map(|_| ()),
+            Err(Unbuildable::NameTooLong(64))
+        );
+    }
+
+    #[test]
+    fn names_that_are_not_subdomains_never_reach_the_shell() {
+        for name in ["web; rm -rf /", "Web", "-web", "web-", "a..b", "$(id)", ""] {
+            assert_eq!(
+                desired_pod(&deployment(name), "ubi8").map(|_| ()),
+                Err(Unbuildable::InvalidName(name.to_owned())),
+                "{name:?}"
+            );
+        }
+        assert!(desired_pod(&deployment("web.v2-0"), "ubi8").is_ok());
+    }
+
+    #[test]
+    fn objects_missing_what_the_server_always_sets_are_errors() {
+        let mut no_uid = deployment("web");
+        no_uid.metadata.uid = None;
+        assert_eq!(
+            desired_pod(&no_uid, "ubi8").map(|_| ()),
+            Err(Unbuildable::Missing("metadata.uid"))
+        );
+        let mut no_namespace = deployment("web");
+        no_namespace.metadata.namespace = None;
+        assert_eq!(
+            desired_pod(&no_namespace, "ubi8").map(|_| ()),
+            Err(Unbuildable::Missing("metadata.namespace"))
+        );
+        assert!(!is_controlled_by(
+            &desired_pod(&deployment("web"), "ubi8").expect("a Pod"),
+            &no_uid
+        ));
+    }
 }
