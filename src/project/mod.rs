@@ -86,10 +86,10 @@ pub struct Resource {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Webhooks {
     /// A mutating webhook that fills in defaults (`--defaulting`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub defaulting: bool,
     /// A validating webhook (`--programmatic-validation`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation: bool,
 }
 

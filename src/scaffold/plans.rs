@@ -125,6 +125,8 @@ pub(super) struct ResourceView {
     crd_file: String,
     rbac_group: String,
     type_module: String,
+    /// The Rust path of the type (`crate::api::...::Kind`, `k8s_openapi::...::Pod`).
+    path: String,
     sample_file: String,
     shortname: Option<String>,
 }
@@ -254,6 +256,7 @@ pub(super) fn resource_view(project: &Project, r: &Resource) -> ResourceView {
             r.api_group.clone()
         },
         type_module,
+        path: r.path.clone(),
         sample_file: format!("{}_{}_{}.yaml", r.group, r.version, kind_lower),
         kind_lower,
         shortname: if project
