@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::api::create::{Input, create};
+use crate::admission::WebhookRoute;
+use crate::api::create::{Input, create, create_internal};
 use crate::api::{App, WriteCtx};
 use crate::controllers;
 
@@ -24,6 +25,9 @@ pub struct Config {
     pub crd_paths: Vec<PathBuf>,
     /// Changes kept for watch resumption and consistent paging.
     pub watch_history: usize,
+    /// Where webhook Service references lead (`--webhook-route
+    /// NS/NAME:PORT=HOST:PORT`); see `docs/envtest-webhooks.md`.
+    pub webhook_routes: Vec<WebhookRoute>,
 }
 
 impl Default for Config {
@@ -32,6 +36,7 @@ impl Default for Config {
             port: 0,
             crd_paths: Vec::new(),
             watch_history: 10_000,
+            webhook_routes: Vec::new(),
         }
     }
 }
@@ -54,6 +59,8 @@ impl Envtest {
     pub async fn start(config: Config) -> anyhow::Result<Envtest> {
         let crds = load_crd_documents(&config.crd_paths)?;
         let app = Arc::new(App::new(config.watch_history));
+        app.webhooks
+            .set_routes(config.webhook_routes.iter().cloned().collect());
         let controllers = controllers::spawn(app.clone());
         bootstrap_namespaces(&app)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
@@ -136,6 +143,7 @@ impl Envtest {
                 },
                 &ctx,
             )
+            .await
             .map_err(|e| anyhow::anyhow!("{origin}: CRD {name:?} refused: {}", e.message))?;
             names.push(name);
         }
@@ -165,7 +173,7 @@ fn bootstrap_namespaces(app: &App) -> anyhow::Result<()> {
     let ctx = WriteCtx::internal(controllers::APISERVER);
     for name in NAMESPACES_AT_START {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        create(
+        create_internal(
             app,
             &res,
             "",
