@@ -43,8 +43,15 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(watch_history: usize) -> App {
-        let store = Arc::new(Store::new(watch_history));
+    /// A server state whose watches and reads of the past reach back `history` changes.
+    pub fn new(history: usize) -> App {
+        App::with_history(history, history)
+    }
+
+    /// Watches resume through the last `watch_history` changes; lists at an
+    /// older resourceVersion reach back `read_history` (see [`Store::with_windows`]).
+    pub fn with_history(watch_history: usize, read_history: usize) -> App {
+        let store = Arc::new(Store::with_windows(watch_history, read_history));
         let cluster = Arc::new(admit::StoreView::new(Arc::clone(&store)));
         App {
             store,
