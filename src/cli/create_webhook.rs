@@ -77,6 +77,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     println!("  opctl manifests          # config/webhook from the +opctl:webhook markers");
     println!("  cargo test && make test-e2e");
+    if !plan_webhooks::has_e2e_test(&resource) {
+        println!(
+            "No e2e test was added: opctl envtest does not serve {}; test the webhook on a cluster.",
+            resource.gvk()
+        );
+    }
     Ok(())
 }
 

@@ -187,15 +187,13 @@ pub fn check_names(project: &Project, resource: &Resource) -> anyhow::Result<()>
 }
 
 /// What the webhook templates see about one kind, as `w`.
-fn webhook_view(project: &Project, r: &Resource) -> anyhow::Result<Value> {
+fn webhook_view(project: &Project, r: &Resource) -> Value {
     let sample = if r.builtin {
-        Some(builtin_samples::e2e_object(&r.api_group, &r.kind).ok_or_else(|| {
-            anyhow::anyhow!("opctl has no sample object of {} for the e2e test", r.gvk())
-        })?)
+        builtin_samples::e2e_object(&r.api_group, &r.kind)
     } else {
         None
     };
-    Ok(json!({
+    json!({
         "mutate_path": webhook_path(r, WebhookKind::Defaulting),
         "validate_path": webhook_path(r, WebhookKind::Validation),
         "mutating_name": webhook_name(project, r, WebhookKind::Defaulting),
@@ -204,13 +202,26 @@ fn webhook_view(project: &Project, r: &Resource) -> anyhow::Result<Value> {
         "defaulting_module": handler_module(r, WebhookKind::Defaulting),
         "validation_module": handler_module(r, WebhookKind::Validation),
         "sample": sample.map(|s| indent_json(&s)),
-    }))
+    })
 }
 
-/// Pretty JSON, indented to sit inside a `json!` at the e2e test's depth.
+/// Whether the webhooks of `r` get e2e tests: kinds of the project do, and
+/// the built-in kinds `opctl envtest` serves.
+pub fn has_e2e_test(r: &Resource) -> bool {
+    !r.builtin || builtin_samples::e2e_object(&r.api_group, &r.kind).is_some()
+}
+
+/// Pretty JSON indented by four spaces, to sit inside a `json!` at the e2e
+/// test's depth.
 fn indent_json(value: &Value) -> String {
-    let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
-    pretty.replace('\n', "\n    ")
+    use serde::Serialize as _;
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    if value.serialize(&mut serializer).is_err() {
+        return "{}".to_owned();
+    }
+    String::from_utf8_lossy(&out).replace('\n', "\n    ")
 }
 
 /// The webhook modules by group and version, for the scaffold-owned
@@ -301,7 +312,7 @@ pub fn handler_files(
     }
     let values = Values::new(project);
     let view = serde_json::to_value(resource_view(project, r))?;
-    let context = values.context(&[("r", view), ("w", webhook_view(project, r)?)])?;
+    let context = values.context(&[("r", view), ("w", webhook_view(project, r))])?;
     plan.insert("src/main.rs", "modules", "mod webhook;\n");
     plan.insert("tests/e2e.rs", "e2e-modules", "mod webhooks;\n");
     plan.insert(
@@ -326,11 +337,13 @@ pub fn handler_files(
                 handler_module(r, *kind)
             ),
         );
-        plan.insert(
-            "tests/e2e.rs",
-            "e2e",
-            renderer.render(kind.e2e_template(), &context)?,
-        );
+        if has_e2e_test(r) {
+            plan.insert(
+                "tests/e2e.rs",
+                "e2e",
+                renderer.render(kind.e2e_template(), &context)?,
+            );
+        }
     }
     Ok(())
 }
