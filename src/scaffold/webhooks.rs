@@ -314,6 +314,11 @@ pub fn handler_files(
     let view = serde_json::to_value(resource_view(project, r))?;
     let context = values.context(&[("r", view), ("w", webhook_view(project, r))])?;
     plan.insert("src/main.rs", "modules", "mod webhook;\n");
+    plan.insert(
+        "src/main.rs",
+        "webhooks",
+        "let manager = webhook::register(manager);\n",
+    );
     plan.insert("tests/e2e.rs", "e2e-modules", "mod webhooks;\n");
     plan.insert(
         "tests/e2e.rs",
@@ -326,16 +331,6 @@ pub fn handler_files(
             renderer.render(kind.template(), &context)?,
             Owner::User,
             IfExists::Error,
-        );
-        plan.insert(
-            "src/main.rs",
-            "webhooks",
-            format!(
-                "let manager = webhook::{}::{}::{}::register(manager);\n",
-                names::group_module(&r.group),
-                r.version,
-                handler_module(r, *kind)
-            ),
         );
         if has_e2e_test(r) {
             plan.insert(

@@ -33,9 +33,7 @@ async fn main() -> anyhow::Result<()> {
     let manager = manager::Manager::new(cli.manager, scope).await?;
     let manager = controller::sidecar_set::register(manager);
     // +opctl:scaffold:controllers
-    let manager = webhook::apps::v1alpha1::sidecar_set_defaulting::register(manager);
-    let manager = webhook::core::v1::pod_defaulting::register(manager);
-    let manager = webhook::apps::v1alpha1::sidecar_set_validation::register(manager);
+    let manager = webhook::register(manager);
     // +opctl:scaffold:webhooks
     manager.run().await
 }

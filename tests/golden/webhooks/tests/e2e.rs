@@ -29,7 +29,8 @@ impl Manager {
     fn start(args: &[&str]) -> Manager {
         let health = free_local_address();
         let metrics = free_local_address();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_sidecarset"));
+        let binary = env!("CARGO_BIN_EXE_sidecarset");
+        let mut command = Command::new(binary);
         command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"));

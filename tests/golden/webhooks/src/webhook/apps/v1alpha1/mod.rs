@@ -3,3 +3,11 @@
 
 pub mod sidecar_set_defaulting;
 pub mod sidecar_set_validation;
+
+use sidecarset::manager::Manager;
+
+/// Registers the webhooks of the version, through each module's `register`.
+pub fn register(manager: Manager) -> Manager {
+    let manager = sidecar_set_defaulting::register(manager);
+    sidecar_set_validation::register(manager)
+}

@@ -17,7 +17,8 @@ use sidecarset::manager::{self, Manager, webhook};
 /// Where the manager serves this webhook: the marker's `path`.
 pub const PATH: &str = "/mutate-apps-kruise-io-v1alpha1-sidecarset";
 
-/// Adds this webhook to the manager (called from src/main.rs).
+/// Adds this webhook to the manager (called by `webhook::register`, in
+/// src/main.rs).
 pub fn register(manager: Manager) -> Manager {
     manager.with_webhook(PATH, handle)
 }
@@ -56,7 +57,9 @@ mod tests {
     use kube::core::admission::AdmissionReview;
 
     /// An AdmissionReview as the API server sends it for a create of `object`.
-    fn create_request(object: serde_json::Value) -> AdmissionRequest<SidecarSet> {
+    fn create_request(
+        object: serde_json::Value, // the object being created
+    ) -> AdmissionRequest<SidecarSet> {
         let review = serde_json::json!({
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",

@@ -18,7 +18,8 @@ use sidecarset::manager::{self, Manager, webhook};
 /// Where the manager serves this webhook: the marker's `path`.
 pub const PATH: &str = "/validate-apps-kruise-io-v1alpha1-sidecarset";
 
-/// Adds this webhook to the manager (called from src/main.rs).
+/// Adds this webhook to the manager (called by `webhook::register`, in
+/// src/main.rs).
 pub fn register(manager: Manager) -> Manager {
     manager.with_webhook(PATH, handle)
 }
@@ -52,7 +53,10 @@ fn validate_create(object: &SidecarSet) -> Result<(), String> {
 }
 
 /// Whether `old` may become `object`.
-fn validate_update(_old: &SidecarSet, object: &SidecarSet) -> Result<(), String> {
+fn validate_update(
+    _old: &SidecarSet, // as stored now
+    object: &SidecarSet,
+) -> Result<(), String> {
     validate(object)
 }
 

@@ -20,7 +20,8 @@ const DEFAULTED_BY: &str = "kruise.io/defaulted-by";
 /// Where the manager serves this webhook: the marker's `path`.
 pub const PATH: &str = "/mutate-core-v1-pod";
 
-/// Adds this webhook to the manager (called from src/main.rs).
+/// Adds this webhook to the manager (called by `webhook::register`, in
+/// src/main.rs).
 pub fn register(manager: Manager) -> Manager {
     manager.with_webhook(PATH, handle)
 }
@@ -60,7 +61,9 @@ mod tests {
     use kube::core::admission::AdmissionReview;
 
     /// An AdmissionReview as the API server sends it for a create of `object`.
-    fn create_request(object: serde_json::Value) -> AdmissionRequest<Pod> {
+    fn create_request(
+        object: serde_json::Value, // the object being created
+    ) -> AdmissionRequest<Pod> {
         let review = serde_json::json!({
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
