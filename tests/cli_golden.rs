@@ -162,7 +162,15 @@ fn webhooks_for_a_kind_of_the_project_and_for_pods() {
             _ => ("apps", "v1alpha1"),
         };
         vec![
-            "create", "webhook", "--group", group, "--version", version, "--kind", kind, flag,
+            "create",
+            "webhook",
+            "--group",
+            group,
+            "--version",
+            version,
+            "--kind",
+            kind,
+            flag,
         ]
     };
     let defaulting = webhook("SidecarSet", "--defaulting");

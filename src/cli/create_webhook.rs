@@ -104,9 +104,7 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<(Resource, Vec<Webh
         requested.push(WebhookKind::Validation);
     }
     if requested.is_empty() {
-        anyhow::bail!(
-            "nothing to scaffold: pass --defaulting, --programmatic-validation or both"
-        );
+        anyhow::bail!("nothing to scaffold: pass --defaulting, --programmatic-validation or both");
     }
 
     let mut resource = find_kind(project, args)?;

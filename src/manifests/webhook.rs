@@ -72,8 +72,8 @@ impl Markers {
                 continue;
             };
             let at = format!("{path}:{}", number + 1);
-            let marker = parse(spec.trim())
-                .with_context(|| format!("{at}: bad `+opctl:webhook` marker"))?;
+            let marker =
+                parse(spec.trim()).with_context(|| format!("{at}: bad `+opctl:webhook` marker"))?;
             if let Some((other, _)) = self.by_name.get(&marker.name) {
                 anyhow::bail!(
                     "{at}: the webhook name {} is already used at {other}; every webhook needs its own name",
@@ -269,11 +269,9 @@ pub fn parse(spec: &str) -> anyhow::Result<Marker> {
         required("sideEffects", take("sideEffects"))?,
         &["None", "NoneOnDryRun"],
     )?;
-    let groups = list(
-        "groups",
-        required("groups", take("groups"))?,
-        |g| g.is_empty() || g == "*" || names::is_dns1123_subdomain(g) || g == "core",
-    )?
+    let groups = list("groups", required("groups", take("groups"))?, |g| {
+        g.is_empty() || g == "*" || names::is_dns1123_subdomain(g) || g == "core"
+    })?
     .into_iter()
     .map(|g| if g == "core" { String::new() } else { g })
     .collect();
@@ -288,11 +286,7 @@ pub fn parse(spec: &str) -> anyhow::Result<Marker> {
     .into_iter()
     .map(|v| v.to_ascii_uppercase())
     .collect();
-    let versions = list(
-        "versions",
-        required("versions", take("versions"))?,
-        is_word,
-    )?;
+    let versions = list("versions", required("versions", take("versions"))?, is_word)?;
     let name = required("name", take("name"))?.to_owned();
     if !names::is_dns1123_subdomain(&name) || name.split('.').count() < 3 {
         anyhow::bail!(
@@ -301,10 +295,7 @@ pub fn parse(spec: &str) -> anyhow::Result<Marker> {
     }
     let admission_review_versions = list(
         "admissionReviewVersions",
-        required(
-            "admissionReviewVersions",
-            take("admissionReviewVersions"),
-        )?,
+        required("admissionReviewVersions", take("admissionReviewVersions"))?,
         |v| v == "v1" || v == "v1beta1",
     )?;
     let timeout_seconds = match take("timeoutSeconds") {
@@ -410,9 +401,15 @@ mod tests {
                 &MUTATING.replace("name=mpod-v1.core.example.com", "name=mpod"),
                 "at least three parts",
             ),
-            (&MUTATING.replace(",versions=v1", ",colour=blue,versions=v1"), "unknown key \"colour\""),
             (
-                &MUTATING.replace("mutating=true", "mutating=false,reinvocationPolicy=IfNeeded"),
+                &MUTATING.replace(",versions=v1", ",colour=blue,versions=v1"),
+                "unknown key \"colour\"",
+            ),
+            (
+                &MUTATING.replace(
+                    "mutating=true",
+                    "mutating=false,reinvocationPolicy=IfNeeded",
+                ),
                 "only for mutating",
             ),
             ("path=/x,path=/y", "given twice"),
@@ -426,7 +423,10 @@ mod tests {
                 .add_source("src/x.rs", &format!("\n{text}"))
                 .expect_err(marker);
             let message = format!("{err:#}");
-            assert!(message.starts_with("src/x.rs:2: bad `+opctl:webhook` marker"), "{message}");
+            assert!(
+                message.starts_with("src/x.rs:2: bad `+opctl:webhook` marker"),
+                "{message}"
+            );
             assert!(message.contains(expected), "{marker}: {message}");
         }
     }
@@ -436,6 +436,9 @@ mod tests {
         let mut markers = Markers::default();
         markers.add_source("src/a.rs", MUTATING).expect("valid");
         let err = markers.add_source("src/b.rs", MUTATING).expect_err("twice");
-        assert!(err.to_string().contains("already used at src/a.rs:1"), "{err}");
+        assert!(
+            err.to_string().contains("already used at src/a.rs:1"),
+            "{err}"
+        );
     }
 }

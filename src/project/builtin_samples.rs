@@ -76,10 +76,7 @@ fn fields(api_group: &str, kind: &str) -> Option<Value> {
         ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => json!({
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
         }),
-        (
-            "",
-            "ConfigMap" | "Endpoints" | "Namespace" | "Node" | "Secret" | "ServiceAccount",
-        )
+        ("", "ConfigMap" | "Endpoints" | "Namespace" | "Node" | "Secret" | "ServiceAccount")
         | ("coordination.k8s.io", "Lease")
         | ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => json!({}),
         _ => return None,
@@ -130,9 +127,10 @@ mod tests {
             .await
             .expect("envtest starts");
         let kubeconfig = Kubeconfig::from_yaml(&envtest.kubeconfig_yaml()).expect("kubeconfig");
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .expect("client configuration");
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("client configuration");
         let client = kube::Client::try_from(config).expect("a client");
         let mut refused = Vec::new();
         for k in BUILTIN_KINDS {
@@ -164,7 +162,11 @@ mod tests {
             }
         }
         envtest.shutdown().await;
-        assert!(refused.is_empty(), "envtest refuses samples:\n{}", refused.join("\n"));
+        assert!(
+            refused.is_empty(),
+            "envtest refuses samples:\n{}",
+            refused.join("\n")
+        );
     }
 
     /// The built-in kinds opctl knows that envtest does not serve.

@@ -91,7 +91,10 @@ const WEBHOOK_TEMPLATES: &[(&str, &str)] = &[
         "config/webhook/kustomization.yaml",
     ),
     ("config/webhook/service.yaml", "config/webhook/service.yaml"),
-    ("src/manager/webhook/inject.rs", "src/manager/webhook/inject.rs"),
+    (
+        "src/manager/webhook/inject.rs",
+        "src/manager/webhook/inject.rs",
+    ),
     ("src/manager/webhook/mod.rs", "src/manager/webhook/mod.rs"),
     (
         "src/manager/webhook/options.rs",
@@ -362,7 +365,11 @@ pub fn create_webhook(
 /// Adds config/webhook/manifests.yaml made from the `+opctl:webhook` markers
 /// of the Rust files on disk under `root` (if any) as the plan leaves them;
 /// nothing for a project without webhooks.
-pub fn add_manifests(project: &Project, root: Option<&Path>, plan: &mut Plan) -> anyhow::Result<()> {
+pub fn add_manifests(
+    project: &Project,
+    root: Option<&Path>,
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
     if !project.has_webhooks() {
         return Ok(());
     }
