@@ -8,7 +8,9 @@
 //! with `--webhook-self-signed`. envtest sends a Service's webhook calls to
 //! 127.0.0.1:<targetPort>, and the manager puts the CA of its certificate
 //! into the configurations before it reports ready. The configurations stay
-//! installed after a test, so requests they match fail while no manager runs.
+//! installed after a test, so requests they match fail while no manager runs,
+//! and the tests run one at a time (`--test-threads=1`, as `make test-e2e`
+//! runs them): each manager that starts points the Service at itself.
 //!
 //! Against an existing cluster (`E2E_USE_EXISTING_CLUSTER=true make
 //! test-e2e`) the webhooks are the ones `make deploy` installed (with

@@ -12,6 +12,9 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 
 use sidecarset::manager::{self, Manager, webhook};
 
+// failurePolicy=fail: while the webhook cannot be reached, the API server
+// refuses every request it matches (for Pods, the manager's own too);
+// failurePolicy=ignore lets them through unchanged.
 // +opctl:webhook:path=/mutate-core-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=mpod-v1.core.kruise.io,admissionReviewVersions=v1
 
 /// The annotation the example default sets.
