@@ -153,3 +153,49 @@ fn namespaced_project_with_two_versions_and_a_pod_controller() {
         ],
     );
 }
+
+#[test]
+fn webhooks_for_a_kind_of_the_project_and_for_pods() {
+    let webhook = |kind: &'static str, flag: &'static str| -> Vec<&'static str> {
+        let (group, version) = match kind {
+            "Pod" => ("core", "v1"),
+            _ => ("apps", "v1alpha1"),
+        };
+        vec![
+            "create",
+            "webhook",
+            "--group",
+            group,
+            "--version",
+            version,
+            "--kind",
+            kind,
+            flag,
+        ]
+    };
+    let defaulting = webhook("SidecarSet", "--defaulting");
+    let pods = webhook("Pod", "--defaulting");
+    let validation = webhook("SidecarSet", "--programmatic-validation");
+    check(
+        "webhooks",
+        "sidecarset",
+        &[
+            &["init", "--domain", "kruise.io"],
+            &[
+                "create",
+                "api",
+                "--group",
+                "apps",
+                "--version",
+                "v1alpha1",
+                "--kind",
+                "SidecarSet",
+                "--namespaced=false",
+            ],
+            &defaulting,
+            &pods,
+            // The other kind of webhook for SidecarSet, added later.
+            &validation,
+        ],
+    );
+}

@@ -1,5 +1,6 @@
 //! Generated Rust is rustfmt-clean whatever the names: the shortest and the
-//! longest accepted names, every built-in kind, namespaced and not. (rustfmt
+//! longest accepted names, every built-in kind, namespaced and not, each
+//! with controllers and webhooks. (rustfmt
 //! only, no compile: the full build is in generated_project.rs.)
 
 mod common;
@@ -27,6 +28,25 @@ fn assert_rustfmt_clean(dir: &Path) {
         dir.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `opctl create webhook` with both kinds of webhook.
+fn webhooks(dir: &Path, group: &str, version: &str, kind: &str) {
+    opctl_ok(
+        dir,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            group,
+            "--version",
+            version,
+            "--kind",
+            kind,
+            "--defaulting",
+            "--programmatic-validation",
+        ],
     );
 }
 
@@ -72,6 +92,11 @@ fn the_longest_names() {
         "ValidatingWebhookConfiguration",
         &["--resource=false"],
     );
+    webhooks(&dir, &group, "v1alpha1", &kind);
+    webhooks(&dir, &group, "v2beta1", &kind);
+    webhooks(&dir, &group, "v1alpha1", &other);
+    webhooks(&dir, "autoscaling", "v2", "HorizontalPodAutoscaler");
+    webhooks(&dir, "core", "v1", "PersistentVolumeClaim");
     assert_rustfmt_clean(&dir);
 }
 
@@ -83,6 +108,9 @@ fn the_shortest_names() {
     api(&dir, "b", "v2", "C", &["--controller=false"]);
     api(&dir, "b", "v1", "D", &["--namespaced=false"]);
     api(&dir, "core", "v1", "Pod", &["--resource=false"]);
+    webhooks(&dir, "b", "v1", "C");
+    webhooks(&dir, "b", "v1", "D");
+    webhooks(&dir, "core", "v1", "Pod");
     assert_rustfmt_clean(&dir);
 }
 
@@ -135,6 +163,9 @@ fn every_built_in_kind() {
     ];
     for (group, version, kind) in kinds {
         api(&dir, group, version, kind, &["--resource=false"]);
+        if group != "admissionregistration" {
+            webhooks(&dir, group, version, kind);
+        }
     }
     // events.k8s.io/v1 Event shares the module name `event` with core/v1 Event.
     let line = common::opctl_fails(
@@ -167,5 +198,7 @@ fn a_namespaced_project() {
     opctl_ok(&dir, &["init", "--domain", "example.com", "--namespaced"]);
     api(&dir, "web", "v1", "Guestbook", &[]);
     api(&dir, "core", "v1", "ConfigMap", &["--resource=false"]);
+    webhooks(&dir, "web", "v1", "Guestbook");
+    webhooks(&dir, "core", "v1", "Namespace");
     assert_rustfmt_clean(&dir);
 }

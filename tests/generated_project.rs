@@ -1,8 +1,11 @@
 //! The generated project works: a namespaced kind, a cluster-scoped kind and
-//! a controller for apps/v1 Deployment; `opctl manifests` (twice: nothing
-//! changes), then in the project `cargo test`, `cargo fmt --check` and
-//! `cargo clippy --all-targets -- -D warnings`; and every YAML file parses as
-//! the Kubernetes kind it claims, including what kustomize renders.
+//! a controller for apps/v1 Deployment, a defaulting and a validating
+//! webhook for the namespaced kind and a defaulting webhook for core/v1 Pod;
+//! `opctl manifests` (twice: nothing changes), then in the project `cargo
+//! test`, `cargo fmt --check` and `cargo clippy --all-targets -- -D
+//! warnings`; the webhook e2e tests pass under `opctl envtest run`; and
+//! every YAML file parses as the Kubernetes kind it claims, including what
+//! kustomize renders.
 //!
 //! This is the one test that builds a generated project (a few minutes the
 //! first time); it shares the workspace's target directory so the
@@ -13,6 +16,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -71,10 +77,29 @@ fn check_document(doc: &Value, file: &str, crds: &[CustomResourceDefinition]) ->
         ("v1", "Service") => round_trip::<Service>(doc, file),
         ("v1", "Namespace") => round_trip::<Namespace>(doc, file),
         ("apps/v1", "Deployment") => round_trip::<Deployment>(doc, file),
-        ("kustomize.config.k8s.io/v1beta1", "Kustomization") => {
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            round_trip::<MutatingWebhookConfiguration>(doc, file)
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
+            round_trip::<ValidatingWebhookConfiguration>(doc, file)
+        }
+        // cert-manager's kinds (config/certmanager): no Rust types here.
+        ("cert-manager.io/v1", "Issuer") => {
+            assert!(doc["spec"]["selfSigned"].is_object(), "{file}");
+        }
+        ("cert-manager.io/v1", "Certificate") => {
+            assert!(doc["spec"]["secretName"].is_string(), "{file}");
+            assert!(doc["spec"]["dnsNames"].is_array(), "{file}");
+        }
+        ("kustomize.config.k8s.io/v1beta1", "Kustomization")
+        | ("kustomize.config.k8s.io/v1alpha1", "Component") => {
             let dir = Path::new(file).parent().expect("parent");
-            for resource in doc["resources"].as_array().expect("resources") {
-                let path = dir.join(resource.as_str().expect("a path"));
+            let resources = doc["resources"].as_array().expect("resources");
+            let components = doc["components"].as_array().into_iter().flatten();
+            let patches = doc["patches"].as_array().into_iter().flatten();
+            let patches = patches.filter_map(|p| p.get("path"));
+            for listed in resources.iter().chain(components).chain(patches) {
+                let path = dir.join(listed.as_str().expect("a path"));
                 assert!(
                     path.exists(),
                     "{file} lists {} which does not exist",
@@ -155,6 +180,18 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         ],
     );
 
+    for args in [
+        &["--group", "web", "--version", "v1", "--kind", "Guestbook"][..],
+        &["--group", "core", "--version", "v1", "--kind", "Pod"][..],
+    ] {
+        let mut command = vec!["create", "webhook", "--defaulting"];
+        command.extend_from_slice(args);
+        if args.contains(&"Guestbook") {
+            command.push("--programmatic-validation");
+        }
+        opctl_ok(&dir, &command);
+    }
+
     // manifests builds the CRD generator; a second run changes nothing.
     let target = shared_target_dir();
     let manifests = |dir: &Path| {
@@ -194,8 +231,12 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     assert!(ok, "cargo test failed:\n{out}");
     assert!(out.contains("test result: ok"), "{out}");
     assert!(
-        out.contains("3 ignored"),
+        out.contains("6 ignored"),
         "the e2e tests are listed as ignored:\n{out}"
+    );
+    assert!(
+        out.contains("guestbook_defaulting::tests::a_missing_foo_gets_the_default ... ok"),
+        "the webhook handlers' unit tests run:\n{out}"
     );
     let (ok, out) = cargo(&dir, &["fmt", "--check"]);
     assert!(ok, "cargo fmt --check:\n{out}");
@@ -204,9 +245,11 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     assert!(!out.contains("warning"), "{out}");
 
     // Every YAML file parses as the kind it claims.
+    // Kustomize patches are partial objects: they are checked in what
+    // kustomize renders below.
     let files: Vec<String> = snapshot(&dir)
         .into_keys()
-        .filter(|p| p.ends_with(".yaml"))
+        .filter(|p| p.ends_with(".yaml") && !p.ends_with("_patch.yaml"))
         .collect();
     let mut crds = Vec::new();
     for file in files.iter().filter(|f| f.starts_with("config/crd/bases/")) {
@@ -260,6 +303,10 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         "Service",
         "Guestbook",
         "ClusterPolicy",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "Certificate",
+        "Issuer",
     ] {
         assert!(
             kinds.iter().any(|k| k == expected),
@@ -298,6 +345,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         "config/crd",
         "config/samples",
         "config/rbac",
+        "config/webhook",
     ] {
         let out = Command::new("kubectl")
             .args(["kustomize", kustomization])
@@ -317,6 +365,8 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
                 && doc["kind"] != "CustomResourceDefinition"
                 && doc["kind"] != "ClusterRole"
                 && doc["kind"] != "ClusterRoleBinding"
+                && doc["kind"] != "MutatingWebhookConfiguration"
+                && doc["kind"] != "ValidatingWebhookConfiguration"
             {
                 assert_eq!(
                     doc["metadata"]["namespace"],
@@ -326,6 +376,31 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
             }
         }
     }
+
+    // The webhooks are called under opctl envtest: each e2e test installs
+    // config/webhook and starts the manager with a self-signed certificate.
+    let out = Command::new(common::opctl_bin())
+        .args(["envtest", "run", "--crds", "config/crd/bases", "--"])
+        .args(["cargo", "test", "--test", "e2e", "--", "--ignored"])
+        .args(["--test-threads=1", "webhook"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("opctl runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the webhook e2e tests:\n{text}");
+    for test in [
+        "the_defaulting_webhook_of_guestbook_v1_is_called ... ok",
+        "the_validating_webhook_of_guestbook_v1_is_called ... ok",
+        "the_defaulting_webhook_of_pod_v1_is_called ... ok",
+    ] {
+        assert!(text.contains(test), "{test}:\n{text}");
+    }
+    assert!(text.contains("3 passed"), "{text}");
 
     // A project that does not compile: cargo's errors, then one line from
     // opctl, and nothing written.

@@ -67,11 +67,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let root = super::current_dir()?;
     let mut project = Project::load(&root)?;
     let force = args.force;
-    let resource = resolve(&project, &args)?;
+    let mut resource = resolve(&project, &args)?;
     // A controller for a kind scaffolded earlier keeps its type module and sample.
     let keep_type = !args.resource && resource.resource && !force;
     match project.resources.iter().position(|r| r.same_gvk(&resource)) {
-        Some(i) => project.resources[i] = resource.clone(),
+        Some(i) => {
+            // The kind's webhooks (`opctl create webhook`) stay recorded.
+            resource.webhooks = project.resources[i].webhooks.clone();
+            project.resources[i] = resource.clone();
+        }
         None => project.resources.push(resource.clone()),
     }
     let mut plan = plans::create_api(&project, &resource, keep_type, &root)?;

@@ -1,8 +1,190 @@
-//! `opctl create webhook` (not yet implemented).
+//! `opctl create webhook`: adds admission webhooks (defaulting, validation)
+//! for a kind of the project or a built-in kind.
 
+use crate::project::{Project, Resource, builtin, names};
+use crate::scaffold::webhooks::{self as plan_webhooks, WebhookKind};
+use crate::scaffold::{self, IfExists};
+
+const EXAMPLES: &str = "\
+Examples:
+  # Defaulting and validation for a kind of this project:
+  opctl create webhook --group apps --version v1alpha1 --kind SidecarSet --defaulting --programmatic-validation
+  # Later, the other kind of webhook for the same kind (your code is kept):
+  opctl create webhook --group web --version v1 --kind Guestbook --defaulting
+  # A defaulting webhook for a built-in kind:
+  opctl create webhook --group core --version v1 --kind Pod --defaulting
+
+Then: opctl manifests (config/webhook from the `+opctl:webhook` markers), cargo test,
+make test-e2e (the webhooks are called under opctl envtest).";
+
+/// Add admission webhooks (defaulting, validation) for a kind.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// API group of the kind: a kind of this project (<group>.<domain>) or a built-in group such as core or apps.
+    #[arg(long)]
+    pub group: String,
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("this command is not implemented yet")
+    /// API version of the kind, such as v1 or v1alpha1.
+    #[arg(long)]
+    pub version: String,
+
+    /// Kind, in PascalCase (SidecarSet, Pod).
+    #[arg(long)]
+    pub kind: String,
+
+    /// Scaffold a mutating webhook that fills in defaults.
+    #[arg(long)]
+    pub defaulting: bool,
+
+    /// Scaffold a validating webhook (create, update, delete).
+    #[arg(long)]
+    pub programmatic_validation: bool,
+
+    /// Scaffold a webhook the kind already has again, overwriting its handler file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let root = super::current_dir()?;
+    let mut project = Project::load(&root)?;
+    let (resource, requested) = resolve(&project, &args)?;
+    match project.resources.iter().position(|r| r.same_gvk(&resource)) {
+        Some(i) => project.resources[i] = resource.clone(),
+        None => project.resources.push(resource.clone()),
+    }
+    let mut plan = plan_webhooks::create_webhook(&project, &resource, &requested, &root)?;
+    if args.force {
+        plan.set_user_policy(IfExists::Overwrite);
+    }
+    let report = scaffold::apply(&root, &plan, "pass --force to overwrite them")?;
+    report.print();
+    println!();
+    let added: Vec<&str> = requested.iter().map(|k| k.describe()).collect();
+    println!(
+        "Added a {} webhook for {}.",
+        added.join(" and a "),
+        resource.gvk()
+    );
+    println!("Next:");
+    for kind in &requested {
+        println!(
+            "  edit {} ({}), then",
+            plan_webhooks::handler_file(&resource, *kind),
+            kind.what_to_edit()
+        );
+    }
+    println!("  opctl manifests          # config/webhook from the +opctl:webhook markers");
+    println!("  cargo test && make test-e2e");
+    if !plan_webhooks::has_e2e_test(&resource) {
+        println!(
+            "No e2e test was added: opctl envtest does not serve {}; test the webhook on a cluster.",
+            resource.gvk()
+        );
+    }
+    Ok(())
+}
+
+/// Validates the arguments against the project; returns the kind's PROJECT
+/// entry with its webhooks recorded, and the webhooks to scaffold now.
+fn resolve(project: &Project, args: &Args) -> anyhow::Result<(Resource, Vec<WebhookKind>)> {
+    if !builtin::is_builtin_group(&args.group) {
+        names::validate_group(&args.group)?;
+    }
+    names::validate_version(&args.version)?;
+    if builtin::find(&args.group, &args.version, &args.kind).is_none() {
+        names::validate_kind(&args.kind)?;
+    }
+    let mut requested = Vec::new();
+    if args.defaulting {
+        requested.push(WebhookKind::Defaulting);
+    }
+    if args.programmatic_validation {
+        requested.push(WebhookKind::Validation);
+    }
+    if requested.is_empty() {
+        anyhow::bail!("nothing to scaffold: pass --defaulting, --programmatic-validation or both");
+    }
+
+    let mut resource = find_kind(project, args)?;
+    let existing = resource.webhooks();
+    for kind in &requested {
+        if kind.is_in(&existing) && !args.force {
+            anyhow::bail!(
+                "{} already has a {} webhook; pass --force to scaffold it again (its handler file is overwritten)",
+                resource.gvk(),
+                kind.describe()
+            );
+        }
+    }
+    let mut webhooks = existing;
+    for kind in &requested {
+        kind.set_in(&mut webhooks);
+    }
+    resource.webhooks = Some(webhooks);
+    plan_webhooks::check_names(project, &resource)?;
+    Ok((resource, requested))
+}
+
+/// The kind the webhooks are for: one of this project's kinds (or a
+/// built-in kind it already has a controller for), else a built-in kind.
+fn find_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
+    let api_group = format!("{}.{}", args.group, project.domain);
+    let known = builtin::find(&args.group, &args.version, &args.kind);
+    if let Some(existing) = project.resources.iter().find(|r| {
+        r.version == args.version
+            && r.kind == args.kind
+            && if r.builtin {
+                known.is_some_and(|k| k.api_group == r.api_group)
+            } else {
+                r.api_group == api_group
+            }
+    }) {
+        return Ok(existing.clone());
+    }
+    if let Some(known) = known {
+        if known.api_group == "admissionregistration.k8s.io" {
+            anyhow::bail!(
+                "{} objects are never sent to admission webhooks; choose another kind",
+                known.kind
+            );
+        }
+        return Ok(Resource {
+            group: known.group.to_owned(),
+            api_group: known.api_group.to_owned(),
+            version: known.version.to_owned(),
+            kind: known.kind.to_owned(),
+            plural: known.plural.to_owned(),
+            namespaced: known.namespaced,
+            resource: false,
+            builtin: true,
+            controller: false,
+            path: format!("{}::{}", known.module, known.kind),
+            webhooks: None,
+        });
+    }
+    if let Some(other) = project
+        .crd_resources()
+        .find(|r| r.api_group == api_group && r.kind == args.kind)
+    {
+        anyhow::bail!(
+            "{} has no version {} in this project (it has {}); add it with `opctl create api --group {} --version {} --kind {}` first",
+            args.kind,
+            args.version,
+            other.version,
+            args.group,
+            args.version,
+            args.kind
+        );
+    }
+    anyhow::bail!(
+        "unknown kind {}/{} {}: it is neither a kind of this project (add it first with `opctl create api --group {} --version {} --kind {}`) nor a built-in kind opctl knows (see `opctl create api --help`)",
+        args.group,
+        args.version,
+        args.kind,
+        args.group,
+        args.version,
+        args.kind
+    )
 }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use anyhow::Context;
+use opctl_envtest::admission::WebhookRoute;
 use opctl_envtest::{Config, Envtest};
 
 const RUN_EXAMPLES: &str = "Examples:
@@ -11,7 +12,11 @@ const RUN_EXAMPLES: &str = "Examples:
   opctl envtest run --crds config/crd/bases -- cargo test --test e2e
 
   # Try kubectl against it
-  opctl envtest run -- kubectl get namespaces";
+  opctl envtest run -- kubectl get namespaces
+
+  # Send the calls of webhooks behind Service system/webhook-service (port 443)
+  # to a manager listening on 127.0.0.1:9443
+  opctl envtest run --webhook-route system/webhook-service:443=127.0.0.1:9443 -- make test-e2e";
 
 const START_EXAMPLES: &str = "Examples:
   # Serve on a random port; the printed line says where the kubeconfig is
@@ -39,6 +44,9 @@ pub struct RunArgs {
     /// Directory (or file) of CRD YAML to install before COMMAND starts.
     #[arg(long, value_name = "DIR")]
     pub crds: Option<PathBuf>,
+    /// Send admission webhook calls for a Service port to HOST:PORT (repeatable).
+    #[arg(long = "webhook-route", value_name = "NS/NAME:PORT=HOST:PORT")]
+    pub webhook_routes: Vec<WebhookRoute>,
     /// The command to run, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -52,12 +60,19 @@ pub struct StartArgs {
     /// Directory (or file) of CRD YAML to install before serving.
     #[arg(long, value_name = "DIR")]
     pub crds: Option<PathBuf>,
+    /// Send admission webhook calls for a Service port to HOST:PORT (repeatable).
+    #[arg(long = "webhook-route", value_name = "NS/NAME:PORT=HOST:PORT")]
+    pub webhook_routes: Vec<WebhookRoute>,
     /// Where to write the kubeconfig (default: a file in the temp directory).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
 }
 
-fn config(port: u16, crds: Option<PathBuf>) -> anyhow::Result<Config> {
+fn config(
+    port: u16,
+    crds: Option<PathBuf>,
+    webhook_routes: Vec<WebhookRoute>,
+) -> anyhow::Result<Config> {
     if let Some(dir) = &crds
         && !dir.exists()
     {
@@ -66,6 +81,7 @@ fn config(port: u16, crds: Option<PathBuf>) -> anyhow::Result<Config> {
     Ok(Config {
         port,
         crd_paths: crds.into_iter().collect(),
+        webhook_routes,
         ..Config::default()
     })
 }
@@ -128,7 +144,7 @@ async fn terminate_signal() {
 }
 
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
-    let config = config(args.port, args.crds)?;
+    let config = config(args.port, args.crds, args.webhook_routes)?;
     let env = Envtest::start(config).await?;
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let kubeconfig = dir.path().join("kubeconfig");
@@ -161,7 +177,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 }
 
 async fn serve(args: StartArgs) -> anyhow::Result<()> {
-    let config = config(args.port, args.crds)?;
+    let config = config(args.port, args.crds, args.webhook_routes)?;
     let env = Envtest::start(config).await?;
     let (path, temporary) = match args.kubeconfig {
         Some(p) => (p, false),
@@ -227,8 +243,39 @@ mod tests {
     }
 
     #[test]
+    fn webhook_routes_repeat_and_bad_ones_are_refused() {
+        let cli = Cli::try_parse_from([
+            "opctl",
+            "start",
+            "--webhook-route",
+            "system/webhook-service:443=127.0.0.1:9443",
+            "--webhook-route",
+            "other/hooks:8443=[::1]:9000",
+        ])
+        .expect("parses");
+        let Command::Start(args) = cli.cmd else {
+            panic!("parsed as {:?}", cli.cmd);
+        };
+        let routes: Vec<String> = args.webhook_routes.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            routes,
+            [
+                "system/webhook-service:443=127.0.0.1:9443",
+                "other/hooks:8443=[::1]:9000"
+            ]
+        );
+        let err = Cli::try_parse_from(["opctl", "run", "--webhook-route", "svc:443", "--", "true"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("expected NAMESPACE/NAME:PORT=HOST:PORT"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn missing_crd_directory_is_named_in_the_error() {
-        let err = config(0, Some(PathBuf::from("/no/such/dir"))).unwrap_err();
+        let err = config(0, Some(PathBuf::from("/no/such/dir")), Vec::new()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "--crds /no/such/dir: no such file or directory"

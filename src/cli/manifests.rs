@@ -1,14 +1,15 @@
-//! `opctl manifests`: regenerates CRDs, RBAC and their kustomizations from the code.
+//! `opctl manifests`: regenerates CRDs, RBAC, webhook configurations and
+//! their kustomizations from the code.
 
 use crate::project::Project;
 use crate::scaffold::Outcome;
 
 const EXAMPLES: &str = "\
 Examples:
-  opctl manifests        # after changing types in src/api or +opctl:rbac markers
+  opctl manifests        # after changing types in src/api, +opctl:rbac or +opctl:webhook markers
   make manifests         # the same, through the project's Makefile";
 
-/// Regenerate CRDs (config/crd) and RBAC (config/rbac/role.yaml) from the code.
+/// Regenerate CRDs (config/crd), RBAC (config/rbac/role.yaml) and webhook configurations (config/webhook/manifests.yaml) from the code.
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {}

@@ -16,6 +16,7 @@ Examples:
   opctl init --domain example.com
   opctl create api --group webapp --version v1 --kind Guestbook
   opctl create api --group apps --version v1 --kind Deployment --resource=false
+  opctl create webhook --group webapp --version v1 --kind Guestbook --defaulting --programmatic-validation
   opctl manifests
   cargo test && make test-e2e";
 

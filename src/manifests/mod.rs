@@ -1,9 +1,11 @@
 //! `opctl manifests`: everything derived from the code. CRDs come from the
 //! project's own CRD generator (built and run with cargo), the manager's role
-//! from the `+opctl:rbac` markers, plus the kustomization listing the CRDs.
+//! from the `+opctl:rbac` markers, the webhook configurations from the
+//! `+opctl:webhook` markers, plus the kustomization listing the CRDs.
 
 pub mod crd;
 pub mod rbac;
+pub mod webhook;
 
 use std::path::Path;
 
@@ -15,6 +17,15 @@ use crate::scaffold::{self, IfExists, Owner, Plan, Report};
 pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Report> {
     let mut rules = rbac::Rules::default();
     rules.add_dir(root, "src")?;
+    let mut webhooks = webhook::Markers::default();
+    for (path, text) in rbac::rust_sources(root, "src")? {
+        webhooks.add_source(&path, &text)?;
+    }
+    if !webhooks.is_empty() && !project.has_webhooks() {
+        anyhow::bail!(
+            "src/ has +opctl:webhook markers, but PROJECT records no webhook; scaffold webhooks with `opctl create webhook` (it records them and adds config/webhook)"
+        );
+    }
     let crds = crd::generate(root, project)?;
 
     let mut plan = Plan::default();
@@ -41,5 +52,13 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Report> {
         Owner::Generated,
         IfExists::Overwrite,
     );
+    if project.has_webhooks() {
+        plan.file(
+            webhook::MANIFESTS_FILE,
+            webhooks.to_yaml()?,
+            Owner::Generated,
+            IfExists::Overwrite,
+        );
+    }
     scaffold::apply(root, &plan, "")
 }

@@ -2,6 +2,7 @@
 //! names and their validation, and the table of built-in kinds.
 
 pub mod builtin;
+pub mod builtin_samples;
 pub mod names;
 
 use std::path::{Path, PathBuf};
@@ -84,10 +85,19 @@ pub struct Resource {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Webhooks {
-    #[serde(default)]
+    /// A mutating webhook that fills in defaults (`--defaulting`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub defaulting: bool,
-    #[serde(default)]
+    /// A validating webhook (`--programmatic-validation`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation: bool,
+}
+
+impl Webhooks {
+    /// Whether any webhook is recorded.
+    pub fn any(&self) -> bool {
+        self.defaulting || self.validation
+    }
 }
 
 impl Resource {
@@ -103,6 +113,11 @@ impl Resource {
     /// `zalando.org/v1 Database`, for messages.
     pub fn gvk(&self) -> String {
         format!("{} {}", self.api_version(), self.kind)
+    }
+
+    /// The webhooks scaffolded for the kind (none when not recorded).
+    pub fn webhooks(&self) -> Webhooks {
+        self.webhooks.clone().unwrap_or_default()
     }
 
     /// Whether `other` is the same group, version and kind.
@@ -200,6 +215,15 @@ impl Project {
                 names::validate_kind(&resource.kind)?;
             }
             names::validate_plural(&resource.plural)?;
+            if resource.webhooks.as_ref().is_some_and(|w| !w.any()) {
+                anyhow::bail!("{} lists webhooks but neither kind of them", resource.gvk());
+            }
+            if !resource.resource && !resource.controller && !resource.webhooks().any() {
+                anyhow::bail!(
+                    "{} has neither a type, a controller nor a webhook",
+                    resource.gvk()
+                );
+            }
             if self.resources[..i].iter().any(|r| r.same_gvk(resource)) {
                 anyhow::bail!("{} is listed twice", resource.gvk());
             }
@@ -211,6 +235,11 @@ impl Project {
     pub fn to_yaml(&self) -> anyhow::Result<String> {
         let body = serde_saphyr::to_string(self).context("cannot serialise PROJECT")?;
         Ok(format!("{HEADER}{body}"))
+    }
+
+    /// Whether any kind of the project has a webhook.
+    pub fn has_webhooks(&self) -> bool {
+        self.resources.iter().any(|r| r.webhooks().any())
     }
 
     /// The resources that define a CRD of this project.

@@ -74,7 +74,7 @@ mod tests {
 
     #[test]
     fn every_template_parses_and_is_used_by_a_plan() {
-        let plans = include_str!("plans.rs");
+        let plans = [include_str!("plans.rs"), include_str!("webhooks.rs")].concat();
         let names = names();
         assert!(names.len() > 30, "{names:?}");
         for name in names {

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::api::create::{Input, create};
+use crate::admission::WebhookRoute;
+use crate::api::create::{Input, create, create_internal};
 use crate::api::{App, WriteCtx};
 use crate::controllers;
 
@@ -22,8 +23,16 @@ pub struct Config {
     pub port: u16,
     /// CRD YAML files, or directories of them, installed before `start` returns.
     pub crd_paths: Vec<PathBuf>,
-    /// Changes kept for watch resumption and consistent paging.
+    /// Changes a watch can resume through (kube-apiserver's watch cache); a
+    /// watch from an older resourceVersion gets 410 Gone.
     pub watch_history: usize,
+    /// Changes kept for lists at an older resourceVersion
+    /// (`resourceVersionMatch=Exact`, continue tokens), as etcd keeps
+    /// revisions until it compacts them; never less than `watch_history`.
+    pub read_history: usize,
+    /// Where webhook Service references lead (`--webhook-route
+    /// NS/NAME:PORT=HOST:PORT`); see `docs/envtest-webhooks.md`.
+    pub webhook_routes: Vec<WebhookRoute>,
 }
 
 impl Default for Config {
@@ -32,6 +41,8 @@ impl Default for Config {
             port: 0,
             crd_paths: Vec::new(),
             watch_history: 10_000,
+            read_history: 100_000,
+            webhook_routes: Vec::new(),
         }
     }
 }
@@ -53,7 +64,9 @@ impl Envtest {
     /// CRD from `config.crd_paths` Established.
     pub async fn start(config: Config) -> anyhow::Result<Envtest> {
         let crds = load_crd_documents(&config.crd_paths)?;
-        let app = Arc::new(App::new(config.watch_history));
+        let app = Arc::new(App::with_history(config.watch_history, config.read_history));
+        app.webhooks
+            .set_routes(config.webhook_routes.iter().cloned().collect());
         let controllers = controllers::spawn(app.clone());
         bootstrap_namespaces(&app)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
@@ -136,6 +149,7 @@ impl Envtest {
                 },
                 &ctx,
             )
+            .await
             .map_err(|e| anyhow::anyhow!("{origin}: CRD {name:?} refused: {}", e.message))?;
             names.push(name);
         }
@@ -165,7 +179,7 @@ fn bootstrap_namespaces(app: &App) -> anyhow::Result<()> {
     let ctx = WriteCtx::internal(controllers::APISERVER);
     for name in NAMESPACES_AT_START {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        create(
+        create_internal(
             app,
             &res,
             "",

@@ -84,6 +84,7 @@ pub use attributes::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
 };
 pub use dispatch::{Admission, WebhookRegistry};
+pub(crate) use errors::internal_error;
 pub use matching::{ClusterView, EmptyCluster};
 pub use routes::{WebhookRoute, WebhookRoutes};
 pub use validation::{

@@ -1,35 +1,314 @@
-//! The admission seam. kube-apiserver runs mutating admission webhooks after
-//! an object is decoded and defaulted, and validating webhooks after the
-//! object passed validation, just before it is stored. These two functions
-//! are called at exactly those two points of every create and update; the
-//! webhook calls (`crate::admission::WebhookRegistry::admit_mutating` /
-//! `admit_validating`, which are async) plug in here.
+//! The admission seam: where the API operations call the admission webhooks
+//! of `crate::admission`. kube-apiserver runs mutating webhooks after an
+//! object is decoded and defaulted (and its managed fields recorded), and
+//! validating webhooks after the object passed validation, just before it is
+//! stored; DELETE runs both with the stored object as `oldObject`.
+//!
+//! The calls are async and run with no lock held: the operations read the
+//! store, call the webhooks, and write with an optimistic-concurrency check,
+//! retrying from the start when the object changed in between, as
+//! kube-apiserver's storage does.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use serde_json::{Map, Value, json};
+
+use super::{App, WriteCtx};
+use crate::admission::{
+    AdmissionAttributes, ClusterView, ConfigurationKind, GroupVersionKind, GroupVersionResource,
+    Operation, internal_error,
+};
 use crate::error::ApiResult;
+use crate::http::query::{DeleteOptions, Propagation, WriteOptions};
+use crate::meta;
 use crate::registry::Resource;
+use crate::store::{ResKey, Store};
 
-/// What is being admitted.
-pub struct Attributes<'a> {
-    pub resource: &'a Resource,
+const GROUP: &str = "admissionregistration.k8s.io";
+const MUTATING: &str = "mutatingwebhookconfigurations";
+const VALIDATING: &str = "validatingwebhookconfigurations";
+
+/// What the webhooks see of the cluster: namespace labels and Services, read
+/// from the store (each look-up takes the store lock briefly).
+pub struct StoreView {
+    store: Arc<Store>,
+    namespaces: ResKey,
+    services: ResKey,
+}
+
+impl StoreView {
+    pub fn new(store: Arc<Store>) -> StoreView {
+        StoreView {
+            store,
+            namespaces: Arc::from("namespaces"),
+            services: Arc::from("services"),
+        }
+    }
+}
+
+impl ClusterView for StoreView {
+    fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        let ns = self.store.get(&self.namespaces, "", name)?;
+        Some(
+            meta::metadata(&ns)
+                .and_then(|m| m.get("labels"))
+                .and_then(Value::as_object)
+                .map(|labels| {
+                    labels
+                        .iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        )
+    }
+
+    fn service(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.store
+            .get(&self.services, namespace, name)
+            .map(|s| (*s).clone())
+    }
+}
+
+/// Which of the two webhook configuration kinds `res` is, if any.
+pub(crate) fn configuration_kind(res: &Resource) -> Option<ConfigurationKind> {
+    if res.group != GROUP || res.is_custom() {
+        return None;
+    }
+    match res.plural.as_str() {
+        MUTATING => Some(ConfigurationKind::Mutating),
+        VALIDATING => Some(ConfigurationKind::Validating),
+        _ => None,
+    }
+}
+
+/// Whether a change to storage `key` changes the webhook configurations.
+pub(crate) fn is_configuration_key(key: &str) -> bool {
+    key.strip_prefix(GROUP)
+        .and_then(|k| k.strip_prefix('/'))
+        .is_some_and(|plural| plural == MUTATING || plural == VALIDATING)
+}
+
+/// Hands every stored webhook configuration to the webhook registry. Called
+/// after each write of a configuration (so the next request sees it) and by
+/// the controllers on every change of one (writes of the garbage collector).
+pub(crate) fn refresh_configurations(app: &App) {
+    let _serial = app
+        .webhook_refresh
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let list = |plural: &str| -> Vec<Value> {
+        let key: ResKey = Arc::from(format!("{GROUP}/{plural}"));
+        let (items, _) = app.store.list(&key, None, None);
+        items.into_iter().map(|(_, v)| (*v).clone()).collect()
+    };
+    app.webhooks
+        .set_configurations(&list(MUTATING), &list(VALIDATING));
+}
+
+/// One request as the webhooks are told about it.
+pub(crate) struct Request<'a> {
+    pub res: &'a Resource,
     pub namespace: &'a str,
     pub name: &'a str,
+    /// `None`, `Some("status")`, `Some("scale")`.
     pub subresource: Option<&'a str>,
-    /// `CREATE` or `UPDATE`.
-    pub operation: &'static str,
-    pub old: Option<&'a Value>,
+    pub operation: Operation,
     pub dry_run: bool,
+    /// The `CreateOptions` / `UpdateOptions` / `DeleteOptions` object.
+    pub options: Value,
 }
 
-/// Mutating admission: may change `obj`.
-pub fn mutate(attrs: &Attributes<'_>, obj: &mut Value) -> ApiResult<()> {
-    let _ = (attrs, obj);
-    Ok(())
+impl Request<'_> {
+    fn is_scale(&self) -> bool {
+        self.subresource == Some("scale")
+    }
+
+    /// The attributes for `object` (as the request sees it) and `old`.
+    fn attributes(
+        &self,
+        name: &str,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> ApiResult<AdmissionAttributes> {
+        let res = self.res;
+        // A /scale request is admitted as the autoscaling/v1 Scale it writes.
+        let (kind, view) = if self.is_scale() {
+            let scale = |o: &Value| super::scale::to_scale(res, o);
+            (
+                GroupVersionKind::new("autoscaling", "v1", "Scale"),
+                (object.map(scale).transpose()?, old.map(scale).transpose()?),
+            )
+        } else {
+            (
+                GroupVersionKind::new(&res.group, &res.version, &res.kind),
+                (object.cloned(), old.cloned()),
+            )
+        };
+        let mut attrs = AdmissionAttributes::new(
+            self.operation,
+            kind,
+            GroupVersionResource::new(&res.group, &res.version, &res.plural),
+            self.namespace,
+            name,
+        )
+        .with_subresource(self.subresource.unwrap_or(""))
+        .with_dry_run(self.dry_run)
+        .with_options(self.options.clone());
+        attrs.object = view.0;
+        attrs.old_object = view.1;
+        Ok(attrs)
+    }
 }
 
-/// Validating admission: may refuse `obj`.
-pub fn validate(attrs: &Attributes<'_>, obj: &Value) -> ApiResult<()> {
-    let _ = (attrs, obj);
-    Ok(())
+/// `CreateOptions` or `UpdateOptions` as kube-apiserver hands them to webhooks.
+pub(crate) fn write_options(kind: &str, opts: &WriteOptions) -> Value {
+    let mut map = Map::new();
+    map.insert("kind".into(), json!(kind));
+    map.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
+    if opts.dry_run {
+        map.insert("dryRun".into(), json!(["All"]));
+    }
+    if let Some(manager) = &opts.field_manager {
+        map.insert("fieldManager".into(), json!(manager));
+    }
+    Value::Object(map)
+}
+
+/// `DeleteOptions` as kube-apiserver hands them to webhooks.
+pub(crate) fn delete_options(opts: &DeleteOptions) -> Value {
+    let mut map = Map::new();
+    map.insert("kind".into(), json!("DeleteOptions"));
+    map.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
+    if let Some(grace) = opts.grace_period {
+        map.insert("gracePeriodSeconds".into(), json!(grace));
+    }
+    let mut pre = Map::new();
+    if let Some(uid) = &opts.precondition_uid {
+        pre.insert("uid".into(), json!(uid));
+    }
+    if let Some(rv) = &opts.precondition_rv {
+        pre.insert("resourceVersion".into(), json!(rv));
+    }
+    if !pre.is_empty() {
+        map.insert("preconditions".into(), Value::Object(pre));
+    }
+    if let Some(policy) = opts.propagation {
+        let policy = match policy {
+            Propagation::Foreground => "Foreground",
+            Propagation::Background => "Background",
+            Propagation::Orphan => "Orphan",
+        };
+        map.insert("propagationPolicy".into(), json!(policy));
+    }
+    if opts.dry_run {
+        map.insert("dryRun".into(), json!(["All"]));
+    }
+    Value::Object(map)
+}
+
+/// Mutating admission of `object` (CREATE, UPDATE). Returns the object to go
+/// on with; when a webhook changed it, it is decoded and defaulted again, as
+/// kube-apiserver decodes a patched object into its type and defaults it.
+pub(crate) async fn mutate(
+    app: &App,
+    req: &Request<'_>,
+    object: Value,
+    old: Option<&Value>,
+    ctx: &WriteCtx,
+) -> ApiResult<Value> {
+    if !app.webhooks.has_mutating() {
+        return Ok(object);
+    }
+    let attrs = req.attributes(req.name, Some(&object), old)?;
+    let outcome = app.webhooks.admit_mutating(&attrs).await;
+    ctx.warnings.extend(outcome.warnings);
+    let Some(mutated) = outcome.result? else {
+        return Ok(object);
+    };
+    if attrs.object.as_ref() == Some(&mutated) {
+        return Ok(object);
+    }
+    if req.is_scale() {
+        return scale_back(req.res, object, &mutated);
+    }
+    redecode(req.res, mutated)
+}
+
+/// The replicas of a mutated Scale written back into the scaled object.
+fn scale_back(res: &Resource, mut object: Value, scale: &Value) -> ApiResult<Value> {
+    let replicas = scale
+        .pointer("/spec/replicas")
+        .cloned()
+        .unwrap_or(Value::Null);
+    if !(replicas.is_i64() || replicas.is_null()) {
+        return Err(internal_error(&format!(
+            "json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
+            json_type(&replicas)
+        )));
+    }
+    super::scale::set_replicas(res, &mut object, replicas.as_i64().unwrap_or(0))?;
+    Ok(object)
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A webhook's object back into the kind's shape: unknown fields of built-in
+/// kinds dropped (pruned for custom resources), defaults applied. A webhook
+/// that breaks the kind's types fails the request with 500.
+fn redecode(res: &Resource, object: Value) -> ApiResult<Value> {
+    let mut object = object;
+    super::check_type_meta(res, &mut object).map_err(|e| internal_error(&e.message))?;
+    let (mut object, _unknown) =
+        super::decode(res, object).map_err(|e| internal_error(&e.message))?;
+    super::apply_defaults(res, &mut object);
+    Ok(object)
+}
+
+/// Validating admission of the final `object` (CREATE, UPDATE).
+pub(crate) async fn validate(
+    app: &App,
+    req: &Request<'_>,
+    object: &Value,
+    old: Option<&Value>,
+    ctx: &WriteCtx,
+) -> ApiResult<()> {
+    if !app.webhooks.has_validating() {
+        return Ok(());
+    }
+    let attrs = req.attributes(meta::name(object), Some(object), old)?;
+    let outcome = app.webhooks.admit_validating(&attrs).await;
+    ctx.warnings.extend(outcome.warnings);
+    outcome.result
+}
+
+/// Admission of a DELETE of `stored`: mutating then validating webhooks, both
+/// with the stored object as `oldObject` and no object (kube-apiserver's
+/// delete validation).
+pub(crate) async fn delete(
+    app: &App,
+    req: &Request<'_>,
+    stored: &Value,
+    warnings: &super::Warnings,
+) -> ApiResult<()> {
+    if !app.webhooks.has_mutating() && !app.webhooks.has_validating() {
+        return Ok(());
+    }
+    let attrs = req.attributes(req.name, None, Some(stored))?;
+    let mutated = app.webhooks.admit_mutating(&attrs).await;
+    warnings.extend(mutated.warnings);
+    mutated.result?;
+    let validated = app.webhooks.admit_validating(&attrs).await;
+    warnings.extend(validated.warnings);
+    validated.result
 }

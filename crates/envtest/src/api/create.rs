@@ -1,14 +1,16 @@
-//! Create: decode, check, default, prepare, validate, admit, record managed
-//! fields, store.
+//! Create: decode, check, default, record managed fields, mutating
+//! admission, prepare, validate, validating admission, store.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::admit;
 use super::{
     App, WriteCtx, Written, check_namespace_accepts_create, check_type_meta, decode,
     field_validation, internal_no_reason, invalid, random_suffix, type_info, validate_create,
 };
+use crate::admission::Operation;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
@@ -25,14 +27,59 @@ pub enum Input {
     Applied(Value),
 }
 
-/// Creates an object of `res` in `ns` (empty for cluster-scoped resources).
-pub fn create(
+/// Creates an object of `res` in `ns` (empty for cluster-scoped resources),
+/// calling the admission webhooks.
+pub async fn create(
     app: &App,
     res: &Resource,
     ns: &str,
     input: Input,
     ctx: &WriteCtx,
 ) -> ApiResult<Written> {
+    let staged = stage(app, res, ns, input, ctx)?;
+    let req = admit::Request {
+        res,
+        namespace: ns,
+        name: &staged.requested_name,
+        subresource: None,
+        operation: Operation::Create,
+        dry_run: ctx.opts.dry_run,
+        options: admit::write_options("CreateOptions", &ctx.opts),
+    };
+    let obj = admit::mutate(app, &req, staged.obj, None, ctx).await?;
+    let ready = check(app, res, obj, staged.warnings, ctx)?;
+    if let Err(e) = admit::validate(app, &req, &ready.obj, None, ctx).await {
+        super::restore_allocation(app, res, &ready.obj, ctx.opts.dry_run);
+        return Err(e);
+    }
+    store(app, res, ns, ready, ctx)
+}
+
+/// Creates an object without calling admission webhooks: the server's own
+/// writes (start-up namespaces, the serviceaccount controller).
+pub fn create_internal(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    input: Input,
+    ctx: &WriteCtx,
+) -> ApiResult<Written> {
+    let staged = stage(app, res, ns, input, ctx)?;
+    let ready = check(app, res, staged.obj, staged.warnings, ctx)?;
+    store(app, res, ns, ready, ctx)
+}
+
+/// The object up to mutating admission.
+struct Staged {
+    obj: Value,
+    warnings: Vec<String>,
+    /// The name as sent (empty when generated from generateName).
+    requested_name: String,
+}
+
+/// Decode, type checks, field validation, defaults, managed fields and the
+/// namespace check: everything before mutating admission.
+fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> ApiResult<Staged> {
     let (mut obj, duplicates, applied) = match input {
         Input::Body { obj, duplicates } => (obj, duplicates, false),
         Input::Applied(obj) => (obj, Vec::new(), true),
@@ -50,7 +97,7 @@ pub fn create(
         meta::remove_meta(&mut obj, "namespace");
     }
     let (mut obj, unknown) = decode(res, obj)?;
-    let mut warnings = field_validation(res, ctx.opts.field_validation, &unknown, &duplicates)?;
+    let warnings = field_validation(res, ctx.opts.field_validation, &unknown, &duplicates)?;
     super::apply_defaults(res, &mut obj);
 
     // Managed fields are recorded from the object as sent and defaulted,
@@ -79,34 +126,60 @@ pub fn create(
 
     let requested_name = meta::name(&obj).to_string();
     check_namespace_accepts_create(app, res, ns, &requested_name)?;
-    let attrs = super::admit::Attributes {
-        resource: res,
-        namespace: ns,
-        name: &requested_name,
-        subresource: None,
-        operation: "CREATE",
-        old: None,
-        dry_run: ctx.opts.dry_run,
-    };
-    super::admit::mutate(&attrs, &mut obj)?;
+    Ok(Staged {
+        obj,
+        warnings,
+        requested_name,
+    })
+}
 
+/// The object ready to store.
+struct Ready {
+    obj: Value,
+    warnings: Vec<String>,
+    /// A resourceVersion the client set (refused at store time, as kube-apiserver does).
+    client_rv: String,
+}
+
+/// Generic metadata and the kind's PrepareForCreate, allocation and validation:
+/// everything between mutating and validating admission.
+fn check(
+    app: &App,
+    res: &Resource,
+    mut obj: Value,
+    mut warnings: Vec<String>,
+    ctx: &WriteCtx,
+) -> ApiResult<Ready> {
     prepare(res, &mut obj);
     let client_rv = meta::resource_version(&obj).to_string();
     warnings.extend(super::unsupported_warnings(res, &obj));
     super::allocate(app, res, &mut obj, ctx.opts.dry_run)?;
     let causes = validate_create(res, &obj);
     if !causes.is_empty() {
+        super::restore_allocation(app, res, &obj, ctx.opts.dry_run);
         return Err(invalid(res, meta::name(&obj), causes));
     }
-    super::admit::validate(&attrs, &obj)?;
+    Ok(Ready {
+        obj,
+        warnings,
+        client_rv,
+    })
+}
 
+/// Stores the object (unless dry run).
+fn store(app: &App, res: &Resource, ns: &str, ready: Ready, ctx: &WriteCtx) -> ApiResult<Written> {
+    let Ready {
+        mut obj,
+        warnings,
+        client_rv,
+    } = ready;
     if !client_rv.is_empty() {
+        super::restore_allocation(app, res, &obj, ctx.opts.dry_run);
         return Err(internal_no_reason(
             "resourceVersion should not be set on objects to be created",
         ));
     }
     meta::remove_meta(&mut obj, "resourceVersion");
-    let is_service = super::is_service(res);
     let name = meta::name(&obj).to_string();
     if ctx.opts.dry_run {
         if app.store.get(&res.store_key, ns, &name).is_some() {
@@ -118,7 +191,7 @@ pub fn create(
             warnings,
         });
     }
-    let service_copy = is_service.then(|| obj.clone());
+    let refused = super::is_service(res).then(|| obj.clone());
     // A generated name that happens to be taken is drawn again, as
     // kube-apiserver retries generateName conflicts.
     let generated = generated_prefix(&obj);
@@ -147,12 +220,9 @@ pub fn create(
             warnings,
         }),
         Err(e) => {
-            if let Some(svc) = &service_copy {
+            if let Some(svc) = &refused {
                 // Give back what was allocated for the refused Service.
-                app.allocator
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .release_service(svc);
+                super::restore_allocation(app, res, svc, false);
             }
             match e {
                 WriteError::AlreadyExists => {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{App, Written, not_found, object_details};
+use super::{App, Warnings, Written, admit, not_found, object_details};
+use crate::admission::Operation;
 use crate::error::{ApiError, ApiResult};
 use crate::http::query::{DeleteOptions, Propagation};
 use crate::meta;
@@ -70,23 +71,52 @@ fn finalizers_for(existing: &[String], policy: Option<Propagation>) -> Vec<Strin
     out
 }
 
-/// Deletes one object; `manager` is unused by the store but kept for symmetry
-/// with writes made by controllers.
-pub fn delete(
+/// Deletes one object, calling the admission webhooks (with the stored
+/// object as `oldObject`) on each attempt, after the preconditions held.
+pub async fn delete(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOptions,
+    warnings: &Warnings,
+) -> ApiResult<Written> {
+    refuse_immortal(res, name)?;
+    let req = admit::Request {
+        res,
+        namespace: ns,
+        name,
+        subresource: None,
+        operation: Operation::Delete,
+        dry_run: opts.dry_run,
+        options: admit::delete_options(opts),
+    };
+    for _ in 0..8 {
+        let stored = app
+            .store
+            .get(&res.store_key, ns, name)
+            .ok_or_else(|| not_found(res, name))?;
+        let view = res.from_storage(&stored);
+        check_preconditions(res, name, opts, &view)?;
+        admit::delete(app, &req, &view, warnings).await?;
+        match delete_once(app, res, ns, name, opts, &stored) {
+            Err(None) => continue,
+            Err(Some(e)) => return Err(e),
+            Ok(w) => return Ok(w),
+        }
+    }
+    Err(super::conflict(res, name))
+}
+
+/// Deletes one object without admission webhooks: the controllers' own deletes.
+pub fn delete_internal(
     app: &App,
     res: &Resource,
     ns: &str,
     name: &str,
     opts: &DeleteOptions,
 ) -> ApiResult<Written> {
-    if is_kind(res, "", "namespaces") && IMMORTAL_NAMESPACES.contains(&name) {
-        return Err(ApiError::forbidden(
-            "",
-            "namespaces",
-            name,
-            "this namespace may not be deleted",
-        ));
-    }
+    refuse_immortal(res, name)?;
     for _ in 0..8 {
         let stored = app
             .store
@@ -101,6 +131,52 @@ pub fn delete(
     Err(super::conflict(res, name))
 }
 
+fn refuse_immortal(res: &Resource, name: &str) -> ApiResult<()> {
+    if is_kind(res, "", "namespaces") && IMMORTAL_NAMESPACES.contains(&name) {
+        return Err(ApiError::forbidden(
+            "",
+            "namespaces",
+            name,
+            "this namespace may not be deleted",
+        ));
+    }
+    Ok(())
+}
+
+/// The uid and resourceVersion preconditions against the stored object.
+fn check_preconditions(
+    res: &Resource,
+    name: &str,
+    opts: &DeleteOptions,
+    view: &Value,
+) -> ApiResult<()> {
+    let uid = meta::uid(view);
+    if let Some(pre_uid) = &opts.precondition_uid
+        && pre_uid != uid
+    {
+        return Err(precondition_conflict(
+            res,
+            name,
+            format!(
+                "the UID in the precondition ({pre_uid}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+            ),
+        ));
+    }
+    let current_rv = parse_rv(meta::resource_version(view));
+    if let Some(pre_rv) = &opts.precondition_rv
+        && parse_rv(pre_rv) != current_rv
+    {
+        return Err(precondition_conflict(
+            res,
+            name,
+            format!(
+                "the ResourceVersion in the precondition ({pre_rv}) does not match the ResourceVersion in record ({current_rv}). The object might have been modified"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// One attempt; `Err(None)` means the object changed underneath: retry.
 fn delete_once(
     app: &App,
@@ -113,28 +189,7 @@ fn delete_once(
     let view = res.from_storage(stored);
     let uid = meta::uid(&view).to_string();
     let current_rv = parse_rv(meta::resource_version(&view));
-    if let Some(pre_uid) = &opts.precondition_uid
-        && *pre_uid != uid
-    {
-        return Err(Some(precondition_conflict(
-            res,
-            name,
-            format!(
-                "the UID in the precondition ({pre_uid}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
-            ),
-        )));
-    }
-    if let Some(pre_rv) = &opts.precondition_rv
-        && parse_rv(pre_rv) != current_rv
-    {
-        return Err(Some(precondition_conflict(
-            res,
-            name,
-            format!(
-                "the ResourceVersion in the precondition ({pre_rv}) does not match the ResourceVersion in record ({current_rv}). The object might have been modified"
-            ),
-        )));
-    }
+    check_preconditions(res, name, opts, &view).map_err(Some)?;
     let now = meta::now_rfc3339();
     let write = |obj: Value| -> Result<Written, Option<ApiError>> {
         if opts.dry_run {
@@ -304,18 +359,19 @@ fn mark_crd_terminating(crd: &mut Value) {
 }
 
 /// DELETE on a collection: deletes every selected object, returns them as a list.
-pub fn delete_collection(
+pub async fn delete_collection(
     app: &App,
     res: &Resource,
     ns: Option<&str>,
     selected: Vec<Arc<Value>>,
     opts: &DeleteOptions,
+    warnings: &Warnings,
 ) -> ApiResult<Value> {
     let mut items = Vec::new();
     for obj in selected {
         let name = meta::name(&obj).to_string();
         let obj_ns = ns.unwrap_or(meta::namespace(&obj)).to_string();
-        match delete(app, res, &obj_ns, &name, opts) {
+        match delete(app, res, &obj_ns, &name, opts, warnings).await {
             Ok(_) => items.push((*obj).clone()),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
+use crate::admission::WebhookRegistry;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::http::query::{FieldValidation, WriteOptions};
@@ -25,10 +26,15 @@ use crate::registry::{Resource, SharedRegistry};
 use crate::store::Store;
 use crate::typeinfo::{TypeInfo, Untyped};
 
-/// The server's state: storage, served resources and allocators.
+/// The server's state: storage, served resources, allocators and webhooks.
 pub struct App {
-    pub store: Store,
+    pub store: Arc<Store>,
     pub registry: SharedRegistry,
+    /// The stored admission webhook configurations, ready to call.
+    pub webhooks: WebhookRegistry,
+    /// Serialises [`admit::refresh_configurations`], so that the last refresh
+    /// always hands over the newest stored configurations.
+    pub(crate) webhook_refresh: Mutex<()>,
     pub allocator: Mutex<builtin::Allocator>,
     /// `host:port` the server listens on (for `/api`'s serverAddressByClientCIDRs).
     pub server_address: std::sync::RwLock<String>,
@@ -37,10 +43,21 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(watch_history: usize) -> App {
+    /// A server state whose watches and reads of the past reach back `history` changes.
+    pub fn new(history: usize) -> App {
+        App::with_history(history, history)
+    }
+
+    /// Watches resume through the last `watch_history` changes; lists at an
+    /// older resourceVersion reach back `read_history` (see [`Store::with_windows`]).
+    pub fn with_history(watch_history: usize, read_history: usize) -> App {
+        let store = Arc::new(Store::with_windows(watch_history, read_history));
+        let cluster = Arc::new(admit::StoreView::new(Arc::clone(&store)));
         App {
-            store: Store::new(watch_history),
+            store,
             registry: SharedRegistry::new(crate::registry::Registry::new(Vec::new())),
+            webhooks: WebhookRegistry::new(cluster),
+            webhook_refresh: Mutex::new(()),
             allocator: Mutex::new(builtin::Allocator::default()),
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
@@ -61,20 +78,51 @@ pub struct Written {
 pub struct WriteCtx {
     pub manager: String,
     pub opts: WriteOptions,
+    /// Warnings raised on the way (admission webhooks' warnings), sent as
+    /// `Warning` headers whether or not the request succeeds.
+    pub warnings: Warnings,
 }
 
 impl WriteCtx {
+    /// A write with `opts` by `manager`.
+    pub fn new(manager: String, opts: WriteOptions) -> WriteCtx {
+        WriteCtx {
+            manager,
+            opts,
+            warnings: Warnings::default(),
+        }
+    }
+
     /// A controller's own write (no dry run, unknown fields ignored).
     pub fn internal(manager: &str) -> WriteCtx {
-        WriteCtx {
-            manager: manager.to_string(),
-            opts: WriteOptions {
+        WriteCtx::new(
+            manager.to_string(),
+            WriteOptions {
                 dry_run: false,
                 field_manager: None,
                 field_validation: FieldValidation::Ignore,
                 force: false,
             },
-        }
+        )
+    }
+}
+
+/// The warnings of one request, collected as they arise (kube-apiserver's
+/// warning recorder): cloning shares the collection.
+#[derive(Debug, Clone, Default)]
+pub struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl Warnings {
+    pub fn extend(&self, warnings: impl IntoIterator<Item = String>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(warnings);
+    }
+
+    /// Everything collected so far, emptying the collection.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -431,17 +479,6 @@ pub(crate) fn unsupported_warnings(res: &Resource, obj: &Value) -> Vec<String> {
                 .to_string(),
         );
     }
-    if res.group == "admissionregistration.k8s.io"
-        && matches!(
-            res.kind.as_str(),
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
-        )
-    {
-        out.push(
-            "envtest stores webhook configurations but does not call admission webhooks yet"
-                .to_string(),
-        );
-    }
     out
 }
 
@@ -460,6 +497,27 @@ pub(crate) fn allocate(app: &App, res: &Resource, obj: &mut Value, dry_run: bool
     alloc
         .allocate_service(obj, dry_run)
         .map_err(|causes| invalid(res, meta::name(obj), causes))
+}
+
+/// After a write that allocated for Service `obj` failed (validation,
+/// admission, a name already taken): the Service's allocations go back to
+/// what its stored object holds, or are released when none is stored.
+pub(crate) fn restore_allocation(app: &App, res: &Resource, obj: &Value, dry_run: bool) {
+    if dry_run || !is_service(res) {
+        return;
+    }
+    let stored = app
+        .store
+        .get(&res.store_key, meta::namespace(obj), meta::name(obj));
+    let mut alloc = app.allocator.lock().unwrap_or_else(|e| e.into_inner());
+    match stored {
+        Some(stored) => {
+            let mut stored = (*stored).clone();
+            // The stored values are this Service's own, so they are free for it.
+            let _ = alloc.allocate_service(&mut stored, false);
+        }
+        None => alloc.release_service(obj),
+    }
 }
 
 /// Random suffix of generated names (kube's alphabet without vowels).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::update::{Change, Fail, apply_patch, update_once, with_retries};
+use super::update::{Attempt, Change, Fail, apply_patch, with_retries_admitted};
 use super::{App, WriteCtx, Written, not_found};
 use crate::error::{ApiError, ApiResult};
 use crate::jsonpath::JsonPath;
@@ -79,6 +79,13 @@ fn scale_paths(res: &Resource) -> ApiResult<&ScalePaths> {
     res.scale.as_ref().ok_or_else(ApiError::not_found_path)
 }
 
+/// Writes `replicas` where the Scale's `spec.replicas` lives in the object.
+pub(crate) fn set_replicas(res: &Resource, obj: &mut Value, replicas: i64) -> ApiResult<()> {
+    let paths = scale_paths(res)?;
+    write_path(obj, &paths.spec_replicas, json!(replicas));
+    Ok(())
+}
+
 /// The Scale view of an object.
 pub fn to_scale(res: &Resource, obj: &Value) -> ApiResult<Value> {
     let paths = scale_paths(res)?;
@@ -131,7 +138,7 @@ pub fn get(app: &App, res: &Resource, ns: &str, name: &str) -> ApiResult<Value> 
     to_scale(res, &obj)
 }
 
-fn write_scale(
+async fn write_scale(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -149,7 +156,7 @@ fn write_scale(
         is_put: false,
         managed_done: false,
     };
-    let written = with_retries(app, res, ns, name, |old| {
+    let written = with_retries_admitted(app, &change, &[], |old| {
         let old = old.ok_or_else(|| Fail::Api(not_found(res, name)))?;
         let view = res.from_storage(&old);
         let current = to_scale(res, &view)?;
@@ -177,8 +184,9 @@ fn write_scale(
         let mut obj = (*view).clone();
         write_path(&mut obj, &paths.spec_replicas, json!(replicas));
         meta::remove_meta(&mut obj, "resourceVersion");
-        update_once(app, &change, obj, &[], &old)
-    })?;
+        Ok(Attempt::Update { new: obj, old })
+    })
+    .await?;
     Ok(Written {
         code: written.code,
         body: Arc::new(to_scale(res, &written.body)?),
@@ -197,7 +205,7 @@ fn builtin_scale_view(res: &Resource) -> Resource {
 }
 
 /// PUT `/scale`.
-pub fn replace(
+pub async fn replace(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -205,11 +213,11 @@ pub fn replace(
     body: Value,
     ctx: &WriteCtx,
 ) -> ApiResult<Written> {
-    write_scale(app, res, ns, name, ctx, |_| Ok(body.clone()))
+    write_scale(app, res, ns, name, ctx, |_| Ok(body.clone())).await
 }
 
 /// PATCH `/scale` (JSON, merge or strategic merge patch of the Scale).
-pub fn patch(
+pub async fn patch(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -226,7 +234,8 @@ pub fn patch(
             let bytes = serde_json::to_vec(&applied.value).unwrap_or_default();
             return write_scale(app, res, ns, name, ctx, |current| {
                 apply_patch(res, PatchType::Merge, current, &bytes)
-            });
+            })
+            .await;
         }
         other => other,
     };
@@ -236,4 +245,5 @@ pub fn patch(
         let scale_kind = builtin_scale_view(res);
         apply_patch(&scale_kind, patch_type, current, body)
     })
+    .await
 }

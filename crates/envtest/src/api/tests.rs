@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::create::{Input, create};
+use super::create::{Input, create, create_internal};
 use super::delete::delete;
 use super::update::{patch, replace};
 use super::{App, WriteCtx};
@@ -24,10 +24,7 @@ fn res(app: &App, plural: &str) -> Arc<Resource> {
 
 fn ctx(query: &str) -> WriteCtx {
     let opts = write_options(&Query::parse(Some(query)), "CreateOptions", false).expect("options");
-    WriteCtx {
-        manager: "tests".into(),
-        opts,
-    }
+    WriteCtx::new("tests".into(), opts)
 }
 
 fn make(app: &App, plural: &str, ns: &str, obj: Value) -> Value {
@@ -35,7 +32,7 @@ fn make(app: &App, plural: &str, ns: &str, obj: Value) -> Value {
         obj,
         duplicates: Vec::new(),
     };
-    (*create(app, &res(app, plural), ns, input, &ctx(""))
+    (*create_internal(app, &res(app, plural), ns, input, &ctx(""))
         .expect("create")
         .body)
         .clone()
@@ -72,8 +69,8 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-#[test]
-fn create_fills_system_fields_and_dry_run_stores_nothing() {
+#[tokio::test]
+async fn create_fills_system_fields_and_dry_run_stores_nothing() {
     let app = app();
     namespace(&app, "ns");
     let created = make(&app, "configmaps", "ns", cm("a", json!({})));
@@ -90,6 +87,7 @@ fn create_fills_system_fields_and_dry_run_stores_nothing() {
         },
         &ctx("dryRun=All"),
     )
+    .await
     .expect("dry run");
     assert_eq!(dry.code, 201);
     assert!(meta::resource_version(&dry.body).is_empty());
@@ -104,6 +102,7 @@ fn create_fills_system_fields_and_dry_run_stores_nothing() {
         },
         &ctx(""),
     )
+    .await
     .unwrap_err();
     assert_eq!(
         (in_missing.code, in_missing.message.as_str()),
@@ -111,8 +110,8 @@ fn create_fills_system_fields_and_dry_run_stores_nothing() {
     );
 }
 
-#[test]
-fn updates_check_resource_versions_and_skip_no_ops() {
+#[tokio::test]
+async fn updates_check_resource_versions_and_skip_no_ops() {
     let app = app();
     namespace(&app, "ns");
     let created = make(&app, "configmaps", "ns", cm("a", json!({})));
@@ -127,6 +126,7 @@ fn updates_check_resource_versions_and_skip_no_ops() {
         Vec::new(),
         &ctx(""),
     )
+    .await
     .expect("no-op");
     assert_eq!(
         meta::resource_version(&same.body),
@@ -144,6 +144,7 @@ fn updates_check_resource_versions_and_skip_no_ops() {
         Vec::new(),
         &ctx(""),
     )
+    .await
     .expect("update");
     assert_ne!(
         meta::resource_version(&updated.body),
@@ -159,12 +160,15 @@ fn updates_check_resource_versions_and_skip_no_ops() {
         Vec::new(),
         &ctx(""),
     )
+    .await
     .unwrap_err();
     assert_eq!(stale.code, 409);
     // ConfigMaps allow unconditional updates.
     meta::remove_meta(&mut changed, "resourceVersion");
     changed["data"]["a"] = json!("3");
-    replace(&app, &cms, "ns", "a", None, changed, Vec::new(), &ctx("")).expect("unconditional");
+    replace(&app, &cms, "ns", "a", None, changed, Vec::new(), &ctx(""))
+        .await
+        .expect("unconditional");
     let merged = patch(
         &app,
         &cms,
@@ -175,12 +179,13 @@ fn updates_check_resource_versions_and_skip_no_ops() {
         br#"{"data":{"b":"x"}}"#,
         &ctx(""),
     )
+    .await
     .expect("patch");
     assert_eq!(merged.body["data"], json!({"a": "3", "b": "x"}));
 }
 
-#[test]
-fn finalizers_hold_deletion_until_removed() {
+#[tokio::test]
+async fn finalizers_hold_deletion_until_removed() {
     let app = app();
     namespace(&app, "ns");
     make(
@@ -190,10 +195,28 @@ fn finalizers_hold_deletion_until_removed() {
         cm("f", json!({"finalizers": ["example.com/hold"]})),
     );
     let cms = res(&app, "configmaps");
-    let deleting = delete(&app, &cms, "ns", "f", &DeleteOptions::default()).expect("delete");
+    let deleting = delete(
+        &app,
+        &cms,
+        "ns",
+        "f",
+        &DeleteOptions::default(),
+        &Default::default(),
+    )
+    .await
+    .expect("delete");
     assert!(meta::is_deleting(&deleting.body));
     assert_eq!(deleting.body["metadata"]["deletionGracePeriodSeconds"], 0);
-    let again = delete(&app, &cms, "ns", "f", &DeleteOptions::default()).expect("delete again");
+    let again = delete(
+        &app,
+        &cms,
+        "ns",
+        "f",
+        &DeleteOptions::default(),
+        &Default::default(),
+    )
+    .await
+    .expect("delete again");
     assert_eq!(
         meta::resource_version(&again.body),
         meta::resource_version(&deleting.body)
@@ -208,6 +231,7 @@ fn finalizers_hold_deletion_until_removed() {
         br#"{"metadata":{"finalizers":["example.com/hold","example.com/new"]}}"#,
         &ctx(""),
     )
+    .await
     .unwrap_err();
     assert_eq!(added.code, 422);
     patch(
@@ -220,16 +244,26 @@ fn finalizers_hold_deletion_until_removed() {
         br#"{"metadata":{"finalizers":null}}"#,
         &ctx(""),
     )
+    .await
     .expect("finalizer removed");
     assert!(get(&app, "f").is_none());
 }
 
-#[test]
-fn immortal_namespaces_and_delete_preconditions() {
+#[tokio::test]
+async fn immortal_namespaces_and_delete_preconditions() {
     let app = app();
     namespace(&app, "default");
     let ns = res(&app, "namespaces");
-    let err = delete(&app, &ns, "", "default", &DeleteOptions::default()).unwrap_err();
+    let err = delete(
+        &app,
+        &ns,
+        "",
+        "default",
+        &DeleteOptions::default(),
+        &Default::default(),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(
         (err.code, err.message.as_str()),
         (
@@ -243,7 +277,16 @@ fn immortal_namespaces_and_delete_preconditions() {
         precondition_uid: Some("other".into()),
         ..DeleteOptions::default()
     };
-    let err = delete(&app, &res(&app, "configmaps"), "ns", "p", &opts).unwrap_err();
+    let err = delete(
+        &app,
+        &res(&app, "configmaps"),
+        "ns",
+        "p",
+        &opts,
+        &Default::default(),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code, 409);
     assert!(
         err.message
@@ -279,7 +322,9 @@ async fn garbage_collector_handles_background_foreground_and_orphan() {
             propagation: Some(policy),
             ..DeleteOptions::default()
         };
-        delete(&app, &cms, "ns", owner, &opts).expect("delete owner");
+        delete(&app, &cms, "ns", owner, &opts, &Default::default())
+            .await
+            .expect("delete owner");
     }
     eventually("owners gone", || {
         ["bg", "fg", "or"].iter().all(|o| get(&app, o).is_none())
@@ -321,7 +366,16 @@ async fn namespace_deletion_removes_content_then_the_namespace() {
         cm("held", json!({"finalizers": ["example.com/hold"]})),
     );
     let ns = res(&app, "namespaces");
-    let deleting = delete(&app, &ns, "", "ns", &DeleteOptions::default()).expect("delete");
+    let deleting = delete(
+        &app,
+        &ns,
+        "",
+        "ns",
+        &DeleteOptions::default(),
+        &Default::default(),
+    )
+    .await
+    .expect("delete");
     assert_eq!(deleting.body["status"]["phase"], "Terminating");
     let late = create(
         &app,
@@ -332,7 +386,8 @@ async fn namespace_deletion_removes_content_then_the_namespace() {
             duplicates: Vec::new(),
         },
         &ctx(""),
-    );
+    )
+    .await;
     assert_eq!(late.unwrap_err().code, 403);
     eventually("content deleted", || get(&app, "c").is_none()).await;
     eventually("conditions report the finalizer", || {
@@ -353,6 +408,7 @@ async fn namespace_deletion_removes_content_then_the_namespace() {
         br#"{"metadata":{"finalizers":null}}"#,
         &ctx(""),
     )
+    .await
     .expect("finalizer removed");
     eventually("namespace gone", || {
         app.store.get(&ns.store_key, "", "ns").is_none()
@@ -360,20 +416,31 @@ async fn namespace_deletion_removes_content_then_the_namespace() {
     .await;
 }
 
-#[test]
-fn unsupported_behaviour_is_announced_in_warnings() {
+#[tokio::test]
+async fn unsupported_behaviour_is_announced_in_warnings() {
     let app = app();
     let res = app
         .registry
         .load()
-        .get(
-            "admissionregistration.k8s.io",
-            "v1",
-            "mutatingwebhookconfigurations",
-        )
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         .expect("served");
-    let obj = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-                     "metadata": {"name": "hooks"}, "webhooks": []});
+    let schema = json!({"openAPIV3Schema": {"type": "object"}});
+    let obj = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema},
+                {"name": "v2", "served": true, "storage": false, "schema": schema},
+            ],
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {"url": "https://127.0.0.1:9443/convert"},
+            }},
+        },
+    });
     let written = create(
         &app,
         &res,
@@ -384,12 +451,13 @@ fn unsupported_behaviour_is_announced_in_warnings() {
         },
         &ctx(""),
     )
+    .await
     .expect("create");
     assert!(
         written
             .warnings
             .iter()
-            .any(|w| w.contains("does not call admission webhooks")),
+            .any(|w| w.contains("does not call conversion webhooks")),
         "{:?}",
         written.warnings
     );

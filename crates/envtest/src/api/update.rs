@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::admit;
 use super::{
     App, WriteCtx, Written, allows_unconditional_update, check_type_meta, conflict, decode,
     field_validation, invalid, not_found, same_content, type_info, validate_update,
 };
+use crate::admission::Operation;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::body::parse_yaml;
@@ -169,14 +171,25 @@ fn ready_to_delete(res: &Resource, obj: &Value) -> bool {
     true
 }
 
-/// One attempt at updating `old` (stored form) to `new` (request form).
-pub(crate) fn update_once(
-    app: &App,
+/// An update attempt up to mutating admission.
+struct Staged {
+    new: Value,
+    old_view: Arc<Value>,
+    warnings: Vec<String>,
+    /// The resourceVersion the write is conditional on.
+    expected: u64,
+    /// The request named no resourceVersion: a race is retried, not a 409.
+    unconditional: bool,
+}
+
+/// Name, resourceVersion and type checks, decode, field validation and
+/// defaults of `new` against `old` (stored form).
+fn stage(
     c: &Change<'_>,
     mut new: Value,
     duplicates: &[String],
     old: &Arc<Value>,
-) -> Result<Written, Fail> {
+) -> Result<Staged, Fail> {
     let res = c.res;
     let old_view = res.from_storage(old);
     check_name_and_namespace(c, &mut new)?;
@@ -207,23 +220,39 @@ pub(crate) fn update_once(
     let mut warnings = field_validation(res, c.ctx.opts.field_validation, &unknown, duplicates)?;
     warnings.extend(super::unsupported_warnings(res, &new));
     super::apply_defaults(res, &mut new);
-    let attrs = super::admit::Attributes {
-        resource: res,
-        namespace: c.ns,
-        name: c.name,
-        subresource: c.sub,
-        operation: "UPDATE",
-        old: Some(&old_view),
-        dry_run: c.ctx.opts.dry_run,
-    };
-    super::admit::mutate(&attrs, &mut new)?;
-    before_update(res, &mut new, &old_view, c.sub);
-    super::allocate(app, res, &mut new, c.ctx.opts.dry_run)?;
-    let causes = validate_update(res, &new, &old_view);
+    Ok(Staged {
+        new,
+        old_view,
+        warnings,
+        expected,
+        unconditional,
+    })
+}
+
+/// BeforeUpdate, allocation and validation: between the two admission phases.
+fn check(app: &App, c: &Change<'_>, s: &mut Staged) -> Result<(), Fail> {
+    let res = c.res;
+    before_update(res, &mut s.new, &s.old_view, c.sub);
+    super::allocate(app, res, &mut s.new, c.ctx.opts.dry_run)?;
+    let causes = validate_update(res, &s.new, &s.old_view);
     if !causes.is_empty() {
+        super::restore_allocation(app, res, &s.new, c.ctx.opts.dry_run);
         return Err(invalid(res, c.name, causes).into());
     }
-    super::admit::validate(&attrs, &new)?;
+    Ok(())
+}
+
+/// Managed fields, the no-op check, and the write (or the deletion of a
+/// terminating object whose last finalizer went).
+fn commit(app: &App, c: &Change<'_>, s: Staged) -> Result<Written, Fail> {
+    let res = c.res;
+    let Staged {
+        mut new,
+        old_view,
+        warnings,
+        expected,
+        unconditional,
+    } = s;
     if !c.managed_done {
         if meta::metadata(&new).is_none_or(|m| !m.contains_key("managedFields"))
             && let Some(mf) = meta::metadata(&old_view).and_then(|m| m.get("managedFields"))
@@ -281,13 +310,64 @@ pub(crate) fn update_once(
     }
     let stored = app
         .store
-        .update(&res.store_key, c.ns, c.name, expected, res.to_storage(new))
-        .map_err(store_err)?;
+        .update(
+            &res.store_key,
+            c.ns,
+            c.name,
+            expected,
+            res.to_storage(new.clone()),
+        )
+        .map_err(|e| {
+            super::restore_allocation(app, res, &new, false);
+            store_err(e)
+        })?;
     Ok(Written {
         code: 200,
         body: res.from_storage(&stored),
         warnings,
     })
+}
+
+/// One attempt at updating `old` (stored form) to `new` (request form),
+/// without admission webhooks: the controllers' own writes.
+pub(crate) fn update_once(
+    app: &App,
+    c: &Change<'_>,
+    new: Value,
+    duplicates: &[String],
+    old: &Arc<Value>,
+) -> Result<Written, Fail> {
+    let mut s = stage(c, new, duplicates, old)?;
+    check(app, c, &mut s)?;
+    commit(app, c, s)
+}
+
+/// One attempt at updating `old` to `new`, calling the admission webhooks.
+pub(crate) async fn update_once_admitted(
+    app: &App,
+    c: &Change<'_>,
+    new: Value,
+    duplicates: &[String],
+    old: &Arc<Value>,
+) -> Result<Written, Fail> {
+    let mut s = stage(c, new, duplicates, old)?;
+    let req = admit::Request {
+        res: c.res,
+        namespace: c.ns,
+        name: c.name,
+        subresource: c.sub,
+        operation: Operation::Update,
+        dry_run: c.ctx.opts.dry_run,
+        options: admit::write_options("UpdateOptions", &c.ctx.opts),
+    };
+    let staged_new = std::mem::take(&mut s.new);
+    s.new = admit::mutate(app, &req, staged_new, Some(&s.old_view), c.ctx).await?;
+    check(app, c, &mut s)?;
+    if let Err(e) = admit::validate(app, &req, &s.new, Some(&s.old_view), c.ctx).await {
+        super::restore_allocation(app, c.res, &s.new, c.ctx.opts.dry_run);
+        return Err(e.into());
+    }
+    commit(app, c, s)
 }
 
 /// Runs `attempt` against the freshly read object until it does not need a retry.
@@ -309,9 +389,48 @@ pub(crate) fn with_retries(
     Err(conflict(res, name))
 }
 
+/// What one attempt of an admitted write does with the object it read.
+pub(crate) enum Attempt {
+    /// Update the stored object `old` to `new`.
+    Update { new: Value, old: Arc<Value> },
+    /// Create the object (a server-side apply of an object that does not exist).
+    Create(Value),
+}
+
+/// [`with_retries`] for writes that call the admission webhooks: `next`
+/// decides from the freshly read object what to write, then the write runs
+/// (awaiting the webhooks with no lock held).
+pub(crate) async fn with_retries_admitted(
+    app: &App,
+    c: &Change<'_>,
+    duplicates: &[String],
+    mut next: impl FnMut(Option<Arc<Value>>) -> Result<Attempt, Fail>,
+) -> ApiResult<Written> {
+    for _ in 0..RETRIES {
+        let old = app.store.get(&c.res.store_key, c.ns, c.name);
+        let outcome = match next(old) {
+            Err(e) => Err(e),
+            Ok(Attempt::Update { new, old }) => {
+                update_once_admitted(app, c, new, duplicates, &old).await
+            }
+            Ok(Attempt::Create(obj)) => {
+                super::create::create(app, c.res, c.ns, super::create::Input::Applied(obj), c.ctx)
+                    .await
+                    .map_err(Fail::Api)
+            }
+        };
+        match outcome {
+            Ok(w) => return Ok(w),
+            Err(Fail::Api(e)) => return Err(e),
+            Err(Fail::Retry) => continue,
+        }
+    }
+    Err(conflict(c.res, c.name))
+}
+
 /// PUT of an object or its `status` subresource.
 #[allow(clippy::too_many_arguments)]
-pub fn replace(
+pub async fn replace(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -331,10 +450,14 @@ pub fn replace(
         is_put: true,
         managed_done: false,
     };
-    with_retries(app, res, ns, name, |old| {
+    with_retries_admitted(app, &change, &duplicates, |old| {
         let old = old.ok_or_else(|| Fail::Api(not_found(res, name)))?;
-        update_once(app, &change, obj.clone(), &duplicates, &old)
+        Ok(Attempt::Update {
+            new: obj.clone(),
+            old,
+        })
     })
+    .await
 }
 
 fn apply_body(res: &Resource, name: &str, body: &[u8]) -> ApiResult<Value> {
@@ -399,7 +522,7 @@ pub(crate) fn check_patch_type(res: &Resource, patch_type: PatchType) -> ApiResu
 
 /// PATCH of an object or its `status` subresource.
 #[allow(clippy::too_many_arguments)]
-pub fn patch(
+pub async fn patch(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -429,7 +552,7 @@ pub fn patch(
     let pins_resource_version = body
         .windows(b"resourceVersion".len())
         .any(|w| w == b"resourceVersion");
-    with_retries(app, res, ns, name, |old| {
+    with_retries_admitted(app, &change, &[], |old| {
         let Some(old) = old else {
             return match &applied {
                 Some(applied) if sub.is_none() => {
@@ -445,8 +568,7 @@ pub fn patch(
                     })?;
                     let mut created = created;
                     meta::set_meta(&mut created, "name", Value::String(name.to_string()));
-                    super::create::create(app, res, ns, super::create::Input::Applied(created), ctx)
-                        .map_err(Fail::Api)
+                    Ok(Attempt::Create(created))
                 }
                 _ => Err(Fail::Api(not_found(res, name))),
             };
@@ -473,6 +595,7 @@ pub fn patch(
         {
             meta::remove_meta(&mut patched, "resourceVersion");
         }
-        update_once(app, &change, patched, &[], &old)
+        Ok(Attempt::Update { new: patched, old })
     })
+    .await
 }

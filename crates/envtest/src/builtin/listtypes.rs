@@ -112,6 +112,12 @@ impl TypeInfo for BuiltinTypeInfo {
     }
 
     fn map_is_atomic(&self, path: &[&str]) -> bool {
+        // ObjectReferences (an Event's involvedObject/regarding and related)
+        // are atomic structs.
+        if self.kind.kind == "Event" && matches!(path, ["involvedObject" | "regarding" | "related"])
+        {
+            return true;
+        }
         // LabelSelectors and NodeSelectors are atomic structs; a Service's
         // selector and a PodSpec's nodeSelector are atomic maps.
         matches!(
@@ -170,6 +176,10 @@ mod tests {
             ListType::Atomic
         );
         assert!(t.map_is_atomic(&["spec", "selector"]));
+        let core_event = info("", "Event");
+        assert!(core_event.map_is_atomic(&["involvedObject"]));
+        assert!(core_event.map_is_atomic(&["related"]));
+        assert!(info("events.k8s.io", "Event").map_is_atomic(&["regarding"]));
         assert!(!t.map_is_atomic(&["spec", "template", "metadata", "labels"]));
     }
 

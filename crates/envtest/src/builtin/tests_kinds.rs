@@ -117,8 +117,8 @@ fn webhook_configuration_errors() {
             "webhooks[0].name: Invalid value: \"check\": should be a domain with at least three segments separated by dots",
             "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
             "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
-            "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme",
-            "webhooks[0].clientConfig.url: Invalid value: \"http://example.com/x?y=1\": query parameters are not permitted in the URL",
+            "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
+            "webhooks[0].clientConfig.url: Invalid value: \"y=1\": query parameters are not permitted in the URL",
             "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
         ]
     );

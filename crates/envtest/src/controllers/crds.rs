@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{APISERVER, modify, resource_for};
 use crate::api::App;
-use crate::api::delete::{CRD_CLEANUP, delete};
+use crate::api::delete::{CRD_CLEANUP, delete_internal};
 use crate::http::query::DeleteOptions;
 use crate::meta;
 use crate::registry::{CustomResource, Registry, custom_store_key};
@@ -164,7 +164,7 @@ fn cleanup(app: &App, crd: &Value) {
     if let Some(res) = resource_for(app, &key) {
         for (_, obj) in &objects {
             if !meta::is_deleting(obj) {
-                let _ = delete(
+                let _ = delete_internal(
                     app,
                     &res,
                     meta::namespace(obj),

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{CONTROLLER_MANAGER, modify, resource_for};
 use crate::api::App;
-use crate::api::delete::{FOREGROUND, ORPHAN, delete};
+use crate::api::delete::{FOREGROUND, ORPHAN, delete_internal};
 use crate::http::query::{DeleteOptions, Propagation};
 use crate::meta;
 use crate::store::{Event, EventType, ResKey};
@@ -157,7 +157,7 @@ impl GarbageCollector {
                 propagation: Some(propagation),
                 ..DeleteOptions::default()
             };
-            let _ = delete(app, &res, ns, name, &opts);
+            let _ = delete_internal(app, &res, ns, name, &opts);
         } else if !absent.is_empty() {
             let _ = modify(app, &res, ns, name, None, CONTROLLER_MANAGER, |o| {
                 drop_owner_refs(o, &absent)
@@ -215,7 +215,7 @@ impl GarbageCollector {
                         propagation: Some(Propagation::Foreground),
                         ..DeleteOptions::default()
                     };
-                    let _ = delete(app, &dres, dns, dname, &opts);
+                    let _ = delete_internal(app, &dres, dns, dname, &opts);
                 }
             }
             if blocking == 0 {

@@ -33,6 +33,8 @@ struct Controllers {
     terminating: std::collections::HashSet<String>,
     /// Terminating CRDs whose custom resources changed.
     dirty_crds: std::collections::BTreeSet<String>,
+    /// A webhook configuration changed (e.g. the garbage collector deleted one).
+    webhooks_changed: bool,
 }
 
 impl Controllers {
@@ -44,6 +46,9 @@ impl Controllers {
             self.dirty_namespaces.insert(ns);
         }
         self.gc.on_event(&self.app, ev);
+        if crate::api::admit::is_configuration_key(&ev.resource) {
+            self.webhooks_changed = true;
+        }
     }
 
     /// Work deferred to the end of a batch of changes, so that emptying a
@@ -54,6 +59,9 @@ impl Controllers {
         }
         for ns in std::mem::take(&mut self.dirty_namespaces) {
             namespaces::finalize(&self.app, &ns);
+        }
+        if std::mem::take(&mut self.webhooks_changed) {
+            crate::api::admit::refresh_configurations(&self.app);
         }
     }
 }
@@ -73,6 +81,7 @@ pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
         dirty_namespaces: Default::default(),
         dirty_crds: Default::default(),
         terminating: Default::default(),
+        webhooks_changed: false,
     };
     crds::rebuild_registry(&app);
     let existing: Vec<Event> = app

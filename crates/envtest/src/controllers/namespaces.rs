@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::create::{Input, create};
-use crate::api::delete::delete;
+use crate::api::create::{Input, create_internal};
+use crate::api::delete::delete_internal;
 use crate::api::{App, WriteCtx};
 use crate::http::query::DeleteOptions;
 use crate::meta;
@@ -29,7 +29,7 @@ fn ensure_default_service_account(app: &App, ns: &str) {
     let obj =
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
     let ctx = WriteCtx::internal(CONTROLLER_MANAGER);
-    let _ = create(
+    let _ = create_internal(
         app,
         &res,
         ns,
@@ -85,7 +85,8 @@ pub fn finalize(app: &App, name: &str) {
         let (objects, _) = app.store.list(&key, Some(name), None);
         for (_, obj) in objects {
             if !meta::is_deleting(&obj) {
-                let _ = delete(app, &res, name, meta::name(&obj), &DeleteOptions::default());
+                let _ =
+                    delete_internal(app, &res, name, meta::name(&obj), &DeleteOptions::default());
             }
         }
     }

@@ -150,11 +150,30 @@ fn write_ctx(opts: query::WriteOptions, headers: &HeaderMap) -> WriteCtx {
         .field_manager
         .clone()
         .unwrap_or_else(|| api::manager_from_user_agent(header_str(headers, header::USER_AGENT)));
-    WriteCtx { manager, opts }
+    WriteCtx::new(manager, opts)
 }
 
-fn written(w: Written, acc: &Accepted) -> Response {
-    respond::object(w.code, &w.body, acc.format, &w.warnings)
+/// The response to a write: the object or the error, with every warning
+/// raised on the way (admission webhooks' warnings are sent with errors too,
+/// as kube-apiserver does). A write of a webhook configuration takes effect
+/// for the very next request.
+fn written(
+    app: &App,
+    res: &Resource,
+    result: ApiResult<Written>,
+    warnings: &api::Warnings,
+    acc: &Accepted,
+) -> Response {
+    if api::admit::configuration_kind(res).is_some() {
+        api::admit::refresh_configurations(app);
+    }
+    match result {
+        Ok(mut w) => {
+            w.warnings.extend(warnings.take());
+            respond::object(w.code, &w.body, acc.format, &w.warnings)
+        }
+        Err(e) => respond::error_with_warnings(&e, &warnings.take()),
+    }
 }
 
 fn check_verb(res: &Resource, verb: &str) -> ApiResult<()> {
@@ -245,8 +264,8 @@ async fn resource(
                 obj: decoded.value,
                 duplicates: decoded.duplicates,
             };
-            let w = api::create::create(app, &res, &ns, input, &ctx)?;
-            Ok(written(w, &acc))
+            let result = api::create::create(app, &res, &ns, input, &ctx).await;
+            Ok(written(app, &res, result, &ctx.warnings, &acc))
         }
         (Method::PUT, Some(name)) => {
             check_verb(&res, "update")?;
@@ -261,21 +280,26 @@ async fn resource(
             };
             let decoded = body::decode_object(&bytes, format, kind)?;
             let ctx = write_ctx(opts, headers);
-            let w = match sub {
-                Some("scale") => api::scale::replace(app, &res, &ns, &name, decoded.value, &ctx)?,
-                Some("finalize") => finalize_namespace(app, &res, &name, decoded.value, &ctx)?,
-                _ => api::update::replace(
-                    app,
-                    &res,
-                    &ns,
-                    &name,
-                    sub,
-                    decoded.value,
-                    decoded.duplicates,
-                    &ctx,
-                )?,
+            let result = match sub {
+                Some("scale") => {
+                    api::scale::replace(app, &res, &ns, &name, decoded.value, &ctx).await
+                }
+                Some("finalize") => finalize_namespace(app, &res, &name, decoded.value, &ctx).await,
+                _ => {
+                    api::update::replace(
+                        app,
+                        &res,
+                        &ns,
+                        &name,
+                        sub,
+                        decoded.value,
+                        decoded.duplicates,
+                        &ctx,
+                    )
+                    .await
+                }
             };
-            Ok(written(w, &acc))
+            Ok(written(app, &res, result, &ctx.warnings, &acc))
         }
         (Method::PATCH, Some(name)) => {
             check_verb(&res, "patch")?;
@@ -284,14 +308,14 @@ async fn resource(
             let patch_type = PatchType::from_content_type(content_type.unwrap_or(""))?;
             let opts = query::write_options(q, "PatchOptions", patch_type == PatchType::Apply)?;
             let ctx = write_ctx(opts, headers);
-            let w = match sub {
+            let result = match sub {
                 Some("scale") => {
-                    api::scale::patch(app, &res, &ns, &name, patch_type, &bytes, &ctx)?
+                    api::scale::patch(app, &res, &ns, &name, patch_type, &bytes, &ctx).await
                 }
                 Some("finalize") => return Err(ApiError::method_not_allowed()),
-                _ => api::update::patch(app, &res, &ns, &name, sub, patch_type, &bytes, &ctx)?,
+                _ => api::update::patch(app, &res, &ns, &name, sub, patch_type, &bytes, &ctx).await,
             };
-            Ok(written(w, &acc))
+            Ok(written(app, &res, result, &ctx.warnings, &acc))
         }
         (Method::DELETE, name) => {
             if sub.is_some() {
@@ -306,24 +330,32 @@ async fn resource(
                 Some(body::decode_object(&bytes, format, "DeleteOptions")?.value)
             };
             let opts = query::delete_options(q, body_opts.as_ref())?;
+            let warnings = api::Warnings::default();
             match name {
                 Some(name) => {
                     check_verb(&res, "delete")?;
-                    let w = api::delete::delete(app, &res, &ns, &name, &opts)?;
-                    Ok(written(w, &acc))
+                    let result = api::delete::delete(app, &res, &ns, &name, &opts, &warnings).await;
+                    Ok(written(app, &res, result, &warnings, &acc))
                 }
                 None => {
                     check_verb(&res, "deletecollection")?;
                     let lopts = query::list_options(q, false)?;
                     let page = api::read::list(app, &res, p.namespace.as_deref(), &lopts).await?;
-                    let doc = api::delete::delete_collection(
+                    let result = api::delete::delete_collection(
                         app,
                         &res,
                         p.namespace.as_deref(),
                         page.items,
                         &opts,
-                    )?;
-                    Ok(respond::object(200, &doc, acc.format, &[]))
+                        &warnings,
+                    )
+                    .await
+                    .map(|doc| Written {
+                        code: 200,
+                        body: Arc::new(doc),
+                        warnings: Vec::new(),
+                    });
+                    Ok(written(app, &res, result, &warnings, &acc))
                 }
             }
         }
@@ -343,7 +375,7 @@ fn object_body_format(res: &Resource, content_type: Option<&str>) -> ApiResult<b
 }
 
 /// PUT `/api/v1/namespaces/<name>/finalize`: only spec.finalizers changes.
-fn finalize_namespace(
+async fn finalize_namespace(
     app: &App,
     res: &Resource,
     name: &str,
@@ -361,7 +393,7 @@ fn finalize_namespace(
     if !rv.is_empty() {
         meta::set_meta(&mut new, "resourceVersion", json!(rv));
     }
-    api::update::replace(app, res, "", name, None, new, Vec::new(), ctx)
+    api::update::replace(app, res, "", name, None, new, Vec::new(), ctx).await
 }
 
 fn object_response(res: &Resource, obj: &Arc<Value>, acc: &Accepted, q: &Query) -> Response {

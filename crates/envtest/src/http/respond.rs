@@ -48,7 +48,12 @@ pub fn json_with_type(status: u16, value: &Value, content_type: &str) -> Respons
 }
 
 pub fn error(err: &ApiError) -> Response {
-    object(err.code, &err.to_status(), Format::Json, &[])
+    error_with_warnings(err, &[])
+}
+
+/// A Status error with `Warning` headers (e.g. from admission webhooks).
+pub fn error_with_warnings(err: &ApiError, warnings: &[String]) -> Response {
+    object(err.code, &err.to_status(), Format::Json, warnings)
 }
 
 pub fn text(status: u16, body: &'static str) -> Response {

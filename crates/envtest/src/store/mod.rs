@@ -85,7 +85,11 @@ pub(crate) struct Inner {
     rv: u64,
     objects: HashMap<ResKey, BTreeMap<ObjKey, Arc<Value>>>,
     history: VecDeque<Arc<Event>>,
+    /// Changes kept for reads of the past (etcd's revisions until compaction).
     history_cap: usize,
+    /// How many of the newest changes a watch can resume through (the watch
+    /// cache); never more than `history_cap`.
+    watch_cap: usize,
     /// Every change ever evicted from the history has a resourceVersion <= this.
     evicted_up_to: u64,
     watchers: watchers::Watchers,
@@ -101,13 +105,25 @@ pub fn parse_rv(rv: &str) -> u64 {
 }
 
 impl Store {
+    /// A store whose watches and reads of the past reach back `history_cap` changes.
     pub fn new(history_cap: usize) -> Store {
+        Store::with_windows(history_cap, history_cap)
+    }
+
+    /// A store where watches resume through the last `watch_cap` changes and
+    /// lists at an older resourceVersion (`resourceVersionMatch=Exact`,
+    /// continue tokens) reach back `read_cap` changes, as kube-apiserver's
+    /// watch cache is shorter than etcd's history before compaction.
+    pub fn with_windows(watch_cap: usize, read_cap: usize) -> Store {
+        let watch_cap = watch_cap.max(1);
+        let history_cap = read_cap.max(watch_cap);
         Store {
             inner: Mutex::new(Inner {
                 rv: 0,
                 objects: HashMap::new(),
-                history: VecDeque::with_capacity(history_cap.min(65_536)),
-                history_cap: history_cap.max(1),
+                history: VecDeque::with_capacity(watch_cap.min(65_536)),
+                history_cap,
+                watch_cap,
                 evicted_up_to: 0,
                 watchers: watchers::Watchers::default(),
             }),
@@ -167,12 +183,8 @@ impl Store {
     /// change since). On `Err` the value is the oldest resourceVersion a watch
     /// can still start from, for the `too old resource version` message.
     pub fn can_resume_from(&self, rv: u64) -> Result<(), u64> {
-        let inner = self.lock();
-        if rv >= inner.evicted_up_to {
-            Ok(())
-        } else {
-            Err(inner.evicted_up_to)
-        }
+        let oldest = self.lock().watch_oldest();
+        if rv >= oldest { Ok(()) } else { Err(oldest) }
     }
 
     /// Inserts a new object; its resourceVersion is assigned here.
@@ -339,8 +351,9 @@ impl Store {
         let mut inner = self.lock();
         let backlog = match since {
             Some(rv) => {
-                if rv < inner.evicted_up_to {
-                    return Err(inner.evicted_up_to);
+                let oldest = inner.watch_oldest();
+                if rv < oldest {
+                    return Err(oldest);
                 }
                 inner
                     .history
@@ -385,6 +398,19 @@ fn collect_range(
 }
 
 impl Inner {
+    /// The oldest resourceVersion a watch can resume from: every change after
+    /// it is among the last `watch_cap` changes.
+    fn watch_oldest(&self) -> u64 {
+        let len = self.history.len();
+        if len > self.watch_cap {
+            self.history
+                .get(len - self.watch_cap - 1)
+                .map_or(self.evicted_up_to, |e| e.rv)
+        } else {
+            self.evicted_up_to
+        }
+    }
+
     /// Appends to the history (evicting the oldest change when full) and
     /// hands the change to every interested watcher without blocking.
     fn record(&mut self, event: Event) {

@@ -74,6 +74,32 @@ fn list_at_rolls_back_changes_and_expires() {
 }
 
 #[test]
+fn reads_of_the_past_reach_further_back_than_watches() {
+    let store = Store::with_windows(2, 10);
+    let cms = key("configmaps");
+    store.create(&cms, "ns", "a", cm("a", "1")).unwrap(); // rv 1
+    for rv in 1..5 {
+        store
+            .update(&cms, "ns", "a", rv, cm("a", &format!("{}", rv + 1)))
+            .unwrap();
+    } // rv 5
+    // Watches resume only through the last two changes (rv 4 and 5)...
+    assert_eq!(store.can_resume_from(2), Err(3));
+    assert_eq!(store.can_resume_from(3), Ok(()));
+    let (tx, _rx) = tokio::sync::mpsc::channel(8);
+    let filter = WatchFilter::default();
+    assert_eq!(
+        store
+            .subscribe(filter, Some(1), WatcherTx::Bounded(tx))
+            .err(),
+        Some(3)
+    );
+    // ...while a list at rv 1 is still served from the history.
+    let at1 = store.list_at(&cms, Some("ns"), None, 1).unwrap();
+    assert_eq!(at1[0].1["data"]["v"], "1");
+}
+
+#[test]
 fn subscribe_returns_backlog_then_live_changes_and_drops_full_watchers() {
     let store = Store::new(100);
     let cms = key("configmaps");

@@ -2,9 +2,11 @@
 //!
 //! This file is yours: change flags and defaults here and hand settings to
 //! the controllers. `opctl create api` registers new controllers at the
-//! `+opctl:scaffold:controllers` marker.
+//! `+opctl:scaffold:controllers` marker, `opctl create webhook` admission
+//! webhooks at `+opctl:scaffold:webhooks`.
 
 mod controller;
+// +opctl:scaffold:modules
 
 use clap::Parser;
 
@@ -29,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
     let scope = manager::WatchScope::from_namespaces(cli.namespaces);
     let manager = manager::Manager::new(cli.manager, scope).await?;
     // +opctl:scaffold:controllers
+    // +opctl:scaffold:webhooks
     manager.run().await
 }
 

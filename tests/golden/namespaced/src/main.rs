@@ -2,9 +2,11 @@
 //!
 //! This file is yours: change flags and defaults here and hand settings to
 //! the controllers. `opctl create api` registers new controllers at the
-//! `+opctl:scaffold:controllers` marker.
+//! `+opctl:scaffold:controllers` marker, `opctl create webhook` admission
+//! webhooks at `+opctl:scaffold:webhooks`.
 
 mod controller;
+// +opctl:scaffold:modules
 
 use clap::Parser;
 
@@ -31,6 +33,7 @@ async fn main() -> anyhow::Result<()> {
     let manager = controller::pod::register(manager);
     let manager = controller::network_policy::register(manager);
     // +opctl:scaffold:controllers
+    // +opctl:scaffold:webhooks
     manager.run().await
 }
 

@@ -7,12 +7,14 @@
 //! `cargo test` lists them as ignored.
 //!
 //! This file is yours; `opctl create api` adds a test per kind at the
-//! `+opctl:scaffold:e2e` marker.
+//! `+opctl:scaffold:e2e` marker, `opctl create webhook` one per webhook.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
+
+// +opctl:scaffold:e2e-modules
 
 /// The manager, started from the binary cargo built for this test.
 struct Manager {
@@ -27,10 +29,13 @@ impl Manager {
         let health = free_local_address();
         let metrics = free_local_address();
         let binary = env!("CARGO_BIN_EXE_shop");
-        let process = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .arg(format!("--health-probe-bind-address={health}"))
-            .arg(format!("--metrics-bind-address={metrics}"))
-            .arg("--namespace=default")
+            .arg(format!("--metrics-bind-address={metrics}"));
+        command.arg("--namespace=default");
+        // +opctl:scaffold:e2e-manager
+        let process = command
             .args(args)
             .spawn()
             .expect("the manager binary starts");

@@ -1,5 +1,6 @@
 //! Defaults of the core, RBAC, admission and apiextensions kinds.
 
+use crate::admission::ConfigurationKind;
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
@@ -33,12 +34,12 @@ pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
             }
         }
         ("admissionregistration.k8s.io", webhook_kind) => {
-            let mutating = webhook_kind == "MutatingWebhookConfiguration";
-            if let Some(root) = obj.as_object_mut() {
-                for webhook in objects_mut(root, "webhooks") {
-                    webhook_defaults(webhook, mutating);
-                }
-            }
+            let kind = if webhook_kind == "MutatingWebhookConfiguration" {
+                ConfigurationKind::Mutating
+            } else {
+                ConfigurationKind::Validating
+            };
+            crate::admission::default_configuration(kind, obj);
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(obj),
         _ => {}
@@ -162,27 +163,6 @@ fn object_at_map<'a>(
         *entry = json!({});
     }
     entry.as_object_mut()
-}
-
-fn webhook_defaults(webhook: &mut Map<String, Value>, mutating: bool) {
-    default_value(webhook, "failurePolicy", json!("Fail"));
-    default_value(webhook, "matchPolicy", json!("Equivalent"));
-    default_value(webhook, "namespaceSelector", json!({}));
-    default_value(webhook, "objectSelector", json!({}));
-    default_value(webhook, "timeoutSeconds", json!(10));
-    if mutating {
-        default_value(webhook, "reinvocationPolicy", json!("Never"));
-    }
-    for rule in objects_mut(webhook, "rules") {
-        default_value(rule, "scope", json!("*"));
-    }
-    if let Some(service) = webhook
-        .get_mut("clientConfig")
-        .and_then(|c| c.get_mut("service"))
-        .and_then(Value::as_object_mut)
-    {
-        default_value(service, "port", json!(443));
-    }
 }
 
 fn crd(obj: &mut Value) {

@@ -6,6 +6,9 @@ use crate::builtin::KindInfo;
 use crate::builtin::shape::{default_str, default_value, object_at, objects_mut};
 
 pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
+    if kind.kind == "DaemonSet" {
+        template_generation_annotation(obj);
+    }
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -106,5 +109,25 @@ pub(crate) fn job_labels_from_template(obj: &mut Value) {
         .is_some_and(|l| !l.is_empty());
     if !has_labels && let Some(meta) = object_at(obj, "metadata") {
         meta.insert("labels".into(), Value::Object(template_labels));
+    }
+}
+
+/// kube-apiserver's apps/v1 DaemonSet always carries the
+/// `deprecated.daemonset.template.generation` annotation (it is converted
+/// from the internal spec.templateGeneration), so it is there, owned by the
+/// writer, when managed fields are recorded. Its value is set on create and
+/// kept or bumped on update by the kind's preparation.
+fn template_generation_annotation(obj: &mut Value) {
+    let Some(meta) = object_at(obj, "metadata") else {
+        return;
+    };
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    if let Some(annotations) = annotations.as_object_mut() {
+        annotations
+            .entry("deprecated.daemonset.template.generation")
+            .or_insert_with(|| json!("1"));
     }
 }

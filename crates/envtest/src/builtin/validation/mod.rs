@@ -15,6 +15,7 @@ mod service;
 mod volumes;
 mod workloads;
 
+use crate::admission::ConfigurationKind;
 use serde_json::Value;
 
 use super::KindInfo;
@@ -168,11 +169,14 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ("rbac.authorization.k8s.io", "ClusterRoleBinding", Some(old)) => {
             rbac_admission::binding_update(obj, old, false)
         }
-        ("admissionregistration.k8s.io", kind_name, old) => rbac_admission::webhook_configuration(
-            obj,
-            kind_name == "MutatingWebhookConfiguration",
-            old.is_some(),
-        ),
+        ("admissionregistration.k8s.io", kind_name, old) => {
+            let kind = if kind_name == "MutatingWebhookConfiguration" {
+                ConfigurationKind::Mutating
+            } else {
+                ConfigurationKind::Validating
+            };
+            crate::admission::validate_configuration(kind, obj, old)
+        }
         _ => Vec::new(),
     }
 }

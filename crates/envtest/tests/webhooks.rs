@@ -1,0 +1,847 @@
+//! Admission webhooks called by the envtest server, end to end: real HTTPS
+//! webhook servers (rcgen + rustls), configurations created through kube-rs,
+//! and the requests they admit sent through the server's HTTP API.
+//!
+//! Webhook configurations act on the whole server, so every test starts its
+//! own (a server starts in about a millisecond).
+
+#[allow(dead_code)]
+mod admission_support;
+#[allow(dead_code)]
+#[path = "support/server.rs"]
+mod server;
+#[allow(dead_code)]
+mod support;
+
+use std::time::Duration;
+
+use admission_support::fixtures::{
+    add_label, hook, labels_of, mutating, url_client, validating, with,
+};
+use admission_support::{Pki, Reply, WebhookServer, closed_port};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::{Client, Error};
+use opctl_envtest::admission::WebhookRoute;
+use opctl_envtest::{Config, Envtest};
+use serde_json::{Value, json};
+use support::http::{Http, HttpRequest};
+
+/// A fresh server and a kube-rs client of it.
+async fn start(config: Config) -> (Envtest, Client) {
+    let env = server::start(config).await;
+    let kubeconfig = Kubeconfig::from_yaml(&env.kubeconfig_yaml()).expect("kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kube-rs accepts the kubeconfig");
+    let client = Client::try_from(config).expect("client");
+    (env, client)
+}
+
+async fn add_mutating(client: &Client, configuration: Value) {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let typed = serde_json::from_value(configuration).expect("a MutatingWebhookConfiguration");
+    api.create(&PostParams::default(), &typed)
+        .await
+        .expect("configuration stored");
+}
+
+async fn add_validating(client: &Client, configuration: Value) {
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let typed = serde_json::from_value(configuration).expect("a ValidatingWebhookConfiguration");
+    api.create(&PostParams::default(), &typed)
+        .await
+        .expect("configuration stored");
+}
+
+async fn namespace(client: &Client, name: &str, labels: Value) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns = serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))
+        .expect("namespace");
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace created");
+}
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+    }))
+    .expect("pod")
+}
+
+/// The API error of a refused request.
+fn api_error(result: Result<impl std::fmt::Debug, Error>) -> kube::core::Status {
+    match result {
+        Err(Error::Api(status)) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// Deny everything with `message` and `code`.
+fn denying(message: &'static str, code: u16) -> impl Fn(&Value) -> Reply + Send + Sync + 'static {
+    move |review| {
+        Reply::deny(
+            review,
+            json!({"code": code, "message": message, "reason": "Forbidden"}),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_create_is_mutated_and_defaulted_again() {
+    let pki = Pki::new();
+    // Adds a label and a sidecar container with nothing but a name and an image.
+    let webhook = WebhookServer::start(&pki, |review| {
+        Reply::patch(
+            review,
+            json!([
+                {"op": "add", "path": "/metadata/labels/injected", "value": "yes"},
+                {"op": "add", "path": "/spec/containers/-", "value": {"name": "sidecar", "image": "busybox:1.36"}},
+            ]),
+        )
+    })
+    .await;
+    let (_env, client) = start(Config::default()).await;
+    add_mutating(
+        &client,
+        mutating(
+            "inject",
+            vec![hook(
+                "inject.example.com",
+                url_client(&webhook, &pki, "/mutate"),
+            )],
+        ),
+    )
+    .await;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let created = pods
+        .create(&PostParams::default(), &pod("p1"))
+        .await
+        .expect("admitted");
+    let created = serde_json::to_value(created).expect("json");
+    assert_eq!(
+        labels_of(&created),
+        json!({"app": "web", "injected": "yes"})
+    );
+    // The injected container is defaulted as if the client had sent it.
+    let sidecar = &created["spec"]["containers"][1];
+    assert_eq!(sidecar["name"], "sidecar");
+    assert_eq!(sidecar["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(sidecar["terminationMessagePath"], "/dev/termination-log");
+    let stored = serde_json::to_value(pods.get("p1").await.expect("stored")).expect("json");
+    assert_eq!(stored["spec"]["containers"][1]["name"], "sidecar");
+
+    let received = webhook.received();
+    assert_eq!(received.len(), 1);
+    let request = &received[0].review["request"];
+    assert_eq!(received[0].uri, "/mutate?timeout=10s");
+    assert_eq!(request["operation"], "CREATE");
+    assert_eq!(
+        request["kind"],
+        json!({"group": "", "version": "v1", "kind": "Pod"})
+    );
+    assert_eq!(request["namespace"], "default");
+    assert_eq!(request["name"], "p1");
+    assert_eq!(request["dryRun"], false);
+    assert_eq!(request["options"]["kind"], "CreateOptions");
+    // The webhook sees the object defaulted, before the server's create-time preparation.
+    assert_eq!(
+        request["object"]["spec"]["containers"][0]["imagePullPolicy"],
+        "IfNotPresent"
+    );
+    assert!(request["object"]["metadata"].get("uid").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denial_reaches_the_client_with_the_webhooks_code_message_and_warnings() {
+    let pki = Pki::new();
+    let webhook = WebhookServer::start(&pki, |review| {
+        Reply::response(
+            review,
+            json!({
+                "allowed": false,
+                "status": {"code": 403, "message": "pods named p-denied are not welcome", "reason": "Forbidden"},
+                "warnings": ["checked by the policy webhook"],
+            }),
+        )
+    })
+    .await;
+    let (env, client) = start(Config::default()).await;
+    add_validating(
+        &client,
+        validating(
+            "policy",
+            vec![hook(
+                "policy.example.com",
+                url_client(&webhook, &pki, "/validate"),
+            )],
+        ),
+    )
+    .await;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let err = api_error(pods.create(&PostParams::default(), &pod("p-denied")).await);
+    assert_eq!(err.code, 403);
+    assert_eq!(err.reason, "Forbidden");
+    assert_eq!(
+        err.message,
+        "admission webhook \"policy.example.com\" denied the request: pods named p-denied are not welcome"
+    );
+    assert!(pods.get_opt("p-denied").await.expect("get").is_none());
+
+    // The webhook's warnings come as Warning headers, with the error.
+    let http = Http::new(&env.base_url());
+    let body = serde_json::to_value(pod("p-denied")).expect("json");
+    let response = http
+        .send(
+            &HttpRequest::new("POST", "/api/v1/namespaces/default/pods").json(&body),
+            Duration::from_secs(20),
+        )
+        .await
+        .expect("answer");
+    assert_eq!(response.status, 403);
+    assert_eq!(
+        response.warnings,
+        vec!["299 - \"checked by the policy webhook\"".to_string()]
+    );
+    let status = response.json().expect("a Status");
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["code"], 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failure_policy_decides_when_the_webhook_is_down() {
+    let pki = Pki::new();
+    let port = closed_port().await;
+    let down =
+        json!({"url": format!("https://127.0.0.1:{port}/validate"), "caBundle": pki.ca_bundle()});
+    let (_env, client) = start(Config::default()).await;
+    add_validating(
+        &client,
+        validating(
+            "down",
+            vec![with(
+                with(
+                    hook("down.example.com", down),
+                    "failurePolicy",
+                    json!("Fail"),
+                ),
+                "objectSelector",
+                json!({"matchLabels": {"policy": "fail"}}),
+            )],
+        ),
+    )
+    .await;
+    add_validating(
+        &client,
+        validating(
+            "down-ignored",
+            vec![with(
+                with(
+                    hook(
+                        "ignored.example.com",
+                        json!({"url": format!("https://127.0.0.1:{port}/validate"), "caBundle": pki.ca_bundle()}),
+                    ),
+                    "failurePolicy",
+                    json!("Ignore"),
+                ),
+                "objectSelector",
+                json!({"matchLabels": {"policy": "ignore"}}),
+            )],
+        ),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+
+    let mut failing = pod("fails");
+    failing
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert("policy".into(), "fail".into());
+    let err = api_error(pods.create(&PostParams::default(), &failing).await);
+    assert_eq!(err.code, 500);
+    assert_eq!(err.reason, "InternalError");
+    assert!(
+        err.message.starts_with(&format!(
+            "Internal error occurred: failed calling webhook \"down.example.com\": failed to call webhook: Post \"https://127.0.0.1:{port}/validate?timeout=10s\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+        )),
+        "{}",
+        err.message
+    );
+
+    let mut ignored = pod("ignored");
+    ignored
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert("policy".into(), "ignore".into());
+    pods.create(&PostParams::default(), &ignored)
+        .await
+        .expect("failurePolicy Ignore admits");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_is_passed_to_webhooks_and_nothing_is_stored() {
+    let pki = Pki::new();
+    let webhook = WebhookServer::start(&pki, |r| Reply::patch(r, add_label("seen", "yes"))).await;
+    let (_env, client) = start(Config::default()).await;
+    add_mutating(
+        &client,
+        mutating(
+            "dry",
+            vec![hook("dry.example.com", url_client(&webhook, &pki, "/"))],
+        ),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let created = pods.create(&params, &pod("dry")).await.expect("dry run");
+    assert_eq!(
+        created
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("seen"))
+            .map(String::as_str),
+        Some("yes")
+    );
+    assert!(pods.get_opt("dry").await.expect("get").is_none());
+    let request = &webhook.received()[0].review["request"];
+    assert_eq!(request["dryRun"], true);
+    assert_eq!(request["options"]["dryRun"], json!(["All"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutating_webhooks_run_in_order_and_validating_ones_see_the_result() {
+    let pki = Pki::new();
+    let first = WebhookServer::start(&pki, |r| Reply::patch(r, add_label("first", "1"))).await;
+    let second = WebhookServer::start(&pki, |r| Reply::patch(r, add_label("second", "2"))).await;
+    let check = WebhookServer::start(&pki, Reply::allow).await;
+    let (_env, client) = start(Config::default()).await;
+    // Configurations run in name order whatever order they were created in.
+    add_validating(
+        &client,
+        validating(
+            "a-check",
+            vec![hook("check.example.com", url_client(&check, &pki, "/"))],
+        ),
+    )
+    .await;
+    add_mutating(
+        &client,
+        mutating(
+            "b-second",
+            vec![hook("second.example.com", url_client(&second, &pki, "/"))],
+        ),
+    )
+    .await;
+    add_mutating(
+        &client,
+        mutating(
+            "a-first",
+            vec![hook("first.example.com", url_client(&first, &pki, "/"))],
+        ),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("ordered"))
+        .await
+        .expect("admitted");
+    assert_eq!(
+        labels_of(&second.received()[0].review["request"]["object"]),
+        json!({"app": "web", "first": "1"})
+    );
+    let validated = &check.received()[0].review["request"]["object"];
+    assert_eq!(
+        labels_of(validated),
+        json!({"app": "web", "first": "1", "second": "2"})
+    );
+    // Validation runs after the server's own create-time preparation.
+    assert!(validated["metadata"]["uid"].is_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_and_object_selectors_choose_the_requests() {
+    let pki = Pki::new();
+    let webhook = WebhookServer::start(&pki, denying("namespace is guarded", 403)).await;
+    let (_env, client) = start(Config::default()).await;
+    namespace(&client, "guarded", json!({"webhooks": "on"})).await;
+    namespace(&client, "free", json!({})).await;
+    add_validating(
+        &client,
+        validating(
+            "guard",
+            vec![with(
+                with(
+                    hook("guard.example.com", url_client(&webhook, &pki, "/")),
+                    "namespaceSelector",
+                    json!({"matchLabels": {"webhooks": "on"}}),
+                ),
+                "objectSelector",
+                json!({"matchExpressions": [{"key": "exempt", "operator": "DoesNotExist"}]}),
+            )],
+        ),
+    )
+    .await;
+    let guarded: Api<Pod> = Api::namespaced(client.clone(), "guarded");
+    let err = api_error(guarded.create(&PostParams::default(), &pod("p")).await);
+    assert!(
+        err.message.ends_with("namespace is guarded"),
+        "{}",
+        err.message
+    );
+    let mut exempt = pod("exempt");
+    exempt
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert("exempt".into(), "true".into());
+    guarded
+        .create(&PostParams::default(), &exempt)
+        .await
+        .expect("objectSelector leaves it out");
+    let free: Api<Pod> = Api::namespaced(client.clone(), "free");
+    free.create(&PostParams::default(), &pod("p"))
+        .await
+        .expect("namespaceSelector leaves it out");
+    assert_eq!(webhook.calls(), 1);
+
+    // Labelling the namespace brings it under the webhook at once.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .patch(
+            "free",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"webhooks": "on"}}})),
+        )
+        .await
+        .expect("labelled");
+    let err = api_error(free.create(&PostParams::default(), &pod("q")).await);
+    assert_eq!(err.code, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_deletes_and_subresources_are_admitted() {
+    let pki = Pki::new();
+    // Denies deleting Pods labelled keep=true; records everything.
+    let webhook = WebhookServer::start(&pki, |review| {
+        let request = &review["request"];
+        let keep = request["oldObject"]["metadata"]["labels"]["keep"] == "true";
+        if request["operation"] == "DELETE" && keep {
+            Reply::deny(review, json!({"message": "this Pod is kept"}))
+        } else {
+            Reply::allow(review)
+        }
+    })
+    .await;
+    let (_env, client) = start(Config::default()).await;
+    let rules = json!([
+        {"operations": ["UPDATE", "DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods", "pods/status"]},
+        {"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments/scale"]},
+    ]);
+    add_validating(
+        &client,
+        validating(
+            "lifecycle",
+            vec![with(
+                hook("lifecycle.example.com", url_client(&webhook, &pki, "/")),
+                "rules",
+                rules,
+            )],
+        ),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let mut kept = pod("kept");
+    kept.metadata
+        .labels
+        .get_or_insert_default()
+        .insert("keep".into(), "true".into());
+    pods.create(&PostParams::default(), &kept)
+        .await
+        .expect("CREATE is not in the rules");
+    assert_eq!(webhook.calls(), 0);
+
+    pods.patch_status(
+        "kept",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Running"}})),
+    )
+    .await
+    .expect("status update admitted");
+    let status_call = &webhook.received()[0].review["request"];
+    assert_eq!(status_call["operation"], "UPDATE");
+    assert_eq!(status_call["subResource"], "status");
+    assert_eq!(status_call["options"]["kind"], "UpdateOptions");
+    assert_eq!(status_call["object"]["status"]["phase"], "Running");
+    assert_eq!(status_call["oldObject"]["status"]["phase"], "Pending");
+
+    let err = api_error(pods.delete("kept", &DeleteParams::default()).await);
+    assert_eq!(err.code, 400);
+    assert_eq!(
+        err.message,
+        "admission webhook \"lifecycle.example.com\" denied the request: this Pod is kept"
+    );
+    assert!(pods.get_opt("kept").await.expect("get").is_some());
+    let delete_call = &webhook.received()[1].review["request"];
+    assert_eq!(delete_call["operation"], "DELETE");
+    assert_eq!(delete_call["object"], Value::Null);
+    assert_eq!(delete_call["oldObject"]["metadata"]["name"], "kept");
+    assert_eq!(delete_call["options"]["kind"], "DeleteOptions");
+
+    // A /scale write is admitted as the autoscaling/v1 Scale it is.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}},
+        },
+    }))
+    .expect("deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("created");
+    deployments
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .expect("scaled");
+    let scale_call = &webhook.received()[2].review["request"];
+    assert_eq!(
+        scale_call["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(scale_call["resource"]["resource"], "deployments");
+    assert_eq!(scale_call["subResource"], "scale");
+    assert_eq!(scale_call["object"]["spec"]["replicas"], 3);
+    assert_eq!(scale_call["oldObject"]["spec"]["replicas"], 1);
+}
+
+const WIDGET_CRD: &str = r#"{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "widgets.hooks.example.com"},
+  "spec": {
+    "group": "hooks.example.com", "scope": "Namespaced",
+    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+    "versions": [{"name": "v1", "served": true, "storage": true,
+      "subresources": {"status": {}},
+      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+          "size": {"type": "integer", "minimum": 1},
+          "color": {"type": "string", "default": "blue"},
+          "tier": {"type": "string"}}},
+        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}}}}]
+  }
+}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_on_a_custom_resource() {
+    let pki = Pki::new();
+    // Mutates: sets spec.tier (and an unknown field the schema prunes);
+    // removes spec.color, which defaulting then restores.
+    let defaulter = WebhookServer::start(&pki, |review| {
+        if review["request"]["operation"] != "CREATE" {
+            return Reply::allow(review);
+        }
+        Reply::patch(
+            review,
+            json!([
+                {"op": "add", "path": "/spec/tier", "value": "gold"},
+                {"op": "add", "path": "/spec/unknown", "value": 1},
+                {"op": "remove", "path": "/spec/color"},
+            ]),
+        )
+    })
+    .await;
+    // Validates: refuses growing a widget beyond 10.
+    let validator = WebhookServer::start(&pki, |review| {
+        let size = review["request"]["object"]["spec"]["size"]
+            .as_i64()
+            .unwrap_or(0);
+        if size > 10 {
+            Reply::deny(
+                review,
+                json!({"code": 422, "message": "widgets stay small"}),
+            )
+        } else {
+            Reply::allow(review)
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("crd.json"), WIDGET_CRD).expect("crd written");
+    let (_env, client) = start(Config {
+        crd_paths: vec![dir.path().to_path_buf()],
+        ..Config::default()
+    })
+    .await;
+    let rules = json!([{"operations": ["CREATE", "UPDATE"], "apiGroups": ["hooks.example.com"],
+                        "apiVersions": ["v1"], "resources": ["widgets"]}]);
+    add_mutating(
+        &client,
+        mutating(
+            "widgets",
+            vec![with(
+                hook(
+                    "default.widgets.example.com",
+                    url_client(&defaulter, &pki, "/"),
+                ),
+                "rules",
+                rules.clone(),
+            )],
+        ),
+    )
+    .await;
+    add_validating(
+        &client,
+        validating(
+            "widgets",
+            vec![with(
+                hook(
+                    "validate.widgets.example.com",
+                    url_client(&validator, &pki, "/"),
+                ),
+                "rules",
+                rules,
+            )],
+        ),
+    )
+    .await;
+    let gvk = GroupVersionKind::gvk("hooks.example.com", "v1", "Widget");
+    let widgets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
+    );
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "hooks.example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1"}, "spec": {"size": 2, "color": "red"},
+    }))
+    .expect("widget");
+    let created = widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .expect("admitted");
+    assert_eq!(
+        created.data["spec"],
+        json!({"size": 2, "tier": "gold", "color": "blue"})
+    );
+    let request = &defaulter.received()[0].review["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "hooks.example.com", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(request["resource"]["resource"], "widgets");
+
+    let err = api_error(
+        widgets
+            .patch(
+                "w1",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"size": 11}})),
+            )
+            .await,
+    );
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "admission webhook \"validate.widgets.example.com\" denied the request: widgets stay small"
+    );
+    let update_call = validator.received().last().cloned().expect("called");
+    assert_eq!(update_call.review["request"]["operation"], "UPDATE");
+    assert_eq!(
+        update_call.review["request"]["oldObject"]["spec"]["size"],
+        2
+    );
+    let stored = widgets.get("w1").await.expect("stored");
+    assert_eq!(stored.data["spec"]["size"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_reference_is_reached_through_a_route() {
+    let pki = Pki::new();
+    let webhook = WebhookServer::start(&pki, |r| Reply::patch(r, add_label("routed", "yes"))).await;
+    let route: WebhookRoute = format!("system/webhook-service:443=127.0.0.1:{}", webhook.port)
+        .parse()
+        .expect("route");
+    let (_env, client) = start(Config {
+        webhook_routes: vec![route],
+        ..Config::default()
+    })
+    .await;
+    let service = json!({
+        "service": {"namespace": "system", "name": "webhook-service", "path": "/mutate-v1-pod"},
+        "caBundle": pki.ca_bundle(),
+    });
+    add_mutating(
+        &client,
+        mutating("routed", vec![hook("routed.example.com", service)]),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let created = pods
+        .create(&PostParams::default(), &pod("p"))
+        .await
+        .expect("admitted");
+    assert_eq!(
+        created
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("routed"))
+            .map(String::as_str),
+        Some("yes")
+    );
+    let received = &webhook.received()[0];
+    assert_eq!(received.uri, "/mutate-v1-pod?timeout=10s");
+    // The certificate was checked for the Service's name, not the address.
+    assert_eq!(received.host, "webhook-service.system.svc:443");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_reference_is_reached_through_the_stored_service() {
+    let pki = Pki::new();
+    let webhook =
+        WebhookServer::start(&pki, |r| Reply::patch(r, add_label("via", "service"))).await;
+    let (_env, client) = start(Config::default()).await;
+    namespace(&client, "system", json!({})).await;
+    // As a generated project's config/webhook/service.yaml: 443 -> the manager's port.
+    let services: Api<Service> = Api::namespaced(client.clone(), "system");
+    let service = serde_json::from_value(json!({
+        "metadata": {"name": "webhook-service"},
+        "spec": {"ports": [{"port": 443, "targetPort": webhook.port, "protocol": "TCP"}],
+                 "selector": {"control-plane": "controller-manager"}},
+    }))
+    .expect("service");
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .expect("service created");
+    let reference = json!({
+        "service": {"namespace": "system", "name": "webhook-service", "path": "/mutate"},
+        "caBundle": pki.ca_bundle(),
+    });
+    add_mutating(
+        &client,
+        mutating("by-service", vec![hook("service.example.com", reference)]),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let created = pods
+        .create(&PostParams::default(), &pod("p"))
+        .await
+        .expect("admitted");
+    assert_eq!(
+        created
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("via"))
+            .map(String::as_str),
+        Some("service")
+    );
+    assert_eq!(webhook.calls(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configurations_are_validated_and_take_effect_at_once() {
+    let pki = Pki::new();
+    let webhook = WebhookServer::start(&pki, denying("closed", 403)).await;
+    let (env, client) = start(Config::default()).await;
+
+    // An invalid configuration is refused with kube-apiserver's causes.
+    let http = Http::new(&env.base_url());
+    let mut bad = validating("bad", vec![hook("bad", url_client(&webhook, &pki, "/"))]);
+    bad["webhooks"][0]
+        .as_object_mut()
+        .expect("hook")
+        .remove("sideEffects");
+    let response = http
+        .send(
+            &HttpRequest::new(
+                "POST",
+                "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            )
+            .json(&bad),
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("answer");
+    assert_eq!(response.status, 422);
+    let status = response.json().expect("Status");
+    let causes: Vec<&str> = status["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .filter_map(|c| c["field"].as_str())
+        .collect();
+    assert_eq!(causes, ["webhooks[0].name", "webhooks[0].sideEffects"]);
+
+    // Stored configurations are defaulted.
+    add_validating(
+        &client,
+        validating(
+            "closed",
+            vec![hook("closed.example.com", url_client(&webhook, &pki, "/"))],
+        ),
+    )
+    .await;
+    let configs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let stored = serde_json::to_value(configs.get("closed").await.expect("stored")).expect("json");
+    assert_eq!(stored["webhooks"][0]["failurePolicy"], "Fail");
+    assert_eq!(stored["webhooks"][0]["timeoutSeconds"], 10);
+    assert_eq!(stored["webhooks"][0]["matchPolicy"], "Equivalent");
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    api_error(pods.create(&PostParams::default(), &pod("a")).await);
+    // Narrowing the rules takes effect for the next request...
+    configs
+        .patch(
+            "closed",
+            &PatchParams::default(),
+            &Patch::Json::<()>(
+                serde_json::from_value(json!([
+                    {"op": "replace", "path": "/webhooks/0/rules/0/operations", "value": ["UPDATE"]}
+                ]))
+                .expect("patch"),
+            ),
+        )
+        .await
+        .expect("patched");
+    pods.create(&PostParams::default(), &pod("b"))
+        .await
+        .expect("CREATE no longer matches");
+    // ...and so does deleting the configuration.
+    configs
+        .delete("closed", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    pods.patch(
+        "b",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"free": "yes"}}})),
+    )
+    .await
+    .expect("no webhook left");
+    assert_eq!(webhook.calls(), 1);
+}

@@ -1,0 +1,396 @@
+//! The plan of `opctl create webhook`, and the webhook parts of every plan:
+//! the user-owned handler modules and their registration, the scaffold-owned
+//! webhook server of the manager, config/webhook, config/certmanager and the
+//! e2e support, and config/webhook/manifests.yaml from the markers.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::plans::{Values, resource_view};
+use super::templates::Renderer;
+use super::{IfExists, Owner, Plan};
+use crate::manifests::rbac::rust_sources;
+use crate::manifests::webhook::{self as webhook_manifests, MANIFESTS_FILE};
+use crate::project::{Project, Resource, Webhooks, builtin_samples, names};
+
+/// The two kinds of webhook `opctl create webhook` scaffolds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookKind {
+    /// Mutating: fills in defaults (`--defaulting`).
+    Defaulting,
+    /// Validating: allows or denies (`--programmatic-validation`).
+    Validation,
+}
+
+impl WebhookKind {
+    pub const ALL: [WebhookKind; 2] = [WebhookKind::Defaulting, WebhookKind::Validation];
+
+    /// `defaulting` or `validation`: in messages and module names.
+    pub fn describe(self) -> &'static str {
+        match self {
+            WebhookKind::Defaulting => "defaulting",
+            WebhookKind::Validation => "validation",
+        }
+    }
+
+    /// What the user writes in the handler module.
+    pub fn what_to_edit(self) -> &'static str {
+        match self {
+            WebhookKind::Defaulting => "the defaults",
+            WebhookKind::Validation => "what is valid",
+        }
+    }
+
+    pub fn is_in(self, webhooks: &Webhooks) -> bool {
+        match self {
+            WebhookKind::Defaulting => webhooks.defaulting,
+            WebhookKind::Validation => webhooks.validation,
+        }
+    }
+
+    pub fn set_in(self, webhooks: &mut Webhooks) {
+        match self {
+            WebhookKind::Defaulting => webhooks.defaulting = true,
+            WebhookKind::Validation => webhooks.validation = true,
+        }
+    }
+
+    fn template(self) -> &'static str {
+        match self {
+            WebhookKind::Defaulting => "src/webhook/defaulting.rs",
+            WebhookKind::Validation => "src/webhook/validation.rs",
+        }
+    }
+
+    fn e2e_template(self) -> &'static str {
+        match self {
+            WebhookKind::Defaulting => "tests/e2e_defaulting.rs",
+            WebhookKind::Validation => "tests/e2e_validation.rs",
+        }
+    }
+}
+
+/// Scaffold-owned files of a project with webhooks, one template each.
+const WEBHOOK_TEMPLATES: &[(&str, &str)] = &[
+    (
+        "config/certmanager/certificate.yaml",
+        "config/certmanager/certificate.yaml",
+    ),
+    (
+        "config/certmanager/kustomization.yaml",
+        "config/certmanager/kustomization.yaml",
+    ),
+    (
+        "config/default/manager_webhook_patch.yaml",
+        "config/default/manager_webhook_patch.yaml",
+    ),
+    (
+        "config/webhook/kustomization.yaml",
+        "config/webhook/kustomization.yaml",
+    ),
+    ("config/webhook/service.yaml", "config/webhook/service.yaml"),
+    (
+        "src/manager/webhook/inject.rs",
+        "src/manager/webhook/inject.rs",
+    ),
+    ("src/manager/webhook/mod.rs", "src/manager/webhook/mod.rs"),
+    (
+        "src/manager/webhook/options.rs",
+        "src/manager/webhook/options.rs",
+    ),
+    (
+        "src/manager/webhook/self_signed.rs",
+        "src/manager/webhook/self_signed.rs",
+    ),
+    ("src/manager/webhook/tls.rs", "src/manager/webhook/tls.rs"),
+    ("src/webhook/mod.rs", "src/webhook/mod.rs"),
+    ("tests/webhooks/mod.rs", "tests/webhooks/mod.rs"),
+];
+
+/// `sidecar_set_defaulting`: the handler module of one webhook of `r`.
+pub fn handler_module(r: &Resource, kind: WebhookKind) -> String {
+    format!("{}_{}", names::kind_module(&r.kind), kind.describe())
+}
+
+/// `src/webhook/apps/v1alpha1/sidecar_set_defaulting.rs`.
+pub fn handler_file(r: &Resource, kind: WebhookKind) -> String {
+    format!(
+        "src/webhook/{}/{}/{}.rs",
+        names::group_module(&r.group),
+        r.version,
+        handler_module(r, kind)
+    )
+}
+
+/// The API group as a path segment: `apps-kruise-io`, `core` for the core group.
+fn path_group(r: &Resource) -> String {
+    if r.api_group.is_empty() {
+        "core".to_owned()
+    } else {
+        r.api_group.replace('.', "-")
+    }
+}
+
+/// The URL path of one webhook: `/mutate-apps-kruise-io-v1alpha1-sidecarset`.
+pub fn webhook_path(r: &Resource, kind: WebhookKind) -> String {
+    let verb = match kind {
+        WebhookKind::Defaulting => "mutate",
+        WebhookKind::Validation => "validate",
+    };
+    format!(
+        "/{verb}-{}-{}-{}",
+        path_group(r),
+        r.version,
+        r.kind.to_ascii_lowercase()
+    )
+}
+
+/// The webhook's name in its configuration, a fully qualified name:
+/// `msidecarset-v1alpha1.apps.kruise.io`, `mpod-v1.core.example.com`.
+pub fn webhook_name(project: &Project, r: &Resource, kind: WebhookKind) -> String {
+    let letter = match kind {
+        WebhookKind::Defaulting => 'm',
+        WebhookKind::Validation => 'v',
+    };
+    format!(
+        "{letter}{}-{}.{}.{}",
+        r.kind.to_ascii_lowercase(),
+        r.version,
+        r.group,
+        project.domain
+    )
+}
+
+/// Checks that the webhooks of `resource` can be named and placed: a name
+/// Kubernetes accepts, and no handler module shared with another kind.
+pub fn check_names(project: &Project, resource: &Resource) -> anyhow::Result<()> {
+    for kind in WebhookKind::ALL {
+        let name = webhook_name(project, resource, kind);
+        if !names::is_dns1123_subdomain(&name) {
+            anyhow::bail!(
+                "the webhook name {name} would be longer than Kubernetes allows (253 characters, 63 per part); use a shorter domain or group"
+            );
+        }
+        let file = handler_file(resource, kind);
+        if let Some(other) = project
+            .resources
+            .iter()
+            .find(|o| !o.same_gvk(resource) && o.webhooks().any() && handler_file(o, kind) == file)
+        {
+            anyhow::bail!(
+                "{file} would hold the webhooks of both {} and {}; webhooks for one of them cannot be scaffolded",
+                other.gvk(),
+                resource.gvk()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What the webhook templates see about one kind, as `w`.
+fn webhook_view(project: &Project, r: &Resource) -> Value {
+    let sample = if r.builtin {
+        builtin_samples::e2e_object(&r.api_group, &r.kind)
+    } else {
+        None
+    };
+    json!({
+        "mutate_path": webhook_path(r, WebhookKind::Defaulting),
+        "validate_path": webhook_path(r, WebhookKind::Validation),
+        "mutating_name": webhook_name(project, r, WebhookKind::Defaulting),
+        "validating_name": webhook_name(project, r, WebhookKind::Validation),
+        "marker_group": if r.api_group.is_empty() { "\"\"".to_owned() } else { r.api_group.clone() },
+        "defaulting_module": handler_module(r, WebhookKind::Defaulting),
+        "validation_module": handler_module(r, WebhookKind::Validation),
+        "sample": sample.map(|s| indent_json(&s)),
+    })
+}
+
+/// Whether the webhooks of `r` get e2e tests: kinds of the project do, and
+/// the built-in kinds `opctl envtest` serves.
+pub fn has_e2e_test(r: &Resource) -> bool {
+    !r.builtin || builtin_samples::e2e_object(&r.api_group, &r.kind).is_some()
+}
+
+/// Pretty JSON indented by four spaces, to sit inside a `json!` at the e2e
+/// test's depth.
+fn indent_json(value: &Value) -> String {
+    use serde::Serialize as _;
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    if value.serialize(&mut serializer).is_err() {
+        return "{}".to_owned();
+    }
+    String::from_utf8_lossy(&out).replace('\n', "\n    ")
+}
+
+/// The webhook modules by group and version, for the scaffold-owned
+/// `mod.rs` files of src/webhook.
+pub fn webhook_groups(project: &Project) -> Vec<Value> {
+    let mut groups: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for r in &project.resources {
+        let webhooks = r.webhooks();
+        for kind in WebhookKind::ALL {
+            if kind.is_in(&webhooks) {
+                groups
+                    .entry(names::group_module(&r.group))
+                    .or_default()
+                    .entry(r.version.clone())
+                    .or_default()
+                    .push(handler_module(r, kind));
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(module, versions)| {
+            let versions: Vec<Value> = versions
+                .into_iter()
+                .map(|(version, mut modules)| {
+                    modules.sort();
+                    json!({ "version": version, "modules": modules })
+                })
+                .collect();
+            json!({ "module": module, "versions": versions })
+        })
+        .collect()
+}
+
+/// Adds the scaffold-owned webhook files of `project` (none without webhooks).
+pub(super) fn scaffold_owned(
+    project: &Project,
+    values: &Values,
+    renderer: &mut Renderer,
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
+    if !project.has_webhooks() {
+        return Ok(());
+    }
+    let context = values.context(&[])?;
+    for (path, template) in WEBHOOK_TEMPLATES {
+        plan.file(
+            *path,
+            renderer.render(template, &context)?,
+            Owner::Scaffold,
+            IfExists::Overwrite,
+        );
+    }
+    for group in webhook_groups(project) {
+        let module = group["module"].as_str().unwrap_or_default().to_owned();
+        let context = values.context(&[("g", group.clone())])?;
+        plan.file(
+            format!("src/webhook/{module}/mod.rs"),
+            renderer.render("src/webhook/group.rs", &context)?,
+            Owner::Scaffold,
+            IfExists::Overwrite,
+        );
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let name = version["version"].as_str().unwrap_or_default();
+            let context = values.context(&[("g", group.clone()), ("v", version.clone())])?;
+            plan.file(
+                format!("src/webhook/{module}/{name}/mod.rs"),
+                renderer.render("src/webhook/version.rs", &context)?,
+                Owner::Scaffold,
+                IfExists::Overwrite,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The user-owned handler modules of `kinds` for `r`, their registration in
+/// src/main.rs and their e2e tests.
+pub fn handler_files(
+    project: &Project,
+    r: &Resource,
+    kinds: &[WebhookKind],
+    renderer: &mut Renderer,
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
+    if kinds.is_empty() {
+        return Ok(());
+    }
+    let values = Values::new(project);
+    let view = serde_json::to_value(resource_view(project, r))?;
+    let context = values.context(&[("r", view), ("w", webhook_view(project, r))])?;
+    plan.insert("src/main.rs", "modules", "mod webhook;\n");
+    plan.insert(
+        "src/main.rs",
+        "webhooks",
+        "let manager = webhook::register(manager);\n",
+    );
+    plan.insert("tests/e2e.rs", "e2e-modules", "mod webhooks;\n");
+    plan.insert(
+        "tests/e2e.rs",
+        "e2e-manager",
+        "webhooks::serve_locally(&mut command);\n",
+    );
+    for kind in kinds {
+        plan.file(
+            handler_file(r, *kind),
+            renderer.render(kind.template(), &context)?,
+            Owner::User,
+            IfExists::Error,
+        );
+        if has_e2e_test(r) {
+            plan.insert(
+                "tests/e2e.rs",
+                "e2e",
+                renderer.render(kind.e2e_template(), &context)?,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The plan of `opctl create webhook`: `project` already records the
+/// webhooks of `resource`; `requested` are the ones to scaffold now.
+pub fn create_webhook(
+    project: &Project,
+    resource: &Resource,
+    requested: &[WebhookKind],
+    root: &Path,
+) -> anyhow::Result<Plan> {
+    let mut renderer = Renderer::default();
+    let mut plan = Plan::default();
+    handler_files(project, resource, requested, &mut renderer, &mut plan)?;
+    super::plans::scaffold_owned(project, &mut renderer, &mut plan)?;
+    add_manifests(project, Some(root), &mut plan)?;
+    Ok(plan)
+}
+
+/// Adds config/webhook/manifests.yaml made from the `+opctl:webhook` markers
+/// of the Rust files on disk under `root` (if any) as the plan leaves them;
+/// nothing for a project without webhooks.
+pub fn add_manifests(
+    project: &Project,
+    root: Option<&Path>,
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
+    if !project.has_webhooks() {
+        return Ok(());
+    }
+    let mut sources: BTreeMap<String, String> = match root {
+        Some(root) => rust_sources(root, "src")?.into_iter().collect(),
+        None => BTreeMap::new(),
+    };
+    for file in plan.files() {
+        if file.path.starts_with("src/") && file.path.ends_with(".rs") {
+            sources.insert(file.path.clone(), file.contents.clone());
+        }
+    }
+    let mut markers = webhook_manifests::Markers::default();
+    for (path, text) in &sources {
+        markers.add_source(path, text)?;
+    }
+    plan.file(
+        MANIFESTS_FILE,
+        markers.to_yaml()?,
+        Owner::Generated,
+        IfExists::Overwrite,
+    );
+    Ok(())
+}

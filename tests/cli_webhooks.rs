@@ -1,0 +1,612 @@
+//! `opctl create webhook` and the webhook part of `opctl manifests`: bad
+//! input is refused with one line and nothing written; adding the other kind
+//! of webhook later keeps the user's code; `--force`; the webhook
+//! configurations, Service and kustomize output parse as their Kubernetes
+//! kinds, and `opctl manifests` is idempotent. (Projects here have no CRD
+//! kinds or never run `opctl manifests` on them, so nothing is compiled.)
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
+use serde_json::Value;
+
+use common::{opctl, opctl_fails, opctl_ok, project_dir, snapshot};
+
+fn init(dir: &Path) {
+    opctl_ok(dir, &["init", "--domain", "example.com"]);
+}
+
+fn api(dir: &Path, group: &str, version: &str, kind: &str, extra: &[&str]) {
+    let mut args = vec![
+        "create",
+        "api",
+        "--group",
+        group,
+        "--version",
+        version,
+        "--kind",
+        kind,
+    ];
+    args.extend_from_slice(extra);
+    opctl_ok(dir, &args);
+}
+
+fn webhook_args<'a>(
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "create",
+        "webhook",
+        "--group",
+        group,
+        "--version",
+        version,
+        "--kind",
+        kind,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Runs a failing `create webhook` and checks that the tree did not change.
+fn refused(dir: &Path, group: &str, version: &str, kind: &str, extra: &[&str]) -> String {
+    let before = snapshot(dir);
+    let line = opctl_fails(dir, &webhook_args(group, version, kind, extra));
+    assert_eq!(snapshot(dir), before, "a refused command changed the tree");
+    line
+}
+
+fn read(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap_or_else(|err| panic!("{file}: {err}"))
+}
+
+fn documents(text: &str, what: &str) -> Vec<Value> {
+    let docs: Vec<Value> =
+        serde_saphyr::from_str_multiple(text).unwrap_or_else(|err| panic!("{what}: {err}"));
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+#[test]
+fn bad_input_is_refused_with_one_line() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    api(&dir, "web", "v1", "Guestbook", &[]);
+
+    let line = refused(&dir, "web", "v1", "Guestbook", &[]);
+    assert!(
+        line.contains("nothing to scaffold: pass --defaulting, --programmatic-validation or both"),
+        "{line}"
+    );
+    for (group, version, kind, expected) in [
+        ("Web", "v1", "Guestbook", "invalid --group"),
+        ("web", "1", "Guestbook", "invalid --version"),
+        ("web", "v1", "guestbook", "invalid --kind"),
+        ("web", "v1", "Shelf", "unknown kind web/v1 Shelf"),
+        ("apps", "v1", "Deploy", "unknown kind apps/v1 Deploy"),
+        (
+            "web",
+            "v2",
+            "Guestbook",
+            "Guestbook has no version v2 in this project",
+        ),
+        (
+            "admissionregistration",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "never sent to admission webhooks",
+        ),
+    ] {
+        let line = refused(&dir, group, version, kind, &["--defaulting"]);
+        assert!(line.contains(expected), "{group}/{version} {kind}: {line}");
+    }
+    let line = refused(&dir, "web", "v1", "Shelf", &["--defaulting"]);
+    assert!(
+        line.contains("opctl create api --group web --version v1 --kind Shelf"),
+        "the fix is named: {line}"
+    );
+
+    // The same webhook twice needs --force.
+    opctl_ok(
+        &dir,
+        &webhook_args("web", "v1", "Guestbook", &["--defaulting"]),
+    );
+    let line = refused(&dir, "web", "v1", "Guestbook", &["--defaulting"]);
+    assert!(
+        line.contains(
+            "web.example.com/v1 Guestbook already has a defaulting webhook; pass --force"
+        ),
+        "{line}"
+    );
+    let line = refused(
+        &dir,
+        "web",
+        "v1",
+        "Guestbook",
+        &["--defaulting", "--programmatic-validation"],
+    );
+    assert!(line.contains("already has a defaulting webhook"), "{line}");
+
+    // Outside a project.
+    let (_other, empty) = project_dir("empty");
+    let line = refused(&empty, "core", "v1", "Pod", &["--defaulting"]);
+    assert!(line.contains("not an opctl project root"), "{line}");
+}
+
+#[test]
+fn a_removed_marker_is_reported_and_nothing_is_written() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    let main = dir.join("src/main.rs");
+    let text = read(&dir, "src/main.rs").replace("// +opctl:scaffold:webhooks\n", "");
+    std::fs::write(&main, text).expect("write");
+    let line = refused(&dir, "core", "v1", "Pod", &["--defaulting"]);
+    assert!(
+        line.contains("cannot find the `// +opctl:scaffold:webhooks` marker in src/main.rs"),
+        "{line}"
+    );
+}
+
+#[test]
+fn adding_the_other_webhook_keeps_the_users_code() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    api(&dir, "web", "v1", "Guestbook", &[]);
+    opctl_ok(
+        &dir,
+        &webhook_args("web", "v1", "Guestbook", &["--defaulting"]),
+    );
+    let handler = "src/webhook/web/v1/guestbook_defaulting.rs";
+    let edited = read(&dir, handler).replace(
+        "object.spec.foo = Some(\"default\".to_owned());",
+        "object.spec.foo = Some(\"mine\".to_owned());",
+    );
+    assert!(edited.contains("\"mine\""));
+    std::fs::write(dir.join(handler), &edited).expect("write");
+    let main = read(&dir, "src/main.rs") + "// my note\n";
+    std::fs::write(dir.join("src/main.rs"), &main).expect("write");
+    let e2e = read(&dir, "tests/e2e.rs") + "// my test\n";
+    std::fs::write(dir.join("tests/e2e.rs"), &e2e).expect("write");
+
+    let run = opctl_ok(
+        &dir,
+        &webhook_args("web", "v1", "Guestbook", &["--programmatic-validation"]),
+    );
+    assert!(
+        run.stdout
+            .contains("created  src/webhook/web/v1/guestbook_validation.rs"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        read(&dir, handler),
+        edited,
+        "the defaulting handler is kept"
+    );
+    let main = read(&dir, "src/main.rs");
+    assert!(main.ends_with("// my note\n"), "{main}");
+    assert_eq!(main.matches("mod webhook;").count(), 1, "{main}");
+    assert_eq!(
+        main.matches("let manager = webhook::register(manager);")
+            .count(),
+        1,
+        "{main}"
+    );
+    let e2e = read(&dir, "tests/e2e.rs");
+    assert!(e2e.contains("// my test\n"), "{e2e}");
+    assert_eq!(e2e.matches("mod webhooks;").count(), 1);
+    assert_eq!(
+        e2e.matches("webhooks::serve_locally(&mut command);")
+            .count(),
+        1
+    );
+    assert_eq!(
+        e2e.matches("async fn the_defaulting_webhook_of_guestbook_v1_is_called")
+            .count(),
+        1
+    );
+    assert_eq!(
+        e2e.matches("async fn the_validating_webhook_of_guestbook_v1_is_called")
+            .count(),
+        1
+    );
+    let modules = read(&dir, "src/webhook/web/v1/mod.rs");
+    assert!(
+        modules.contains("pub mod guestbook_defaulting;"),
+        "{modules}"
+    );
+    assert!(
+        modules.contains("pub mod guestbook_validation;"),
+        "{modules}"
+    );
+    let project = read(&dir, "PROJECT");
+    assert!(
+        project.contains("  webhooks:\n    defaulting: true\n    validation: true\n"),
+        "{project}"
+    );
+    let manifests = read(&dir, "config/webhook/manifests.yaml");
+    assert!(
+        manifests.contains("name: mguestbook-v1.web.example.com"),
+        "{manifests}"
+    );
+    assert!(
+        manifests.contains("name: vguestbook-v1.web.example.com"),
+        "{manifests}"
+    );
+
+    // --force scaffolds a webhook again: its handler is rewritten, nothing
+    // is registered twice.
+    opctl_ok(
+        &dir,
+        &webhook_args("web", "v1", "Guestbook", &["--defaulting", "--force"]),
+    );
+    assert!(read(&dir, handler).contains("Some(\"default\".to_owned())"));
+    let before = snapshot(&dir);
+    opctl_ok(
+        &dir,
+        &webhook_args("web", "v1", "Guestbook", &["--defaulting", "--force"]),
+    );
+    assert_eq!(snapshot(&dir), before, "--force again changes nothing");
+    let e2e = read(&dir, "tests/e2e.rs");
+    assert_eq!(
+        e2e.matches("async fn the_defaulting_webhook_of_guestbook_v1_is_called")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn an_existing_handler_file_is_not_overwritten() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    let handler = dir.join("src/webhook/core/v1/pod_defaulting.rs");
+    std::fs::create_dir_all(handler.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&handler, "// mine\n").expect("write");
+    let line = refused(&dir, "core", "v1", "Pod", &["--defaulting"]);
+    assert!(
+        line.contains("would overwrite src/webhook/core/v1/pod_defaulting.rs"),
+        "{line}"
+    );
+    assert!(line.contains("pass --force"), "{line}");
+}
+
+#[test]
+fn a_controller_added_later_keeps_the_webhooks_recorded() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    opctl_ok(&dir, &webhook_args("core", "v1", "Pod", &["--defaulting"]));
+    api(&dir, "core", "v1", "Pod", &["--resource=false"]);
+    let project = read(&dir, "PROJECT");
+    assert_eq!(project.matches("kind: Pod").count(), 1, "{project}");
+    assert!(project.contains("controller: true"), "{project}");
+    assert!(project.contains("    defaulting: true\n"), "{project}");
+    // And a webhook for a kind that has a controller already.
+    opctl_ok(
+        &dir,
+        &webhook_args("core", "v1", "Pod", &["--programmatic-validation"]),
+    );
+    let project = read(&dir, "PROJECT");
+    assert!(project.contains("    validation: true\n"), "{project}");
+    assert!(dir.join("src/controller/pod.rs").is_file());
+}
+
+#[test]
+fn kinds_envtest_does_not_serve_get_no_e2e_test() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    let run = opctl_ok(
+        &dir,
+        &webhook_args("networking", "v1", "Ingress", &["--defaulting"]),
+    );
+    assert!(
+        run.stdout.contains(
+            "No e2e test was added: opctl envtest does not serve networking.k8s.io/v1 Ingress"
+        ),
+        "{}",
+        run.stdout
+    );
+    let e2e = read(&dir, "tests/e2e.rs");
+    assert!(!e2e.contains("the_defaulting_webhook_of_ingress"), "{e2e}");
+    assert!(
+        dir.join("src/webhook/networking/v1/ingress_defaulting.rs")
+            .is_file()
+    );
+}
+
+/// `opctl manifests` in `dir` (no CRD kinds: nothing to compile).
+fn manifests(dir: &Path) -> String {
+    opctl_ok(dir, &["manifests"]).stdout
+}
+
+#[test]
+fn manifests_are_valid_kubernetes_objects_and_idempotent() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    opctl_ok(
+        &dir,
+        &webhook_args(
+            "core",
+            "v1",
+            "Pod",
+            &["--defaulting", "--programmatic-validation"],
+        ),
+    );
+    opctl_ok(
+        &dir,
+        &webhook_args("apps", "v1", "Deployment", &["--programmatic-validation"]),
+    );
+    // What create webhook wrote is what manifests writes.
+    let before = snapshot(&dir);
+    let out = manifests(&dir);
+    assert!(out.contains("Manifests are up to date."), "{out}");
+    assert_eq!(snapshot(&dir), before);
+
+    let text = read(&dir, "config/webhook/manifests.yaml");
+    let docs = documents(&text, "manifests.yaml");
+    assert_eq!(docs.len(), 2, "{text}");
+    let mutating: MutatingWebhookConfiguration =
+        serde_json::from_value(docs[0].clone()).expect("a MutatingWebhookConfiguration");
+    let validating: ValidatingWebhookConfiguration =
+        serde_json::from_value(docs[1].clone()).expect("a ValidatingWebhookConfiguration");
+    assert_eq!(
+        serde_json::to_value(&mutating).expect("serialises"),
+        docs[0]
+    );
+    assert_eq!(
+        serde_json::to_value(&validating).expect("serialises"),
+        docs[1]
+    );
+
+    let hooks = mutating.webhooks.expect("webhooks");
+    assert_eq!(hooks.len(), 1);
+    let pod = &hooks[0];
+    assert_eq!(pod.name, "mpod-v1.core.example.com");
+    assert_eq!(pod.failure_policy.as_deref(), Some("Fail"));
+    assert_eq!(pod.side_effects, "None");
+    assert_eq!(pod.admission_review_versions, ["v1"]);
+    let service = pod.client_config.service.as_ref().expect("a Service");
+    assert_eq!(
+        (service.name.as_str(), service.namespace.as_str()),
+        ("webhook-service", "system")
+    );
+    assert_eq!(service.path.as_deref(), Some("/mutate-core-v1-pod"));
+    let rule = &pod.rules.as_deref().expect("rules")[0];
+    assert_eq!(rule.api_groups.as_deref(), Some(&[String::new()][..]));
+    assert_eq!(rule.resources.as_deref(), Some(&["pods".to_owned()][..]));
+    assert_eq!(
+        rule.operations.as_deref(),
+        Some(&["CREATE".to_owned(), "UPDATE".to_owned()][..])
+    );
+
+    let hooks = validating.webhooks.expect("webhooks");
+    let names: Vec<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "vdeployment-v1.apps.example.com",
+            "vpod-v1.core.example.com"
+        ],
+        "sorted by name"
+    );
+    let rule = &hooks[0].rules.as_deref().expect("rules")[0];
+    assert_eq!(rule.api_groups.as_deref(), Some(&["apps".to_owned()][..]));
+    assert_eq!(
+        rule.operations.as_deref(),
+        Some(
+            &[
+                "CREATE".to_owned(),
+                "UPDATE".to_owned(),
+                "DELETE".to_owned()
+            ][..]
+        )
+    );
+
+    let service: Service =
+        serde_saphyr::from_str(&read(&dir, "config/webhook/service.yaml")).expect("a Service");
+    let ports = service.spec.and_then(|s| s.ports).expect("ports");
+    assert_eq!(ports[0].port, 443);
+    assert_eq!(
+        serde_json::to_value(&ports[0].target_port).expect("serialises"),
+        9443
+    );
+
+    // A changed marker is picked up; running again changes nothing.
+    let handler = dir.join("src/webhook/core/v1/pod_defaulting.rs");
+    let text = read(&dir, "src/webhook/core/v1/pod_defaulting.rs").replace(
+        "failurePolicy=fail",
+        "failurePolicy=ignore,timeoutSeconds=5",
+    );
+    std::fs::write(&handler, text).expect("write");
+    let out = manifests(&dir);
+    assert!(
+        out.contains("updated  config/webhook/manifests.yaml"),
+        "{out}"
+    );
+    let text = read(&dir, "config/webhook/manifests.yaml");
+    assert!(text.contains("failurePolicy: Ignore"), "{text}");
+    assert!(text.contains("timeoutSeconds: 5"), "{text}");
+    let after = snapshot(&dir);
+    assert!(manifests(&dir).contains("Manifests are up to date."));
+    assert_eq!(snapshot(&dir), after);
+
+    // A bad marker: one line naming the file and line, nothing written.
+    let text = read(&dir, "src/webhook/core/v1/pod_defaulting.rs")
+        .replace("failurePolicy=ignore", "failurePolicy=sometimes");
+    std::fs::write(&handler, text).expect("write");
+    let before = snapshot(&dir);
+    let line = opctl_fails(&dir, &["manifests"]);
+    assert!(
+        line.contains("src/webhook/core/v1/pod_defaulting.rs:")
+            && line.contains("bad `+opctl:webhook` marker")
+            && line.contains("expected one of Fail, Ignore"),
+        "{line}"
+    );
+    assert_eq!(snapshot(&dir), before);
+}
+
+#[test]
+fn a_stray_webhook_marker_needs_create_webhook() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    let main = read(&dir, "src/main.rs")
+        + "// +opctl:webhook:path=/x,mutating=true,failurePolicy=fail,sideEffects=None,groups=\"\",resources=pods,verbs=create,versions=v1,name=mpod.example.com,admissionReviewVersions=v1\n";
+    std::fs::write(dir.join("src/main.rs"), main).expect("write");
+    let before = snapshot(&dir);
+    let line = opctl_fails(&dir, &["manifests"]);
+    assert!(line.contains("PROJECT records no webhook"), "{line}");
+    assert!(line.contains("opctl create webhook"), "{line}");
+    assert_eq!(snapshot(&dir), before);
+}
+
+#[test]
+fn the_file_listing_names_the_webhook_files() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    opctl_ok(&dir, &webhook_args("core", "v1", "Pod", &["--defaulting"]));
+    let listing = opctl_ok(&dir, &["files"]).stdout;
+    for line in [
+        "user\tsrc/webhook/core/v1/pod_defaulting.rs",
+        "scaffold\tsrc/webhook/core/v1/mod.rs",
+        "scaffold\tsrc/manager/webhook/mod.rs",
+        "scaffold\ttests/webhooks/mod.rs",
+        "scaffold\tconfig/webhook/service.yaml",
+        "scaffold\tconfig/certmanager/certificate.yaml",
+        "generated\tconfig/webhook/manifests.yaml",
+    ] {
+        assert!(listing.lines().any(|l| l == line), "{line} in:\n{listing}");
+    }
+    // Every listed file exists, and every file of the tree is listed.
+    let listed: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.split_once('\t').map(|(_, p)| p))
+        .collect();
+    let files = snapshot(&dir);
+    for path in &listed {
+        assert!(files.contains_key(*path), "{path} is listed but missing");
+    }
+    for path in files.keys() {
+        assert!(listed.contains(&path.as_str()), "{path} is not listed");
+    }
+}
+
+/// What `kubectl kustomize DIR` renders in the project.
+fn kustomize(dir: &Path, kustomization: &str) -> Vec<Value> {
+    let out = Command::new("kubectl")
+        .args(["kustomize", kustomization])
+        .current_dir(dir)
+        .output()
+        .expect("kubectl is installed (the test renders config/ with kustomize)");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {kustomization}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    documents(&String::from_utf8_lossy(&out.stdout), kustomization)
+}
+
+#[test]
+fn config_default_deploys_the_webhooks_with_cert_manager() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    let without = kustomize(&dir, "config/default");
+    assert!(without.iter().all(|d| d["kind"] != "Certificate"));
+    opctl_ok(&dir, &webhook_args("core", "v1", "Pod", &["--defaulting"]));
+    let docs = kustomize(&dir, "config/default");
+    let find = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} in config/default"))
+            .clone()
+    };
+    let config: MutatingWebhookConfiguration =
+        serde_json::from_value(find("MutatingWebhookConfiguration")).expect("parses");
+    assert_eq!(
+        config.metadata.name.as_deref(),
+        Some("demo-mutating-webhook-configuration")
+    );
+    let annotations = config.metadata.annotations.expect("annotations");
+    assert_eq!(
+        annotations["cert-manager.io/inject-ca-from"],
+        "demo-system/demo-serving-cert"
+    );
+    let service = config.webhooks.expect("webhooks")[0]
+        .client_config
+        .service
+        .clone()
+        .expect("a Service");
+    assert_eq!(
+        (service.name.as_str(), service.namespace.as_str()),
+        ("demo-webhook-service", "demo-system")
+    );
+    let webhook_service: Service = docs
+        .iter()
+        .filter(|d| d["kind"] == "Service")
+        .map(|d| serde_json::from_value(d.clone()).expect("a Service"))
+        .find(|s: &Service| s.metadata.name.as_deref() == Some("demo-webhook-service"))
+        .expect("the webhook Service");
+    assert_eq!(
+        webhook_service.metadata.namespace.as_deref(),
+        Some("demo-system")
+    );
+
+    let certificate = find("Certificate");
+    assert_eq!(certificate["metadata"]["name"], "demo-serving-cert");
+    assert_eq!(certificate["metadata"]["namespace"], "demo-system");
+    assert_eq!(certificate["spec"]["secretName"], "webhook-server-cert");
+    assert_eq!(
+        certificate["spec"]["dnsNames"][0],
+        "demo-webhook-service.demo-system.svc"
+    );
+    let issuer = find("Issuer");
+    assert_eq!(
+        issuer["metadata"]["name"],
+        certificate["spec"]["issuerRef"]["name"]
+    );
+
+    let deployment: Deployment = serde_json::from_value(find("Deployment")).expect("parses");
+    let pod = deployment
+        .spec
+        .expect("spec")
+        .template
+        .spec
+        .expect("pod spec");
+    let container = &pod.containers[0];
+    assert!(
+        container
+            .ports
+            .iter()
+            .flatten()
+            .any(|p| p.container_port == 9443),
+        "the webhook port"
+    );
+    let mount = &container.volume_mounts.as_deref().expect("mounts")[0];
+    assert_eq!(mount.mount_path, "/tmp/k8s-webhook-server/serving-certs");
+    let volume = &pod.volumes.as_deref().expect("volumes")[0];
+    let secret = volume.secret.as_ref().expect("a Secret volume");
+    assert_eq!(secret.secret_name.as_deref(), Some("webhook-server-cert"));
+}
+
+#[test]
+fn help_names_the_flags_with_examples() {
+    let (_tmp, dir) = project_dir("demo");
+    let run = opctl(&dir, &["create", "webhook", "--help"]);
+    assert!(run.ok);
+    for text in [
+        "--defaulting",
+        "--programmatic-validation",
+        "--force",
+        "Examples:",
+        "--group core --version v1 --kind Pod --defaulting",
+    ] {
+        assert!(run.stdout.contains(text), "{text}:\n{}", run.stdout);
+    }
+}
