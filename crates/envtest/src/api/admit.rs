@@ -116,8 +116,26 @@ pub(crate) struct Request<'a> {
     pub subresource: Option<&'a str>,
     pub operation: Operation,
     pub dry_run: bool,
-    /// The `CreateOptions` / `UpdateOptions` / `DeleteOptions` object.
-    pub options: Value,
+    /// The request's options, turned into the `CreateOptions` /
+    /// `UpdateOptions` / `DeleteOptions` object only when a webhook is called.
+    pub options: Options<'a>,
+}
+
+/// The options of a request, as the webhooks are sent them.
+pub(crate) enum Options<'a> {
+    Create(&'a WriteOptions),
+    Update(&'a WriteOptions),
+    Delete(&'a DeleteOptions),
+}
+
+impl Options<'_> {
+    fn to_json(&self) -> Value {
+        match self {
+            Options::Create(opts) => write_options("CreateOptions", opts),
+            Options::Update(opts) => write_options("UpdateOptions", opts),
+            Options::Delete(opts) => delete_options(opts),
+        }
+    }
 }
 
 impl Request<'_> {
@@ -155,7 +173,7 @@ impl Request<'_> {
         )
         .with_subresource(self.subresource.unwrap_or(""))
         .with_dry_run(self.dry_run)
-        .with_options(self.options.clone());
+        .with_options(self.options.to_json());
         attrs.object = view.0;
         attrs.old_object = view.1;
         Ok(attrs)
@@ -163,7 +181,7 @@ impl Request<'_> {
 }
 
 /// `CreateOptions` or `UpdateOptions` as kube-apiserver hands them to webhooks.
-pub(crate) fn write_options(kind: &str, opts: &WriteOptions) -> Value {
+fn write_options(kind: &str, opts: &WriteOptions) -> Value {
     let mut map = Map::new();
     map.insert("kind".into(), json!(kind));
     map.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
@@ -177,7 +195,7 @@ pub(crate) fn write_options(kind: &str, opts: &WriteOptions) -> Value {
 }
 
 /// `DeleteOptions` as kube-apiserver hands them to webhooks.
-pub(crate) fn delete_options(opts: &DeleteOptions) -> Value {
+fn delete_options(opts: &DeleteOptions) -> Value {
     let mut map = Map::new();
     map.insert("kind".into(), json!("DeleteOptions"));
     map.insert("apiVersion".into(), json!("meta.k8s.io/v1"));

@@ -358,7 +358,7 @@ pub(crate) async fn update_once_admitted(
         subresource: c.sub,
         operation: Operation::Update,
         dry_run: c.ctx.opts.dry_run,
-        options: admit::write_options("UpdateOptions", &c.ctx.opts),
+        options: admit::Options::Update(&c.ctx.opts),
     };
     let staged_new = std::mem::take(&mut s.new);
     s.new = admit::mutate(app, &req, staged_new, Some(&s.old_view), c.ctx).await?;
