@@ -845,3 +845,86 @@ async fn configurations_are_validated_and_take_effect_at_once() {
     .expect("no webhook left");
     assert_eq!(webhook.calls(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_answers_and_slow_webhooks_fail_the_request() {
+    let pki = Pki::new();
+    // Answers by the Pod's "answer" label: malformed JSON, a wrong uid, or late.
+    let webhook = WebhookServer::start(
+        &pki,
+        |review| match review["request"]["object"]["metadata"]["labels"]["answer"].as_str() {
+            Some("malformed") => Reply::raw(200, Some("application/json"), "not json"),
+            Some("wrong-uid") => {
+                Reply::response(review, json!({"uid": "not-the-uid", "allowed": true}))
+            }
+            Some("late") => Reply::allow(review).after(Duration::from_secs(3)),
+            _ => Reply::allow(review),
+        },
+    )
+    .await;
+    let (_env, client) = start(Config::default()).await;
+    add_validating(
+        &client,
+        validating(
+            "picky",
+            vec![with(
+                hook("picky.example.com", url_client(&webhook, &pki, "/v")),
+                "timeoutSeconds",
+                json!(1),
+            )],
+        ),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let create = |answer: &str| {
+        let mut p = pod(answer);
+        p.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("answer".into(), answer.into());
+        p
+    };
+    let prefix = "Internal error occurred: failed calling webhook \"picky.example.com\": ";
+    let reason = |err: kube::core::Status| -> String {
+        assert_eq!(err.code, 500, "{}", err.message);
+        err.message
+            .strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("unexpected message {:?}", err.message))
+            .to_string()
+    };
+
+    let err = api_error(
+        pods.create(&PostParams::default(), &create("malformed"))
+            .await,
+    );
+    assert_eq!(
+        reason(err),
+        "failed to call webhook: couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u')"
+    );
+    let err = api_error(
+        pods.create(&PostParams::default(), &create("wrong-uid"))
+            .await,
+    );
+    assert!(
+        reason(err).starts_with("received invalid webhook response: expected response.uid="),
+        "wrong uid"
+    );
+    // The webhook would allow after 3 s: the request failed at timeoutSeconds.
+    let err = api_error(pods.create(&PostParams::default(), &create("late")).await);
+    assert_eq!(
+        reason(err),
+        format!(
+            "failed to call webhook: Post \"https://127.0.0.1:{}/v?timeout=1s\": context deadline exceeded",
+            webhook.port
+        )
+    );
+    pods.create(&PostParams::default(), &create("fine"))
+        .await
+        .expect("a good answer admits");
+    for name in ["malformed", "wrong-uid", "late"] {
+        assert!(
+            pods.get_opt(name).await.expect("get").is_none(),
+            "{name} stored"
+        );
+    }
+}
