@@ -928,3 +928,103 @@ async fn bad_answers_and_slow_webhooks_fail_the_request() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_policy_equivalent_converts_requests_on_other_versions() {
+    let pki = Pki::new();
+    let defaulter = WebhookServer::start(&pki, |review| {
+        Reply::patch(
+            review,
+            json!([{"op": "add", "path": "/spec/tier", "value": "gold"}]),
+        )
+    })
+    .await;
+    let exact = WebhookServer::start(&pki, Reply::allow).await;
+    // The widgets CRD served as v1 (storage) and v2.
+    let mut crd: Value = serde_json::from_str(WIDGET_CRD).expect("crd");
+    let mut v2 = crd["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    crd["spec"]["versions"]
+        .as_array_mut()
+        .expect("versions")
+        .push(v2);
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("crd.json"), crd.to_string()).expect("crd written");
+    let (_env, client) = start(Config {
+        crd_paths: vec![dir.path().to_path_buf()],
+        ..Config::default()
+    })
+    .await;
+    // Both webhooks name only v1; the default matchPolicy is Equivalent.
+    let v1_rules = json!([{"operations": ["CREATE"], "apiGroups": ["hooks.example.com"],
+                           "apiVersions": ["v1"], "resources": ["widgets"]}]);
+    add_mutating(
+        &client,
+        mutating(
+            "v1-defaulter",
+            vec![with(
+                hook(
+                    "default.widgets.example.com",
+                    url_client(&defaulter, &pki, "/"),
+                ),
+                "rules",
+                v1_rules.clone(),
+            )],
+        ),
+    )
+    .await;
+    add_validating(
+        &client,
+        validating(
+            "v1-exact",
+            vec![with(
+                with(
+                    hook("exact.widgets.example.com", url_client(&exact, &pki, "/")),
+                    "rules",
+                    v1_rules,
+                ),
+                "matchPolicy",
+                json!("Exact"),
+            )],
+        ),
+    )
+    .await;
+
+    let gvk = GroupVersionKind::gvk("hooks.example.com", "v2", "Widget");
+    let widgets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
+    );
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "hooks.example.com/v2", "kind": "Widget",
+        "metadata": {"name": "w2"}, "spec": {"size": 1},
+    }))
+    .expect("widget");
+    let created = widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .expect("admitted");
+    assert_eq!(
+        created.types.as_ref().map(|t| t.api_version.as_str()),
+        Some("hooks.example.com/v2")
+    );
+    assert_eq!(created.data["spec"]["tier"], "gold");
+
+    // The webhook saw the request converted to the version its rules name.
+    let request = &defaulter.received()[0].review["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "hooks.example.com", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(request["resource"]["version"], "v1");
+    assert_eq!(
+        request["requestKind"],
+        json!({"group": "hooks.example.com", "version": "v2", "kind": "Widget"})
+    );
+    assert_eq!(request["requestResource"]["version"], "v2");
+    assert_eq!(request["object"]["apiVersion"], "hooks.example.com/v1");
+    // matchPolicy: Exact leaves the v2 request alone.
+    assert_eq!(exact.calls(), 0);
+}

@@ -176,7 +176,41 @@ impl Request<'_> {
         .with_options(self.options.to_json());
         attrs.object = view.0;
         attrs.old_object = view.1;
+        attrs.equivalents = self.equivalents(&attrs.kind);
         Ok(attrs)
+    }
+
+    /// The other served versions of a custom resource (that serve the same
+    /// subresource), for webhooks with `matchPolicy: Equivalent`.
+    fn equivalents(
+        &self,
+        kind: &GroupVersionKind,
+    ) -> Vec<(GroupVersionKind, GroupVersionResource)> {
+        let Some(custom) = self.res.custom() else {
+            return Vec::new();
+        };
+        custom
+            .versions
+            .iter()
+            .filter(|v| v.served && v.name != self.res.version)
+            .filter(|v| match self.subresource {
+                Some("status") => v.status,
+                Some("scale") => v.scale.is_some(),
+                _ => true,
+            })
+            .map(|v| {
+                // A Scale is the same autoscaling/v1 Scale in every version.
+                let kind = if self.is_scale() {
+                    kind.clone()
+                } else {
+                    GroupVersionKind::new(&custom.group, &v.name, &custom.kind)
+                };
+                (
+                    kind,
+                    GroupVersionResource::new(&custom.group, &v.name, &custom.plural),
+                )
+            })
+            .collect()
     }
 }
 
