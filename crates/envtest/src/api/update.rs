@@ -308,17 +308,15 @@ fn commit(app: &App, c: &Change<'_>, s: Staged) -> Result<Written, Fail> {
             warnings,
         });
     }
+    // A Service that loses the race gives back what was allocated for it.
+    let service = super::is_service(res).then(|| new.clone());
     let stored = app
         .store
-        .update(
-            &res.store_key,
-            c.ns,
-            c.name,
-            expected,
-            res.to_storage(new.clone()),
-        )
+        .update(&res.store_key, c.ns, c.name, expected, res.to_storage(new))
         .map_err(|e| {
-            super::restore_allocation(app, res, &new, false);
+            if let Some(svc) = &service {
+                super::restore_allocation(app, res, svc, false);
+            }
             store_err(e)
         })?;
     Ok(Written {
