@@ -24,7 +24,10 @@ const START_EXAMPLES: &str = "Examples:
 
   # Serve on a fixed port with the kubeconfig at a known place
   opctl envtest start --port 8080 --kubeconfig /tmp/envtest.kubeconfig
-  KUBECONFIG=/tmp/envtest.kubeconfig kubectl get ns";
+  KUBECONFIG=/tmp/envtest.kubeconfig kubectl get ns
+
+  # Reach a manager's webhook server on 127.0.0.1:9443 through its Service
+  opctl envtest start --webhook-route system/webhook-service:443=127.0.0.1:9443";
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {

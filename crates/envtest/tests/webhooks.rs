@@ -1,17 +1,16 @@
 //! Admission webhooks called by the envtest server, end to end: real HTTPS
 //! webhook servers (rcgen + rustls), configurations created through kube-rs,
-//! and the requests they admit sent through the server's HTTP API.
-//!
-//! Webhook configurations act on the whole server, so every test starts its
-//! own (a server starts in about a millisecond).
+//! and the requests they admit sent through the server's HTTP API: mutation,
+//! denial, failure policy, dry run, ordering, selectors, updates, deletes and
+//! subresources, bad answers. Custom resources, `matchPolicy`, Service
+//! routing and configuration writes: `webhooks_crd_and_routes.rs`.
 
 #[allow(dead_code)]
 mod admission_support;
 #[allow(dead_code)]
-#[path = "support/server.rs"]
-mod server;
-#[allow(dead_code)]
 mod support;
+#[allow(dead_code)]
+mod webhook_env;
 
 use std::time::Duration;
 
@@ -19,81 +18,13 @@ use admission_support::fixtures::{
     add_label, hook, labels_of, mutating, url_client, validating, with,
 };
 use admission_support::{Pki, Reply, WebhookServer, closed_port};
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::core::{ApiResource, GroupVersionKind};
-use kube::{Client, Error};
-use opctl_envtest::admission::WebhookRoute;
-use opctl_envtest::{Config, Envtest};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use opctl_envtest::Config;
 use serde_json::{Value, json};
 use support::http::{Http, HttpRequest};
-
-/// A fresh server and a kube-rs client of it.
-async fn start(config: Config) -> (Envtest, Client) {
-    let env = server::start(config).await;
-    let kubeconfig = Kubeconfig::from_yaml(&env.kubeconfig_yaml()).expect("kubeconfig parses");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("kube-rs accepts the kubeconfig");
-    let client = Client::try_from(config).expect("client");
-    (env, client)
-}
-
-async fn add_mutating(client: &Client, configuration: Value) {
-    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let typed = serde_json::from_value(configuration).expect("a MutatingWebhookConfiguration");
-    api.create(&PostParams::default(), &typed)
-        .await
-        .expect("configuration stored");
-}
-
-async fn add_validating(client: &Client, configuration: Value) {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let typed = serde_json::from_value(configuration).expect("a ValidatingWebhookConfiguration");
-    api.create(&PostParams::default(), &typed)
-        .await
-        .expect("configuration stored");
-}
-
-async fn namespace(client: &Client, name: &str, labels: Value) {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let ns = serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))
-        .expect("namespace");
-    api.create(&PostParams::default(), &ns)
-        .await
-        .expect("namespace created");
-}
-
-fn pod(name: &str) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-    }))
-    .expect("pod")
-}
-
-/// The API error of a refused request.
-fn api_error(result: Result<impl std::fmt::Debug, Error>) -> kube::core::Status {
-    match result {
-        Err(Error::Api(status)) => *status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
-
-/// Deny everything with `message` and `code`.
-fn denying(message: &'static str, code: u16) -> impl Fn(&Value) -> Reply + Send + Sync + 'static {
-    move |review| {
-        Reply::deny(
-            review,
-            json!({"code": code, "message": message, "reason": "Forbidden"}),
-        )
-    }
-}
+use webhook_env::{add_mutating, add_validating, api_error, denying, namespace, pod, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_create_is_mutated_and_defaulted_again() {
@@ -537,311 +468,85 @@ async fn updates_deletes_and_subresources_are_admitted() {
     assert_eq!(scale_call["oldObject"]["spec"]["replicas"], 1);
 }
 
-const WIDGET_CRD: &str = r#"{
-  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-  "metadata": {"name": "widgets.hooks.example.com"},
-  "spec": {
-    "group": "hooks.example.com", "scope": "Namespaced",
-    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-    "versions": [{"name": "v1", "served": true, "storage": true,
-      "subresources": {"status": {}},
-      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-        "spec": {"type": "object", "properties": {
-          "size": {"type": "integer", "minimum": 1},
-          "color": {"type": "string", "default": "blue"},
-          "tier": {"type": "string"}}},
-        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}}}}]
-  }
-}"#;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn webhooks_on_a_custom_resource() {
+async fn bad_answers_and_slow_webhooks_fail_the_request() {
     let pki = Pki::new();
-    // Mutates: sets spec.tier (and an unknown field the schema prunes);
-    // removes spec.color, which defaulting then restores.
-    let defaulter = WebhookServer::start(&pki, |review| {
-        if review["request"]["operation"] != "CREATE" {
-            return Reply::allow(review);
-        }
-        Reply::patch(
-            review,
-            json!([
-                {"op": "add", "path": "/spec/tier", "value": "gold"},
-                {"op": "add", "path": "/spec/unknown", "value": 1},
-                {"op": "remove", "path": "/spec/color"},
-            ]),
-        )
-    })
-    .await;
-    // Validates: refuses growing a widget beyond 10.
-    let validator = WebhookServer::start(&pki, |review| {
-        let size = review["request"]["object"]["spec"]["size"]
-            .as_i64()
-            .unwrap_or(0);
-        if size > 10 {
-            Reply::deny(
-                review,
-                json!({"code": 422, "message": "widgets stay small"}),
-            )
-        } else {
-            Reply::allow(review)
-        }
-    })
-    .await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("crd.json"), WIDGET_CRD).expect("crd written");
-    let (_env, client) = start(Config {
-        crd_paths: vec![dir.path().to_path_buf()],
-        ..Config::default()
-    })
-    .await;
-    let rules = json!([{"operations": ["CREATE", "UPDATE"], "apiGroups": ["hooks.example.com"],
-                        "apiVersions": ["v1"], "resources": ["widgets"]}]);
-    add_mutating(
-        &client,
-        mutating(
-            "widgets",
-            vec![with(
-                hook(
-                    "default.widgets.example.com",
-                    url_client(&defaulter, &pki, "/"),
-                ),
-                "rules",
-                rules.clone(),
-            )],
-        ),
+    // Answers by the Pod's "answer" label: malformed JSON, a wrong uid, or late.
+    let webhook = WebhookServer::start(
+        &pki,
+        |review| match review["request"]["object"]["metadata"]["labels"]["answer"].as_str() {
+            Some("malformed") => Reply::raw(200, Some("application/json"), "not json"),
+            Some("wrong-uid") => {
+                Reply::response(review, json!({"uid": "not-the-uid", "allowed": true}))
+            }
+            Some("late") => Reply::allow(review).after(Duration::from_secs(3)),
+            _ => Reply::allow(review),
+        },
     )
     .await;
+    let (_env, client) = start(Config::default()).await;
     add_validating(
         &client,
         validating(
-            "widgets",
+            "picky",
             vec![with(
-                hook(
-                    "validate.widgets.example.com",
-                    url_client(&validator, &pki, "/"),
-                ),
-                "rules",
-                rules,
+                hook("picky.example.com", url_client(&webhook, &pki, "/v")),
+                "timeoutSeconds",
+                json!(1),
             )],
         ),
     )
     .await;
-    let gvk = GroupVersionKind::gvk("hooks.example.com", "v1", "Widget");
-    let widgets: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
-    );
-    let widget: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "hooks.example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w1"}, "spec": {"size": 2, "color": "red"},
-    }))
-    .expect("widget");
-    let created = widgets
-        .create(&PostParams::default(), &widget)
-        .await
-        .expect("admitted");
-    assert_eq!(
-        created.data["spec"],
-        json!({"size": 2, "tier": "gold", "color": "blue"})
-    );
-    let request = &defaulter.received()[0].review["request"];
-    assert_eq!(
-        request["kind"],
-        json!({"group": "hooks.example.com", "version": "v1", "kind": "Widget"})
-    );
-    assert_eq!(request["resource"]["resource"], "widgets");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let create = |answer: &str| {
+        let mut p = pod(answer);
+        p.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("answer".into(), answer.into());
+        p
+    };
+    let prefix = "Internal error occurred: failed calling webhook \"picky.example.com\": ";
+    let reason = |err: kube::core::Status| -> String {
+        assert_eq!(err.code, 500, "{}", err.message);
+        err.message
+            .strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("unexpected message {:?}", err.message))
+            .to_string()
+    };
 
     let err = api_error(
-        widgets
-            .patch(
-                "w1",
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"size": 11}})),
-            )
+        pods.create(&PostParams::default(), &create("malformed"))
             .await,
     );
-    assert_eq!(err.code, 422);
     assert_eq!(
-        err.message,
-        "admission webhook \"validate.widgets.example.com\" denied the request: widgets stay small"
+        reason(err),
+        "failed to call webhook: couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u')"
     );
-    let update_call = validator.received().last().cloned().expect("called");
-    assert_eq!(update_call.review["request"]["operation"], "UPDATE");
+    let err = api_error(
+        pods.create(&PostParams::default(), &create("wrong-uid"))
+            .await,
+    );
+    assert!(
+        reason(err).starts_with("received invalid webhook response: expected response.uid="),
+        "wrong uid"
+    );
+    // The webhook would allow after 3 s: the request failed at timeoutSeconds.
+    let err = api_error(pods.create(&PostParams::default(), &create("late")).await);
     assert_eq!(
-        update_call.review["request"]["oldObject"]["spec"]["size"],
-        2
-    );
-    let stored = widgets.get("w1").await.expect("stored");
-    assert_eq!(stored.data["spec"]["size"], 2);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_service_reference_is_reached_through_a_route() {
-    let pki = Pki::new();
-    let webhook = WebhookServer::start(&pki, |r| Reply::patch(r, add_label("routed", "yes"))).await;
-    let route: WebhookRoute = format!("system/webhook-service:443=127.0.0.1:{}", webhook.port)
-        .parse()
-        .expect("route");
-    let (_env, client) = start(Config {
-        webhook_routes: vec![route],
-        ..Config::default()
-    })
-    .await;
-    let service = json!({
-        "service": {"namespace": "system", "name": "webhook-service", "path": "/mutate-v1-pod"},
-        "caBundle": pki.ca_bundle(),
-    });
-    add_mutating(
-        &client,
-        mutating("routed", vec![hook("routed.example.com", service)]),
-    )
-    .await;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let created = pods
-        .create(&PostParams::default(), &pod("p"))
-        .await
-        .expect("admitted");
-    assert_eq!(
-        created
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("routed"))
-            .map(String::as_str),
-        Some("yes")
-    );
-    let received = &webhook.received()[0];
-    assert_eq!(received.uri, "/mutate-v1-pod?timeout=10s");
-    // The certificate was checked for the Service's name, not the address.
-    assert_eq!(received.host, "webhook-service.system.svc:443");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_service_reference_is_reached_through_the_stored_service() {
-    let pki = Pki::new();
-    let webhook =
-        WebhookServer::start(&pki, |r| Reply::patch(r, add_label("via", "service"))).await;
-    let (_env, client) = start(Config::default()).await;
-    namespace(&client, "system", json!({})).await;
-    // As a generated project's config/webhook/service.yaml: 443 -> the manager's port.
-    let services: Api<Service> = Api::namespaced(client.clone(), "system");
-    let service = serde_json::from_value(json!({
-        "metadata": {"name": "webhook-service"},
-        "spec": {"ports": [{"port": 443, "targetPort": webhook.port, "protocol": "TCP"}],
-                 "selector": {"control-plane": "controller-manager"}},
-    }))
-    .expect("service");
-    services
-        .create(&PostParams::default(), &service)
-        .await
-        .expect("service created");
-    let reference = json!({
-        "service": {"namespace": "system", "name": "webhook-service", "path": "/mutate"},
-        "caBundle": pki.ca_bundle(),
-    });
-    add_mutating(
-        &client,
-        mutating("by-service", vec![hook("service.example.com", reference)]),
-    )
-    .await;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let created = pods
-        .create(&PostParams::default(), &pod("p"))
-        .await
-        .expect("admitted");
-    assert_eq!(
-        created
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("via"))
-            .map(String::as_str),
-        Some("service")
-    );
-    assert_eq!(webhook.calls(), 1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn configurations_are_validated_and_take_effect_at_once() {
-    let pki = Pki::new();
-    let webhook = WebhookServer::start(&pki, denying("closed", 403)).await;
-    let (env, client) = start(Config::default()).await;
-
-    // An invalid configuration is refused with kube-apiserver's causes.
-    let http = Http::new(&env.base_url());
-    let mut bad = validating("bad", vec![hook("bad", url_client(&webhook, &pki, "/"))]);
-    bad["webhooks"][0]
-        .as_object_mut()
-        .expect("hook")
-        .remove("sideEffects");
-    let response = http
-        .send(
-            &HttpRequest::new(
-                "POST",
-                "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-            )
-            .json(&bad),
-            Duration::from_secs(10),
+        reason(err),
+        format!(
+            "failed to call webhook: Post \"https://127.0.0.1:{}/v?timeout=1s\": context deadline exceeded",
+            webhook.port
         )
+    );
+    pods.create(&PostParams::default(), &create("fine"))
         .await
-        .expect("answer");
-    assert_eq!(response.status, 422);
-    let status = response.json().expect("Status");
-    let causes: Vec<&str> = status["details"]["causes"]
-        .as_array()
-        .expect("causes")
-        .iter()
-        .filter_map(|c| c["field"].as_str())
-        .collect();
-    assert_eq!(causes, ["webhooks[0].name", "webhooks[0].sideEffects"]);
-
-    // Stored configurations are defaulted.
-    add_validating(
-        &client,
-        validating(
-            "closed",
-            vec![hook("closed.example.com", url_client(&webhook, &pki, "/"))],
-        ),
-    )
-    .await;
-    let configs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let stored = serde_json::to_value(configs.get("closed").await.expect("stored")).expect("json");
-    assert_eq!(stored["webhooks"][0]["failurePolicy"], "Fail");
-    assert_eq!(stored["webhooks"][0]["timeoutSeconds"], 10);
-    assert_eq!(stored["webhooks"][0]["matchPolicy"], "Equivalent");
-
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    api_error(pods.create(&PostParams::default(), &pod("a")).await);
-    // Narrowing the rules takes effect for the next request...
-    configs
-        .patch(
-            "closed",
-            &PatchParams::default(),
-            &Patch::Json::<()>(
-                serde_json::from_value(json!([
-                    {"op": "replace", "path": "/webhooks/0/rules/0/operations", "value": ["UPDATE"]}
-                ]))
-                .expect("patch"),
-            ),
-        )
-        .await
-        .expect("patched");
-    pods.create(&PostParams::default(), &pod("b"))
-        .await
-        .expect("CREATE no longer matches");
-    // ...and so does deleting the configuration.
-    configs
-        .delete("closed", &DeleteParams::default())
-        .await
-        .expect("deleted");
-    pods.patch(
-        "b",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"free": "yes"}}})),
-    )
-    .await
-    .expect("no webhook left");
-    assert_eq!(webhook.calls(), 1);
+        .expect("a good answer admits");
+    for name in ["malformed", "wrong-uid", "late"] {
+        assert!(
+            pods.get_opt(name).await.expect("get").is_none(),
+            "{name} stored"
+        );
+    }
 }

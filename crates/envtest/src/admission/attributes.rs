@@ -33,7 +33,29 @@ pub struct GroupVersionKind {
     pub kind: String,
 }
 
+/// `object` of kind `from` as an object of kind `to`: the `apiVersion` is
+/// rewritten when it is `from`'s (a Scale stays a Scale).
+pub(crate) fn convert(object: &Value, from: &GroupVersionKind, to: &GroupVersionKind) -> Value {
+    let mut object = object.clone();
+    if from != to
+        && let Some(map) = object.as_object_mut()
+        && map.get("apiVersion").and_then(Value::as_str) == Some(from.api_version().as_str())
+    {
+        map.insert("apiVersion".into(), Value::String(to.api_version()));
+    }
+    object
+}
+
 impl GroupVersionKind {
+    /// `group/version`, or `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
     pub fn new(group: &str, version: &str, kind: &str) -> Self {
         GroupVersionKind {
             group: group.to_string(),
@@ -127,9 +149,9 @@ impl UserInfo {
 
 /// Everything a webhook call needs to know about one API request.
 ///
-/// `kind` and `resource` are those of the request as received. They are sent
-/// both as `kind`/`resource` and as `requestKind`/`requestResource`: envtest
-/// never converts a request to an equivalent version for a webhook. `object` is the object being
+/// `kind` and `resource` are those of the request as received, sent as
+/// `kind`/`resource` and as `requestKind`/`requestResource`, unless the
+/// webhook is called for an equivalent version (`for_equivalent`). `object` is the object being
 /// admitted as it would be stored (`None` for DELETE), `old_object` the stored
 /// object on UPDATE and DELETE. `options` is the `CreateOptions` /
 /// `UpdateOptions` / `DeleteOptions` object (with `kind` and `apiVersion`
@@ -152,6 +174,13 @@ pub struct AdmissionAttributes {
     pub dry_run: bool,
     pub options: Option<Value>,
     pub user_info: UserInfo,
+    /// The other served versions of the same resource (with the kind each
+    /// serves), in the order `matchPolicy: Equivalent` tries them: envtest
+    /// fills them in for custom resources served in several versions.
+    pub equivalents: Vec<(GroupVersionKind, GroupVersionResource)>,
+    /// The kind and resource of the request as received, when the webhook is
+    /// called for an equivalent version (`requestKind`/`requestResource`).
+    pub request: Option<(GroupVersionKind, GroupVersionResource)>,
 }
 
 impl AdmissionAttributes {
@@ -182,7 +211,42 @@ impl AdmissionAttributes {
             dry_run: false,
             options: None,
             user_info: UserInfo::default(),
+            equivalents: Vec::new(),
+            request: None,
         }
+    }
+
+    pub fn with_equivalents(
+        mut self,
+        equivalents: Vec<(GroupVersionKind, GroupVersionResource)>,
+    ) -> Self {
+        self.equivalents = equivalents;
+        self
+    }
+
+    /// The attributes a webhook sees when it is called for the equivalent
+    /// `kind`/`resource` of this request: objects converted to that version
+    /// (envtest converts the versions of a resource by rewriting
+    /// `apiVersion`), the request's own kind and resource kept as
+    /// `requestKind`/`requestResource`.
+    pub(crate) fn for_equivalent(
+        &self,
+        kind: &GroupVersionKind,
+        resource: &GroupVersionResource,
+    ) -> AdmissionAttributes {
+        let mut converted = self.clone();
+        converted.object = self.object.as_ref().map(|o| self.convert(o, kind));
+        converted.old_object = self.old_object.as_ref().map(|o| self.convert(o, kind));
+        converted.kind = kind.clone();
+        converted.resource = resource.clone();
+        converted.request = Some((self.kind.clone(), self.resource.clone()));
+        converted.equivalents = Vec::new();
+        converted
+    }
+
+    /// `object` (of this request's kind) as an object of kind `to`.
+    pub(crate) fn convert(&self, object: &Value, to: &GroupVersionKind) -> Value {
+        convert(object, &self.kind, to)
     }
 
     pub fn with_subresource(mut self, subresource: &str) -> Self {
@@ -221,8 +285,12 @@ impl AdmissionAttributes {
         if !self.subresource.is_empty() {
             map.insert("subResource".into(), json!(self.subresource));
         }
-        map.insert("requestKind".into(), self.kind.to_json());
-        map.insert("requestResource".into(), self.resource.to_json());
+        let (request_kind, request_resource) = match &self.request {
+            Some((kind, resource)) => (kind, resource),
+            None => (&self.kind, &self.resource),
+        };
+        map.insert("requestKind".into(), request_kind.to_json());
+        map.insert("requestResource".into(), request_resource.to_json());
         if !self.subresource.is_empty() {
             map.insert("requestSubResource".into(), json!(self.subresource));
         }

@@ -5,8 +5,7 @@
 //! defaults (kube-apiserver defaults them on write, so it never sees them absent):
 //! `failurePolicy: Fail`, empty selectors,
 //! `timeoutSeconds: 10`, `reinvocationPolicy: Never`, rule `scope: "*"`,
-//! service `port: 443`. `matchPolicy` is not read: in envtest `Equivalent`
-//! and `Exact` match the same requests (see the module overview).
+//! service `port: 443`, `matchPolicy: Equivalent`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +57,9 @@ pub(crate) struct Webhook {
     pub rules: Vec<Rule>,
     /// `failurePolicy: Ignore`.
     pub ignore_failures: bool,
+    /// `matchPolicy: Equivalent`: a request on another version of the same
+    /// resource is sent, converted, to a webhook whose rules name one.
+    pub match_equivalent: bool,
     pub namespace_selector: Result<LabelSelector, String>,
     pub object_selector: Result<LabelSelector, String>,
     pub side_effects: Option<String>,
@@ -160,6 +162,7 @@ fn compile_webhook(config_name: &str, index: usize, hook: &Value, hook_type: Hoo
             .map(|rules| rules.iter().map(compile_rule).collect())
             .unwrap_or_default(),
         ignore_failures: text("failurePolicy") == Some("Ignore"),
+        match_equivalent: text("matchPolicy") != Some("Exact"),
         namespace_selector: LabelSelector::parse(hook.get("namespaceSelector")),
         object_selector: LabelSelector::parse(hook.get("objectSelector")),
         side_effects: text("sideEffects").map(str::to_string),
@@ -201,6 +204,7 @@ mod tests {
         );
         let hook = &set.hooks[0];
         assert!(!hook.ignore_failures);
+        assert!(hook.match_equivalent);
         assert!(!hook.reinvoke_if_needed);
         assert_eq!(hook.timeout, Duration::from_secs(10));
         assert_eq!(hook.rules[0].scope, Scope::All);

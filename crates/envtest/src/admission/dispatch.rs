@@ -153,15 +153,19 @@ impl WebhookRegistry {
                 break;
             }
             for hook in &hooks.mutating.hooks {
-                if !should_call(hook, attrs, object.as_ref(), self.cluster.as_ref())? {
+                let Some(invocation) =
+                    should_call(hook, attrs, object.as_ref(), self.cluster.as_ref())?
+                else {
                     continue;
-                }
+                };
                 if round == 1 && !to_reinvoke.contains(hook.uid.as_str()) {
                     continue;
                 }
+                let (view, sent) = invocation.view(attrs, object.as_ref());
                 let outcome = self
-                    .call_mutating(hook, attrs, object.as_ref(), &routes, warnings)
-                    .await;
+                    .call_mutating(hook, &view, sent.as_deref(), &routes, warnings)
+                    .await
+                    .map(|patched| patched.map(|p| invocation.back(attrs, p)));
                 if let Ok(Some(patched)) = &outcome
                     && object.as_ref() != Some(patched)
                 {
@@ -200,17 +204,20 @@ impl WebhookRegistry {
         }
         let mut relevant = Vec::new();
         for hook in &hooks.validating.hooks {
-            if should_call(hook, attrs, attrs.object.as_ref(), self.cluster.as_ref())? {
-                relevant.push(hook);
+            if let Some(invocation) =
+                should_call(hook, attrs, attrs.object.as_ref(), self.cluster.as_ref())?
+            {
+                relevant.push((hook, invocation));
             }
         }
         let routes = self.routes();
-        let calls = relevant.iter().map(|hook| {
+        let calls = relevant.iter().map(|(hook, invocation)| {
             let routes = Arc::clone(&routes);
             async move {
                 let mut hook_warnings = Vec::new();
+                let (view, sent) = invocation.view(attrs, attrs.object.as_ref());
                 let outcome = self
-                    .call(hook, attrs, attrs.object.as_ref(), false, &routes, &mut hook_warnings)
+                    .call(hook, &view, sent.as_deref(), false, &routes, &mut hook_warnings)
                     .await;
                 let error = match outcome {
                     Ok(_) => None,

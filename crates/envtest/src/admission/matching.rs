@@ -2,11 +2,12 @@
 //! `objectSelector`, `rules` and `matchConditions`, evaluated in the order and
 //! with the errors of kube-apiserver's generic webhook plugin.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::attributes::{AdmissionAttributes, Operation};
+use super::attributes::{AdmissionAttributes, GroupVersionResource, Operation, convert};
 use super::config::{Rule, Scope, Webhook};
 use super::errors::{internal_error, namespace_not_found};
 use crate::error::ApiResult;
@@ -37,33 +38,95 @@ impl ClusterView for EmptyCluster {
     }
 }
 
-/// Whether `hook` is called for `attrs`, with `object` the object as mutated
-/// so far. `Err` fails the whole request (the failure policy does not apply),
-/// as kube-apiserver's `ShouldCallHook` errors do.
+/// For which version of a request a webhook is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Invocation {
+    /// The request as received.
+    Request,
+    /// `attrs.equivalents[i]` (`matchPolicy: Equivalent`): the webhook's
+    /// rules name another served version of the same resource.
+    Equivalent(usize),
+}
+
+impl Invocation {
+    /// The attributes and object the webhook is sent, with `object` the
+    /// object as mutated so far (in the request's version).
+    pub(crate) fn view<'a>(
+        self,
+        attrs: &'a AdmissionAttributes,
+        object: Option<&'a Value>,
+    ) -> (Cow<'a, AdmissionAttributes>, Option<Cow<'a, Value>>) {
+        match self {
+            Invocation::Equivalent(i) => match attrs.equivalents.get(i) {
+                Some((kind, resource)) => (
+                    Cow::Owned(attrs.for_equivalent(kind, resource)),
+                    object.map(|o| Cow::Owned(attrs.convert(o, kind))),
+                ),
+                None => (Cow::Borrowed(attrs), object.map(Cow::Borrowed)),
+            },
+            Invocation::Request => (Cow::Borrowed(attrs), object.map(Cow::Borrowed)),
+        }
+    }
+
+    /// A webhook's object (in the version it was called for) back in the request's version.
+    pub(crate) fn back(self, attrs: &AdmissionAttributes, object: Value) -> Value {
+        match self {
+            Invocation::Equivalent(i) => match attrs.equivalents.get(i) {
+                Some((kind, _)) => convert(&object, kind, &attrs.kind),
+                None => object,
+            },
+            Invocation::Request => object,
+        }
+    }
+}
+
+/// Whether and how `hook` is called for `attrs`, with `object` the object as
+/// mutated so far. `Err` fails the whole request (the failure policy does not
+/// apply), as kube-apiserver's `ShouldCallHook` errors do.
 pub(crate) fn should_call(
     hook: &Webhook,
     attrs: &AdmissionAttributes,
     object: Option<&Value>,
     cluster: &dyn ClusterView,
-) -> ApiResult<bool> {
+) -> ApiResult<Option<Invocation>> {
     // Selector errors only count for webhooks whose rules match the request.
     let namespace_match = match_namespace(hook, attrs, object, cluster);
     if let Ok(false) = namespace_match {
-        return Ok(false);
+        return Ok(None);
     }
     let object_match = match_object(hook, attrs, object);
     if let Ok(false) = object_match {
-        return Ok(false);
+        return Ok(None);
     }
-    // matchPolicy Equivalent: envtest serves each resource in one version per
-    // group, so the only equivalent resource of a request is itself and
-    // Equivalent matches exactly what Exact matches.
-    if !hook.rules.iter().any(|rule| rule_matches(rule, attrs)) {
-        return Ok(false);
-    }
+    let Some(invocation) = invocation(hook, attrs) else {
+        return Ok(None);
+    };
     namespace_match?;
     object_match?;
-    hook.conditions.matches(hook, attrs, object)
+    let (view, object) = invocation.view(attrs, object);
+    let matched = hook.conditions.matches(hook, &view, object.as_deref())?;
+    Ok(matched.then_some(invocation))
+}
+
+/// The request itself when a rule matches it; else, under `matchPolicy:
+/// Equivalent`, the first equivalent resource a rule matches (rules in
+/// order, then equivalents in order, as kube-apiserver tries them).
+fn invocation(hook: &Webhook, attrs: &AdmissionAttributes) -> Option<Invocation> {
+    if hook.rules.iter().any(|rule| rule_matches(rule, attrs)) {
+        return Some(Invocation::Request);
+    }
+    if !hook.match_equivalent {
+        return None;
+    }
+    hook.rules.iter().find_map(|rule| {
+        attrs
+            .equivalents
+            .iter()
+            .position(|(_, resource)| {
+                *resource != attrs.resource && rule_matches_resource(rule, attrs, resource)
+            })
+            .map(Invocation::Equivalent)
+    })
 }
 
 fn match_namespace(
@@ -122,6 +185,15 @@ fn exact_or_wildcard(items: &[String], requested: &str) -> bool {
 
 /// One rule against the request (`rules.Matcher` in kube-apiserver).
 pub(crate) fn rule_matches(rule: &Rule, attrs: &AdmissionAttributes) -> bool {
+    rule_matches_resource(rule, attrs, &attrs.resource)
+}
+
+/// One rule against the request with its resource replaced by `resource`.
+fn rule_matches_resource(
+    rule: &Rule,
+    attrs: &AdmissionAttributes,
+    resource: &GroupVersionResource,
+) -> bool {
     let is_namespace_object = attrs.resource.is_core_namespaces();
     let scope = match rule.scope {
         Scope::All => true,
@@ -133,15 +205,15 @@ pub(crate) fn rule_matches(rule: &Rule, attrs: &AdmissionAttributes) -> bool {
         .operations
         .iter()
         .any(|op| op == "*" || op == attrs.operation.as_str());
-    let resource = rule.resources.iter().any(|entry| {
+    let resource_matches = rule.resources.iter().any(|entry| {
         let (res, sub) = entry.split_once('/').unwrap_or((entry.as_str(), ""));
-        (res == "*" || res == attrs.resource.resource) && (sub == "*" || sub == attrs.subresource)
+        (res == "*" || res == resource.resource) && (sub == "*" || sub == attrs.subresource)
     });
     scope
         && operation
-        && exact_or_wildcard(&rule.api_groups, &attrs.resource.group)
-        && exact_or_wildcard(&rule.api_versions, &attrs.resource.version)
-        && resource
+        && exact_or_wildcard(&rule.api_groups, &resource.group)
+        && exact_or_wildcard(&rule.api_versions, &resource.version)
+        && resource_matches
 }
 
 #[cfg(test)]
@@ -253,5 +325,47 @@ mod tests {
         assert!(rule_matches(&everything(Scope::Cluster), &n));
         assert!(!rule_matches(&everything(Scope::Namespaced), &n));
         assert!(!rule_matches(&everything(Scope::Unknown), &p));
+    }
+
+    #[test]
+    fn equivalent_versions_are_tried_under_match_policy_equivalent_only() {
+        use crate::admission::config::{HookSet, HookType};
+        let rules = serde_json::json!([{"operations": ["CREATE"], "apiGroups": ["g.io"],
+                                        "apiVersions": ["v1"], "resources": ["ws"]}]);
+        let set = HookSet::compile(
+            &[serde_json::json!({"metadata": {"name": "c"}, "webhooks": [
+                {"name": "eq.g.io", "rules": rules},
+                {"name": "exact.g.io", "rules": rules, "matchPolicy": "Exact"},
+            ]})],
+            HookType::Validating,
+        );
+        let version = |v: &str| {
+            (
+                GroupVersionKind::new("g.io", v, "W"),
+                GroupVersionResource::new("g.io", v, "ws"),
+            )
+        };
+        let (kind, resource) = version("v2");
+        let attrs = AdmissionAttributes::new(Operation::Create, kind, resource, "default", "w")
+            .with_object(serde_json::json!({"apiVersion": "g.io/v2", "kind": "W"}))
+            .with_equivalents(vec![version("v3"), version("v1")]);
+        let call =
+            |i: usize| should_call(&set.hooks[i], &attrs, attrs.object.as_ref(), &EmptyCluster);
+        assert_eq!(call(0), Ok(Some(Invocation::Equivalent(1))));
+        assert_eq!(call(1), Ok(None));
+
+        let (view, object) = Invocation::Equivalent(1).view(&attrs, attrs.object.as_ref());
+        assert_eq!(view.kind.version, "v1");
+        assert_eq!(
+            view.request.as_ref().map(|(k, _)| k.version.as_str()),
+            Some("v2")
+        );
+        assert_eq!(
+            object.as_deref().map(|o| o["apiVersion"].clone()),
+            Some(serde_json::json!("g.io/v1"))
+        );
+        let back =
+            Invocation::Equivalent(1).back(&attrs, serde_json::json!({"apiVersion": "g.io/v1"}));
+        assert_eq!(back["apiVersion"], "g.io/v2");
     }
 }

@@ -46,10 +46,11 @@
 //! - a namespaced request in a missing namespace with a `namespaceSelector`: 404.
 //!
 //! # Where envtest differs from kube-apiserver
-//! - `matchPolicy: Equivalent` matches what `Exact` matches: envtest serves
-//!   each resource in one version per group, so a request has no other
-//!   equivalent resource to match (a CRD served in several versions would
-//!   need conversion, which envtest does not do for webhooks).
+//! - `matchPolicy: Equivalent` knows the versions of one custom resource as
+//!   equivalents (the server fills `AdmissionAttributes::equivalents`), not
+//!   the cross-group equivalences of built-in kinds (envtest serves one
+//!   version of each); objects are converted by rewriting `apiVersion`, as
+//!   envtest converts CRD versions everywhere.
 //! - Validating webhooks run concurrently; when several fail, the first in
 //!   call order is reported (kube-apiserver reports the first to finish).
 //! - After a patch, kube-apiserver decodes the object into its Go type

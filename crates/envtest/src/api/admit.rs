@@ -116,8 +116,26 @@ pub(crate) struct Request<'a> {
     pub subresource: Option<&'a str>,
     pub operation: Operation,
     pub dry_run: bool,
-    /// The `CreateOptions` / `UpdateOptions` / `DeleteOptions` object.
-    pub options: Value,
+    /// The request's options, turned into the `CreateOptions` /
+    /// `UpdateOptions` / `DeleteOptions` object only when a webhook is called.
+    pub options: Options<'a>,
+}
+
+/// The options of a request, as the webhooks are sent them.
+pub(crate) enum Options<'a> {
+    Create(&'a WriteOptions),
+    Update(&'a WriteOptions),
+    Delete(&'a DeleteOptions),
+}
+
+impl Options<'_> {
+    fn to_json(&self) -> Value {
+        match self {
+            Options::Create(opts) => write_options("CreateOptions", opts),
+            Options::Update(opts) => write_options("UpdateOptions", opts),
+            Options::Delete(opts) => delete_options(opts),
+        }
+    }
 }
 
 impl Request<'_> {
@@ -155,15 +173,49 @@ impl Request<'_> {
         )
         .with_subresource(self.subresource.unwrap_or(""))
         .with_dry_run(self.dry_run)
-        .with_options(self.options.clone());
+        .with_options(self.options.to_json());
         attrs.object = view.0;
         attrs.old_object = view.1;
+        attrs.equivalents = self.equivalents(&attrs.kind);
         Ok(attrs)
+    }
+
+    /// The other served versions of a custom resource (that serve the same
+    /// subresource), for webhooks with `matchPolicy: Equivalent`.
+    fn equivalents(
+        &self,
+        kind: &GroupVersionKind,
+    ) -> Vec<(GroupVersionKind, GroupVersionResource)> {
+        let Some(custom) = self.res.custom() else {
+            return Vec::new();
+        };
+        custom
+            .versions
+            .iter()
+            .filter(|v| v.served && v.name != self.res.version)
+            .filter(|v| match self.subresource {
+                Some("status") => v.status,
+                Some("scale") => v.scale.is_some(),
+                _ => true,
+            })
+            .map(|v| {
+                // A Scale is the same autoscaling/v1 Scale in every version.
+                let kind = if self.is_scale() {
+                    kind.clone()
+                } else {
+                    GroupVersionKind::new(&custom.group, &v.name, &custom.kind)
+                };
+                (
+                    kind,
+                    GroupVersionResource::new(&custom.group, &v.name, &custom.plural),
+                )
+            })
+            .collect()
     }
 }
 
 /// `CreateOptions` or `UpdateOptions` as kube-apiserver hands them to webhooks.
-pub(crate) fn write_options(kind: &str, opts: &WriteOptions) -> Value {
+fn write_options(kind: &str, opts: &WriteOptions) -> Value {
     let mut map = Map::new();
     map.insert("kind".into(), json!(kind));
     map.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
@@ -177,7 +229,7 @@ pub(crate) fn write_options(kind: &str, opts: &WriteOptions) -> Value {
 }
 
 /// `DeleteOptions` as kube-apiserver hands them to webhooks.
-pub(crate) fn delete_options(opts: &DeleteOptions) -> Value {
+fn delete_options(opts: &DeleteOptions) -> Value {
     let mut map = Map::new();
     map.insert("kind".into(), json!("DeleteOptions"));
     map.insert("apiVersion".into(), json!("meta.k8s.io/v1"));

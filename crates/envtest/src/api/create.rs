@@ -44,7 +44,7 @@ pub async fn create(
         subresource: None,
         operation: Operation::Create,
         dry_run: ctx.opts.dry_run,
-        options: admit::write_options("CreateOptions", &ctx.opts),
+        options: admit::Options::Create(&ctx.opts),
     };
     let obj = admit::mutate(app, &req, staged.obj, None, ctx).await?;
     let ready = check(app, res, obj, staged.warnings, ctx)?;

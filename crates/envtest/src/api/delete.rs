@@ -89,7 +89,7 @@ pub async fn delete(
         subresource: None,
         operation: Operation::Delete,
         dry_run: opts.dry_run,
-        options: admit::delete_options(opts),
+        options: admit::Options::Delete(opts),
     };
     for _ in 0..8 {
         let stored = app

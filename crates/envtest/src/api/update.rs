@@ -308,17 +308,15 @@ fn commit(app: &App, c: &Change<'_>, s: Staged) -> Result<Written, Fail> {
             warnings,
         });
     }
+    // A Service that loses the race gives back what was allocated for it.
+    let service = super::is_service(res).then(|| new.clone());
     let stored = app
         .store
-        .update(
-            &res.store_key,
-            c.ns,
-            c.name,
-            expected,
-            res.to_storage(new.clone()),
-        )
+        .update(&res.store_key, c.ns, c.name, expected, res.to_storage(new))
         .map_err(|e| {
-            super::restore_allocation(app, res, &new, false);
+            if let Some(svc) = &service {
+                super::restore_allocation(app, res, svc, false);
+            }
             store_err(e)
         })?;
     Ok(Written {
@@ -358,7 +356,7 @@ pub(crate) async fn update_once_admitted(
         subresource: c.sub,
         operation: Operation::Update,
         dry_run: c.ctx.opts.dry_run,
-        options: admit::write_options("UpdateOptions", &c.ctx.opts),
+        options: admit::Options::Update(&c.ctx.opts),
     };
     let staged_new = std::mem::take(&mut s.new);
     s.new = admit::mutate(app, &req, staged_new, Some(&s.old_view), c.ctx).await?;
