@@ -351,12 +351,23 @@ fn decode_response(review: &Map<String, Value>) -> Result<(Decoded, bool), Respo
                 decoded.status = Some(value.clone());
             }
             "patch" => {
-                let text = value
-                    .as_str()
-                    .ok_or_else(|| Decode(type_error(value, &path, "[]uint8")))?;
-                decoded.patch = base64::engine::general_purpose::STANDARD
-                    .decode(text)
-                    .map_err(|e| Decode(base64_error(&e)))?;
+                decoded.patch = match value {
+                    Value::String(text) => base64::engine::general_purpose::STANDARD
+                        .decode(text)
+                        .map_err(|e| Decode(base64_error(&e)))?,
+                    // Go decodes a JSON array of bytes into `[]byte` too; kube-rs's
+                    // `AdmissionResponse` serialises its patch that way.
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|item| {
+                            item.as_u64()
+                                .and_then(|n| u8::try_from(n).ok())
+                                .ok_or_else(|| Decode(type_error(item, &path, "uint8")))
+                        })
+                        .collect::<Result<Vec<u8>, _>>()?,
+                    Value::Null => Vec::new(),
+                    other => return Err(Decode(type_error(other, &path, "[]uint8"))),
+                };
             }
             "patchType" => {
                 decoded.patch_type = Some(
@@ -443,6 +454,21 @@ mod tests {
         assert!(r.allowed);
         assert_eq!(r.patch, b"[]");
         assert_eq!(r.warnings, ["w1"]);
+    }
+
+    #[test]
+    fn a_patch_sent_as_an_array_of_bytes_decodes_as_in_go() {
+        // kube-rs's AdmissionResponse serialises `patch` as numbers, not base64.
+        let answer = |patch: Value| {
+            ok(
+                json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "response": {"uid": "u1", "allowed": true, "patchType": "JSONPatch", "patch": patch}}),
+            )
+        };
+        let r = read(&answer(json!([91, 93])), true).unwrap();
+        assert_eq!(r.patch, b"[]");
+        assert!(read(&answer(json!([91, 256])), true).is_err());
+        assert!(read(&answer(json!(["a"])), true).is_err());
     }
 
     #[test]
