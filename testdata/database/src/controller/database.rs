@@ -29,12 +29,15 @@ use children::Desired;
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
-// +opctl:rbac:groups=zalando.org,resources=databases,verbs=get;list;watch;patch;update
-// +opctl:rbac:groups=zalando.org,resources=databases/status,verbs=get;patch;update
+// Databases: watched, finalizer patched, status applied; `finalizers` lets
+// the children's ownerReferences set blockOwnerDeletion.
+// +opctl:rbac:groups=zalando.org,resources=databases,verbs=list;watch;patch
+// +opctl:rbac:groups=zalando.org,resources=databases/status,verbs=patch
 // +opctl:rbac:groups=zalando.org,resources=databases/finalizers,verbs=update
-// Children: applied (create + patch), watched, Pods replaced and stale Secrets removed.
+// Children: watched and applied (a create or a patch); Pods and Secrets are
+// read (type, password) and deleted when the type changes.
 // +opctl:rbac:groups=core,resources=pods,verbs=get;list;watch;create;patch;delete
-// +opctl:rbac:groups=core,resources=services,verbs=get;list;watch;create;patch
+// +opctl:rbac:groups=core,resources=services,verbs=list;watch;create;patch
 // +opctl:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;patch;delete
 
 /// The controller's name in logs and metrics.
