@@ -143,6 +143,26 @@ pub fn kubectl(args: &[&str]) -> Output {
         .unwrap_or_else(|err| panic!("{program} runs: {err}"))
 }
 
+/// Creates a namespace named `prefix-<random>` and returns its name.
+pub async fn create_namespace(client: &kube::Client, prefix: &str) -> String {
+    let suffix = Alphanumeric
+        .sample_string(&mut rand::rng(), 6)
+        .to_lowercase();
+    let namespace = format!("{prefix}-{suffix}");
+    let object = Namespace {
+        metadata: ObjectMeta {
+            name: Some(namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("create the namespace");
+    namespace
+}
+
 /// A test's own namespace with the manager watching only it. Dropping it
 /// deletes the namespace's Databases while the manager still runs (their
 /// finalizer needs it), then the namespace, then stops the manager.
@@ -158,21 +178,7 @@ impl Fixture {
         let client = kube::Client::try_default()
             .await
             .expect("a cluster from the kubeconfig");
-        let suffix = Alphanumeric
-            .sample_string(&mut rand::rng(), 6)
-            .to_lowercase();
-        let namespace = format!("e2e-{test}-{suffix}");
-        let object = Namespace {
-            metadata: ObjectMeta {
-                name: Some(namespace.clone()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &object)
-            .await
-            .expect("create the test namespace");
+        let namespace = create_namespace(&client, &format!("e2e-{test}")).await;
         let manager = Manager::start(&[&format!("--namespace={namespace}")]);
         Fixture {
             client,
