@@ -254,6 +254,15 @@ async fn a_mongo_database_gets_its_pod_service_and_status() {
         created.note.as_deref(),
         Some("Pod and Service created by Database orders")
     );
+
+    // Later reconciles (queued by the children's creation) change nothing:
+    // the Ready condition keeps its transition time, Created is not repeated.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let later = fixture.api::<Database>().get("orders").await;
+    let later = later.expect("read the Database").status.unwrap_or_default();
+    assert_eq!(later, status);
+    let created = event(&fixture, "orders", "Created").await;
+    assert_eq!(created.series, None, "one Created event: {created:?}");
     assert_stops_cleanly(fixture);
 }
 
@@ -512,6 +521,7 @@ async fn deleting_the_database_removes_everything() {
     gone(&secrets, "ledger-credentials").await;
     let deleting = event(&fixture, "ledger", "Deleting").await;
     assert_eq!(deleting.type_.as_deref(), Some("Normal"));
+    assert_eq!(deleting.series, None, "one Deleting event: {deleting:?}");
     assert_stops_cleanly(fixture);
 }
 

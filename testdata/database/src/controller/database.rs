@@ -29,10 +29,11 @@ use children::Desired;
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
-// Databases: watched, finalizer patched, status applied; `finalizers` lets
-// the children's ownerReferences set blockOwnerDeletion.
-// +opctl:rbac:groups=zalando.org,resources=databases,verbs=list;watch;patch
-// +opctl:rbac:groups=zalando.org,resources=databases/status,verbs=patch
+// Databases: watched, read fresh where the watch may lag, finalizer patched,
+// status applied; `finalizers` lets the children's ownerReferences set
+// blockOwnerDeletion.
+// +opctl:rbac:groups=zalando.org,resources=databases,verbs=get;list;watch;patch
+// +opctl:rbac:groups=zalando.org,resources=databases/status,verbs=get;patch
 // +opctl:rbac:groups=zalando.org,resources=databases/finalizers,verbs=update
 // Children: watched and applied (a create or a patch); Pods and Secrets are
 // read (type, password) and deleted when the type changes.
@@ -135,7 +136,7 @@ async fn reconcile(
     let result = finalizer(&api, &finalizer_name, object, |event| async {
         match event {
             finalizer::Event::Apply(object) => apply(&object, &api, &ctx).await,
-            finalizer::Event::Cleanup(object) => cleanup(&object, &ctx).await,
+            finalizer::Event::Cleanup(object) => cleanup(&object, &api, &ctx).await,
         }
     })
     .await;
@@ -160,6 +161,8 @@ async fn reconcile(
 /// What one pass over a Database's children achieved.
 #[derive(Debug, Default)]
 struct Progress {
+    /// Whether this pass created the Pod (it did not exist before).
+    created_pod: bool,
     /// The type of the Pod this pass deleted because `spec.type` changed.
     replaced: Option<String>,
     /// Whether an old Pod is still terminating, so the new one must wait.
@@ -174,23 +177,17 @@ async fn apply(
 ) -> Result<Action, Error> {
     let desired = Desired::of(object)?;
     let name = desired.name.clone();
-    let was_ready = is_ready(object);
     let progress = match ensure_children(&desired, ctx).await {
         Ok(progress) => progress,
         Err(err) => {
             let message = format!("cannot put the children of Database {name} in place: {err}");
-            let status = status_for(object, DatabasePhase::Failed, "Failed", &message);
-            if object.status.as_ref() != Some(&status) {
-                publish(
-                    ctx,
-                    object,
-                    EventType::Warning,
-                    "Failed",
-                    "Reconcile",
-                    message,
-                )
-                .await;
-                if let Err(status_err) = write_status(api, &name, &status).await {
+            match set_status(api, object, DatabasePhase::Failed, "Failed", &message).await {
+                Ok(true) => {
+                    let warning = EventType::Warning;
+                    publish(ctx, object, warning, "Failed", "Reconcile", message).await;
+                }
+                Ok(false) => {}
+                Err(status_err) => {
                     tracing::warn!(database = %name, error = %status_err, "cannot report the failure");
                 }
             }
@@ -203,34 +200,52 @@ async fn apply(
             "spec.type changed from {old} to {}: Pod {name} replaced, Service {name} updated",
             desired.type_
         );
-        publish(
-            ctx,
-            object,
-            EventType::Normal,
-            "TypeChanged",
-            "Replace",
-            note,
-        )
-        .await;
+        let normal = EventType::Normal;
+        publish(ctx, object, normal, "TypeChanged", "Replace", note).await;
     }
     if progress.waiting_for_old_pod {
         let message = format!("waiting for the old Pod {name} to terminate");
-        let status = status_for(object, DatabasePhase::Pending, "ReplacingPod", &message);
-        if object.status.as_ref() != Some(&status) {
-            write_status(api, &name, &status).await?;
-        }
+        set_status(
+            api,
+            object,
+            DatabasePhase::Pending,
+            "ReplacingPod",
+            &message,
+        )
+        .await?;
         return Ok(Action::requeue(WAIT_FOR_OLD_POD));
     }
 
     let message = created_message(&name);
-    let status = status_for(object, DatabasePhase::Ready, "ChildrenReady", &message);
-    if object.status.as_ref() != Some(&status) {
-        write_status(api, &name, &status).await?;
-    }
-    if !was_ready && progress.replaced.is_none() {
+    set_status(api, object, DatabasePhase::Ready, "ChildrenReady", &message).await?;
+    if progress.created_pod && progress.replaced.is_none() {
         publish(ctx, object, EventType::Normal, "Created", "Create", message).await;
     }
     Ok(Action::requeue(RESYNC))
+}
+
+/// Brings the status to `phase`; returns whether it changed. The object from
+/// the watch may predate this controller's last status write (a reconcile
+/// queued by a child can start before that write is seen), so a write is
+/// decided on the stored status: otherwise `lastTransitionTime` would move
+/// while the condition stayed the same.
+async fn set_status(
+    api: &Api<Database>,
+    object: &Database,
+    phase: DatabasePhase,
+    reason: &str,
+    message: &str,
+) -> Result<bool, kube::Error> {
+    if object.status.as_ref() == Some(&status_for(object, phase, reason, message)) {
+        return Ok(false);
+    }
+    let stored = api.get_status(&object.name_any()).await?;
+    let status = status_for(&stored, phase, reason, message);
+    if stored.status.as_ref() == Some(&status) {
+        return Ok(false);
+    }
+    write_status(api, &object.name_any(), &status).await?;
+    Ok(true)
 }
 
 /// Applies the Secret (mysql), the Pod and the Service, replacing a Pod that
@@ -263,6 +278,8 @@ async fn ensure_children(desired: &Desired, ctx: &Context) -> Result<Progress, E
                 return Ok(progress);
             }
         }
+    } else {
+        progress.created_pod = true;
     }
     pods.patch(&desired.name, &params, &Patch::Apply(desired.pod()))
         .await?;
@@ -361,11 +378,18 @@ async fn publish(
 /// collector deletes them through their ownerReferences.
 async fn cleanup(
     object: &Database, // being deleted
+    api: &Api<Database>,
     ctx: &Context,
 ) -> Result<Action, Error> {
     let name = object.name_any();
-    let note = format!("Database {name} deleted: its Pod, Service and Secret go with it");
-    publish(ctx, object, EventType::Normal, "Deleting", "Delete", note).await;
+    // A reconcile queued by a child before the Database went can still see
+    // it with the finalizer: only the first cleanup records the event.
+    let stored = api.get_opt(&name).await?;
+    let ours = finalizer_name();
+    if stored.is_some_and(|db| db.finalizers().contains(&ours)) {
+        let note = format!("Database {name} deleted: its Pod, Service and Secret go with it");
+        publish(ctx, object, EventType::Normal, "Deleting", "Delete", note).await;
+    }
     Ok(Action::await_change())
 }
 
@@ -380,12 +404,6 @@ fn status_for(obj: &Database, phase: DatabasePhase, reason: &str, message: &str)
     let ready = conditions::ready(phase == DatabasePhase::Ready, reason, message, generation);
     conditions::set(&mut status.conditions, ready);
     status
-}
-
-/// Whether the object's status already says Ready.
-fn is_ready(obj: &Database) -> bool {
-    let status = obj.status.as_ref();
-    status.is_some_and(|s| conditions::is_true(&s.conditions, conditions::READY))
 }
 
 /// Decides when a failed reconcile is retried: exponential backoff per
@@ -455,9 +473,10 @@ mod tests {
     #[test]
     fn an_up_to_date_status_is_left_alone() {
         let mut object = object_at(2);
-        assert!(!is_ready(&object));
+        assert!(object.status.is_none());
         object.status = Some(ready_status(&object));
-        assert!(is_ready(&object));
+        let status = object.status.clone().unwrap_or_default();
+        assert!(conditions::is_true(&status.conditions, conditions::READY));
         assert_eq!(object.status, Some(ready_status(&object)));
     }
 
