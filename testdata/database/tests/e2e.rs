@@ -456,6 +456,65 @@ async fn switching_the_type_replaces_the_pod_and_updates_the_service() {
 
 #[tokio::test]
 #[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_type_change_waits_for_the_old_pod_to_go() {
+    let fixture = Fixture::start("wait").await;
+    create(&fixture, "archive", DatabaseType::Mongo).await;
+    ready(&fixture, "archive").await;
+    // A finalizer of the test's own keeps the old Pod terminating, as a
+    // kubelet does during the grace period of a running Pod.
+    let pods = fixture.api::<Pod>();
+    let hold = Patch::Merge(json!({"metadata": {"finalizers": ["e2e.zalando.org/hold"]}}));
+    let mongo_pod = pods
+        .patch("archive", &PatchParams::default(), &hold)
+        .await
+        .expect("hold the Pod");
+
+    let databases = fixture.api::<Database>();
+    let to_mysql = Patch::Merge(json!({"spec": {"type": "mysql"}}));
+    databases
+        .patch("archive", &PatchParams::default(), &to_mysql)
+        .await
+        .expect("change spec.type");
+    let pending = wait_for("the Database to wait for its old Pod", async || {
+        let current = databases.get("archive").await.map_err(|e| e.to_string())?;
+        let status = current.status.clone().unwrap_or_default();
+        let waiting = status.phase == Some(DatabasePhase::Pending)
+            && status.observed_generation == current.metadata.generation;
+        if waiting {
+            Ok(status)
+        } else {
+            Err(format!("{status:?}"))
+        }
+    })
+    .await;
+    assert_eq!(
+        pending.message.as_deref(),
+        Some("waiting for the old Pod archive to terminate")
+    );
+    let ready_condition = pending.conditions.iter().find(|c| c.type_ == "Ready");
+    assert_eq!(ready_condition.map(|c| c.status.as_str()), Some("False"));
+    let terminating = pods
+        .get("archive")
+        .await
+        .expect("the old Pod is still there");
+    assert_eq!(terminating.uid(), mongo_pod.uid());
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+
+    let release = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    pods.patch("archive", &PatchParams::default(), &release)
+        .await
+        .expect("release the Pod");
+    ready(&fixture, "archive").await;
+    let mysql_pod = child(&pods, "archive", |p| p.uid() != mongo_pod.uid()).await;
+    assert_eq!(
+        image_and_ports(&mysql_pod),
+        (Some("mysql:8.0".to_owned()), vec![3306])
+    );
+    assert_stops_cleanly(fixture);
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
 async fn a_deleted_child_comes_back() {
     let fixture = Fixture::start("restore").await;
     create(&fixture, "inventory", DatabaseType::Mongo).await;
