@@ -135,17 +135,21 @@ fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
-/// The documented 5xx answers of kube-apiserver (03 and 07 transcripts).
-fn documented_server_error(raw: &Raw, message: &str) -> bool {
+/// The documented 5xx answers of kube-apiserver (03 and 07 transcripts), and
+/// the reason-less 500 it answers for strategic merge patches its patch
+/// library rejects with a generic error (`unknown patch type`, a list where a
+/// map belongs, ...), which `interpretStrategicMergePatchError` passes through.
+fn documented_server_error(raw: &Raw, message: &str, smp: bool) -> bool {
     (raw.status == 500
         && (message == "resourceVersion should not be set on objects to be created"
-            || message.contains("strconv.ParseUint")))
+            || message.contains("strconv.ParseUint")
+            || (smp && !String::from_utf8_lossy(&raw.body).contains("\"reason\""))))
         || (raw.status == 504 && message.contains("Too large resource version"))
 }
 
 /// Checks the answer is well-formed: a JSON `Status` for every error, no
 /// undocumented 5xx.
-fn check_answer(method: &str, raw: &Raw) -> Result<(), String> {
+fn check_answer(method: &str, raw: &Raw, smp: bool) -> Result<(), String> {
     let text = String::from_utf8_lossy(&raw.body).into_owned();
     if raw.status >= 500 && method == "HEAD" {
         return Err(format!("server error {} for HEAD", raw.status));
@@ -183,7 +187,7 @@ fn check_answer(method: &str, raw: &Raw) -> Result<(), String> {
             status["code"], raw.status
         ));
     }
-    if raw.status >= 500 && !documented_server_error(raw, message) {
+    if raw.status >= 500 && !documented_server_error(raw, message, smp) {
         return Err(format!("server error {}: {status}", raw.status));
     }
     Ok(())
@@ -367,8 +371,21 @@ fn accept() -> impl Strategy<Value = String> {
     .prop_map(str::to_string)
 }
 
+/// The same cases on every run (CI must not flake on a newly drawn input);
+/// `PROPTEST_RNG_SEED=<n>` explores other ones.
+fn reproducible(cases: u32) -> ProptestConfig {
+    let config = ProptestConfig::with_cases(cases);
+    match config.rng_seed {
+        proptest::test_runner::RngSeed::Random => ProptestConfig {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x0c71_0e57),
+            ..config
+        },
+        _ => config,
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..reproducible(400) })]
 
     /// Any request gets a well-formed answer and leaves the server healthy.
     #[test]
@@ -400,7 +417,7 @@ proptest! {
         request.extend_from_slice(&body);
         let shown = String::from_utf8_lossy(&request[..request.len().min(300)]).into_owned();
         let raw = exchange(&server.base_url, &request).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
-        check_answer(&method, &raw).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
+        check_answer(&method, &raw, content_type.contains("strategic-merge-patch")).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
         healthy(&server.base_url).map_err(|e| TestCaseError::fail(format!("after {shown}: {e}")))?;
     }
 
@@ -420,7 +437,7 @@ proptest! {
         request.extend_from_slice(&body);
         let shown = String::from_utf8_lossy(&request[..request.len().min(300)]).into_owned();
         let raw = exchange(&server.base_url, &request).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
-        check_answer("PATCH", &raw).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
+        check_answer("PATCH", &raw, patch_type.contains("strategic")).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
         if raw.status == 200 {
             // A successful patch leaves a valid object of the same kind and name.
             let object: Value = serde_json::from_slice(&raw.body).map_err(|e| TestCaseError::fail(e.to_string()))?;

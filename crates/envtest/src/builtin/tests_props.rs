@@ -81,8 +81,21 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// The same cases on every run (CI must not flake on a newly drawn input);
+/// `PROPTEST_RNG_SEED=<n>` explores other ones.
+fn reproducible(cases: u32) -> ProptestConfig {
+    let config = ProptestConfig::with_cases(cases);
+    match config.rng_seed {
+        proptest::test_runner::RngSeed::Random => ProptestConfig {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x0c71_0e57),
+            ..config
+        },
+        _ => config,
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(reproducible(256))]
 
     #[test]
     fn pipeline_never_panics(body in arbitrary_json(), old in arbitrary_json(), which in 0usize..64) {

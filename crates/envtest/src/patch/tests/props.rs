@@ -221,8 +221,21 @@ fn assert_managed_fields_decode(obj: &Value) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The same cases on every run (CI must not flake on a newly drawn input);
+/// `PROPTEST_RNG_SEED=<n>` explores other ones.
+fn reproducible(cases: u32) -> ProptestConfig {
+    let config = ProptestConfig::with_cases(cases);
+    match config.rng_seed {
+        proptest::test_runner::RngSeed::Random => ProptestConfig {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x0c71_0e57),
+            ..config
+        },
+        _ => config,
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(reproducible(256))]
 
     #[test]
     fn json_patch_never_panics(doc in value(), body in json_patch_body()) {
