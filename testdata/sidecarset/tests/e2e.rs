@@ -1,0 +1,287 @@
+//! End-to-end tests: they use the cluster the kubeconfig names and start the
+//! manager binary as its own process.
+//!
+//! `make test-e2e` runs them under `opctl envtest run` (no cluster needed);
+//! `E2E_USE_EXISTING_CLUSTER=true make test-e2e` runs them against the
+//! current kubeconfig (install the CRDs first: `make install`). Plain
+//! `cargo test` lists them as ignored.
+//!
+//! This file is yours; `opctl create api` adds a test per kind at the
+//! `+opctl:scaffold:e2e` marker, `opctl create webhook` one per webhook.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+mod webhooks;
+// +opctl:scaffold:e2e-modules
+
+/// The manager, started from the binary cargo built for this test.
+struct Manager {
+    process: Child,
+    health: SocketAddr,
+    metrics: SocketAddr,
+}
+
+impl Manager {
+    /// Starts the manager with free local ports and waits until /readyz says ok.
+    fn start(args: &[&str]) -> Manager {
+        let health = free_local_address();
+        let metrics = free_local_address();
+        let binary = env!("CARGO_BIN_EXE_sidecarset");
+        let mut command = Command::new(binary);
+        command
+            .arg(format!("--health-probe-bind-address={health}"))
+            .arg(format!("--metrics-bind-address={metrics}"));
+        webhooks::serve_locally(&mut command);
+        // +opctl:scaffold:e2e-manager
+        let process = command
+            .args(args)
+            .spawn()
+            .expect("the manager binary starts");
+        let mut manager = Manager {
+            process,
+            health,
+            metrics,
+        };
+        eventually(Duration::from_secs(30), "the manager to be ready", || {
+            if let Ok(Some(status)) = manager.process.try_wait() {
+                panic!("the manager exited with {status} before it was ready");
+            }
+            http_get(manager.health, "/readyz").is_some_and(|(status, _)| status == 200)
+        });
+        manager
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    fn terminate(mut self, within: Duration) -> ExitStatus {
+        let pid = self.process.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(
+            sent.is_ok_and(|status| status.success()),
+            "kill -TERM {pid}"
+        );
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.process.try_wait().expect("the manager's status") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the manager did not stop within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+fn free_local_address() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
+    listener.local_addr().expect("the port's address")
+}
+
+/// A minimal HTTP/1.0 GET: the status code and body, or None if the
+/// connection fails.
+fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())?;
+    Some((status, body))
+}
+
+/// Polls `check` every 100 ms until it holds, failing after `timeout`.
+fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+fn the_manager_serves_probes_and_metrics_and_stops_on_sigterm() {
+    let manager = Manager::start(&[]);
+    let (status, _) = http_get(manager.health, "/healthz").expect("/healthz answers");
+    assert_eq!(status, 200);
+    let (status, body) = http_get(manager.metrics, "/metrics").expect("/metrics answers");
+    assert_eq!(status, 200);
+    assert!(body.contains("controller_reconcile"), "{body}");
+    let exit = manager.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the manager exited with {exit}");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_sidecar_set_becomes_ready_and_goes_away_on_delete() {
+    use kube::api::{Api, DeleteParams, PostParams};
+
+    use sidecarset::api::apps::v1alpha1::SidecarSet;
+
+    let client = kube::Client::try_default()
+        .await
+        .expect("a cluster from the kubeconfig");
+    let manager = Manager::start(&[]);
+    let api: Api<SidecarSet> = Api::all(client);
+    let name = "e2e-sidecarset";
+    let object = SidecarSet::new(name, Default::default());
+    api.create(&PostParams::default(), &object)
+        .await
+        .expect("create the object");
+
+    // The controller adds its finalizer, then reports Ready.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let current = api.get(name).await.expect("read the object");
+        let status = current.status.unwrap_or_default();
+        let ready = status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if ready && status.observed_generation == current.metadata.generation {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the object did not become Ready");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // The controller runs its cleanup and removes the finalizer.
+    api.delete(name, &DeleteParams::default())
+        .await
+        .expect("delete the object");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while api.get_opt(name).await.expect("read the object").is_some() {
+        assert!(Instant::now() < deadline, "the object was not deleted");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let exit = manager.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the manager exited with {exit}");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn the_defaulting_webhook_of_sidecar_set_v1alpha1_is_called() {
+    use kube::api::{Api, PostParams};
+
+    use sidecarset::api::apps::v1alpha1::SidecarSet;
+
+    let client = kube::Client::try_default()
+        .await
+        .expect("a cluster from the kubeconfig");
+    let manager = Manager::start(&[]);
+    let api: Api<SidecarSet> = Api::all(client);
+    let name = "e2e-defaulted-sidecarset";
+    let object = SidecarSet::new(name, Default::default());
+    let created = api
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("create the object");
+    assert_eq!(
+        created.spec.foo.as_deref(),
+        Some("default"),
+        "the defaulting webhook fills in spec.foo"
+    );
+    webhooks::delete_and_wait(&api, name).await;
+    let exit = manager.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the manager exited with {exit}");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn the_validating_webhook_of_sidecar_set_v1alpha1_is_called() {
+    use kube::api::{Api, PostParams};
+
+    use sidecarset::api::apps::v1alpha1::SidecarSet;
+
+    let client = kube::Client::try_default()
+        .await
+        .expect("a cluster from the kubeconfig");
+    let manager = Manager::start(&[]);
+    let api: Api<SidecarSet> = Api::all(client);
+    let name = "e2e-validated-sidecarset";
+    let mut invalid = SidecarSet::new(name, Default::default());
+    invalid.spec.foo = Some(String::new());
+    let mut valid = invalid.clone();
+    valid.spec.foo = Some("valid".to_owned());
+    let expected = "spec.foo must not be empty".to_owned();
+    let err = api
+        .create(&PostParams::default(), &invalid)
+        .await
+        .expect_err("the validating webhook refuses the object");
+    let (code, message) = webhooks::api_error(err);
+    assert_eq!(code, 403, "{message}");
+    assert!(
+        message.contains(&format!("denied the request: {expected}")),
+        "{message}"
+    );
+    api.create(&PostParams::default(), &valid)
+        .await
+        .expect("the validating webhook allows a valid object");
+    webhooks::delete_and_wait(&api, name).await;
+    let exit = manager.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the manager exited with {exit}");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn the_defaulting_webhook_of_pod_v1_is_called() {
+    use kube::api::{Api, PostParams};
+
+    use k8s_openapi::api::core::v1::Pod;
+
+    let client = kube::Client::try_default()
+        .await
+        .expect("a cluster from the kubeconfig");
+    let manager = Manager::start(&[]);
+    let api: Api<Pod> = Api::namespaced(client, "default");
+    let sample = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "e2e-webhook"
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "busybox"
+                }
+            ]
+        }
+    });
+    let object: Pod = serde_json::from_value(sample).expect("a valid object");
+    let name = object.metadata.name.clone().expect("a name");
+    let created = api
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("create the object");
+    let annotation = "kruise.io/defaulted-by";
+    let annotations = created.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations.get(annotation).map(String::as_str),
+        Some(sidecarset::manager::NAME),
+        "the defaulting webhook marks the object"
+    );
+    webhooks::delete_and_wait(&api, &name).await;
+    let exit = manager.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the manager exited with {exit}");
+}
+
+// +opctl:scaffold:e2e
