@@ -189,9 +189,10 @@ macro_rules! reference_project {
 
 reference_project!(simple_deployment, "simple-deployment");
 reference_project!(database, "database");
+reference_project!(sidecarset, "sidecarset");
 
 /// Every directory in testdata/ is a reference project covered above.
-const COVERED: &[&str] = &["simple-deployment", "database"];
+const COVERED: &[&str] = &["simple-deployment", "database", "sidecarset"];
 
 #[test]
 fn every_reference_project_is_covered() {

@@ -1,7 +1,8 @@
-//! The sidecarset manager: runs this operator's controllers.
+//! The sidecarset manager: the SidecarSet controller (status counts) and the
+//! admission webhooks (SidecarSet defaulting and validation, sidecar
+//! injection into Pods).
 //!
-//! This file is yours: change flags and defaults here and hand settings to
-//! the controllers. `opctl create api` registers new controllers at the
+//! `opctl create api` registers new controllers at the
 //! `+opctl:scaffold:controllers` marker, `opctl create webhook` admission
 //! webhooks at `+opctl:scaffold:webhooks`.
 
@@ -13,15 +14,11 @@ use clap::Parser;
 
 use sidecarset::manager;
 
-/// sidecarset: a Kubernetes operator.
+/// sidecarset: injects the sidecar containers of SidecarSets into the Pods
+/// they select, and counts those Pods.
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
-    /// Namespaces to watch (repeat the flag or separate with commas); all
-    /// namespaces when none is given.
-    #[arg(long = "namespace", env = "WATCH_NAMESPACE", value_delimiter = ',')]
-    namespaces: Vec<String>,
-
     #[command(flatten)]
     manager: manager::Options,
 }
@@ -29,7 +26,8 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let scope = manager::WatchScope::from_namespaces(cli.namespaces);
+    // A SidecarSet selects Pods in every namespace: there is no namespace flag.
+    let scope = manager::WatchScope::AllNamespaces;
     let manager = manager::Manager::new(cli.manager, scope).await?;
     let manager = controller::sidecar_set::register(manager);
     // +opctl:scaffold:controllers
@@ -49,10 +47,8 @@ mod tests {
     }
 
     #[test]
-    fn all_namespaces_by_default() {
-        let cli = Cli::try_parse_from(["manager"]).expect("parses");
-        assert!(cli.namespaces.is_empty());
-        let cli = Cli::try_parse_from(["manager", "--namespace=a,b"]).expect("parses");
-        assert_eq!(cli.namespaces, ["a", "b"]);
+    fn there_is_no_namespace_flag() {
+        assert!(Cli::try_parse_from(["manager"]).is_ok());
+        assert!(Cli::try_parse_from(["manager", "--namespace=a"]).is_err());
     }
 }
