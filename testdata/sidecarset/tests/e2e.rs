@@ -483,22 +483,20 @@ async fn with_the_webhook_server_stopped_pod_creation_follows_the_failure_policy
             &cluster::pod("ignored", "e2e-failure-policy"),
         )
         .await;
-    cluster::set_pod_webhook_failure_policy(&client, "Fail").await;
+    cluster::set_pod_webhook_failure_policy(&client, &pods, "Fail").await;
     let failed = pods
         .create(
             &PostParams::default(),
             &cluster::pod("failed", "e2e-failure-policy"),
         )
         .await;
-    cluster::set_pod_webhook_failure_policy(&client, "Ignore").await;
+    cluster::set_pod_webhook_failure_policy(&client, &pods, "Ignore").await;
 
     // Start it again.
-    let manager = if cluster::existing_cluster() {
+    if cluster::existing_cluster() {
         cluster::scale_deployed_manager(&client, 1).await;
-        Manager::start(&[])
-    } else {
-        Manager::start(&[])
-    };
+    }
+    let manager = Manager::start(&[]);
 
     let ignored = ignored.expect("failurePolicy=Ignore: the Pod is created");
     assert_eq!(

@@ -211,6 +211,10 @@ fn status_for(
             let message = format!("{waiting} of {} matched Pods are not ready", counts.matched);
             conditions::ready(false, "PodsNotReady", message, generation)
         }
+        Ok(_) if counts.matched == 0 => {
+            let message = "no Pod matches the selector";
+            conditions::ready(true, "NoMatchingPods", message, generation)
+        }
         Ok(_) => {
             let message = format!(
                 "all {} matched Pods carry the current sidecars and are ready",
@@ -353,9 +357,16 @@ mod tests {
     fn ready_means_every_matched_pod_is_updated_and_ready() {
         let set = sidecar_set("log", "fluentd:2");
         let status = status_for(&set, Ok(&[pod("web", Some("fluentd:2"), true, "Running")]));
-        assert_eq!(ready_condition(&status).0, "True");
+        let (ready, reason, message) = ready_condition(&status);
+        assert_eq!((ready, reason), ("True", "AllPodsReady"));
+        assert_eq!(
+            message,
+            "all 1 matched Pods carry the current sidecars and are ready"
+        );
         let status = status_for(&set, Ok(&[]));
-        assert_eq!(ready_condition(&status).1, "AllPodsReady");
+        let (ready, reason, message) = ready_condition(&status);
+        assert_eq!((ready, reason), ("True", "NoMatchingPods"));
+        assert_eq!(message, "no Pod matches the selector");
         let status = status_for(&set, Ok(&[pod("web", None, true, "Running")]));
         let (ready, reason, message) = ready_condition(&status);
         assert_eq!((ready, reason), ("False", "PodsNotUpdated"));

@@ -18,8 +18,13 @@ use serde::de::DeserializeOwned;
 
 use sidecarset::api::apps::v1alpha1::{SidecarSet, SidecarSetStatus};
 
-/// How long the operator and the cluster may take for what a test waits for.
-pub const PATIENCE: Duration = Duration::from_secs(30);
+/// How long the operator and the cluster may take for what a test waits for
+/// (envtest and the operator take milliseconds; a cluster deletes namespaces
+/// and updates endpoints at its own pace).
+pub const PATIENCE: Duration = Duration::from_secs(60);
+/// How long the deployed manager may take to serve again once scaled up
+/// (image pull, readiness probe, endpoints).
+const RESTART_PATIENCE: Duration = Duration::from_secs(180);
 
 /// The Pod webhook, as `opctl manifests` names it.
 pub const POD_WEBHOOK: &str = "mpod-v1.core.kruise.io";
@@ -46,14 +51,22 @@ pub async fn client() -> Client {
 
 /// Polls `check` every 200 ms until it returns `Ok`, failing after
 /// [`PATIENCE`] with `what` and the last `Err` (what it saw instead).
-pub async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + PATIENCE;
+pub async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    eventually_within(PATIENCE, what, check).await
+}
+
+async fn eventually_within<T>(
+    patience: Duration,
+    what: &str,
+    mut check: impl AsyncFnMut() -> Result<T, String>,
+) -> T {
+    let deadline = Instant::now() + patience;
     loop {
         match check().await {
             Ok(value) => return value,
             Err(last) => assert!(
                 Instant::now() < deadline,
-                "timed out after {PATIENCE:?} waiting for {what}; last seen: {last}"
+                "timed out after {patience:?} waiting for {what}; last seen: {last}"
             ),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -194,8 +207,11 @@ pub async fn wait_for_counts(
 
 /// Sets the `failurePolicy` of the Pod webhook in the installed
 /// MutatingWebhookConfiguration (a JSON patch that first tests that it
-/// changes the right webhook).
-pub async fn set_pod_webhook_failure_policy(client: &Client, policy: &str) {
+/// changes the right webhook), while the webhook server is down, and waits
+/// until the API server applies it (kube-apiserver takes up to a second to
+/// see a changed configuration): until a dry-run create in `pods` fails
+/// under `Fail`, succeeds under `Ignore`.
+pub async fn set_pod_webhook_failure_policy(client: &Client, pods: &Api<Pod>, policy: &str) {
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let config = api
         .get(MUTATING_CONFIGURATION)
@@ -218,6 +234,22 @@ pub async fn set_pod_webhook_failure_policy(client: &Client, policy: &str) {
     )
     .await
     .expect("patch the failure policy");
+
+    let probe = self::pod("failure-policy-probe", "failure-policy-probe");
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let what = format!("failurePolicy={policy} to take effect");
+    eventually(&what, async || {
+        let result = pods.create(&params, &probe).await;
+        match (policy, result) {
+            ("Fail", Err(kube::Error::Api(status))) if status.code == 500 => Ok(()),
+            ("Ignore", Ok(_)) => Ok(()),
+            (_, other) => Err(format!("{other:?}")),
+        }
+    })
+    .await
 }
 
 /// The failure policy of the Pod webhook as installed.
@@ -249,7 +281,7 @@ pub async fn scale_deployed_manager(client: &Client, replicas: i32) {
         .expect("scale the deployed manager (run `make deploy` first)");
     let pods: Api<Pod> = Api::namespaced(client.clone(), DEPLOYED_NAMESPACE);
     let what = format!("{replicas} Pods of the deployed manager");
-    eventually(&what, async || {
+    eventually_within(RESTART_PATIENCE, &what, async || {
         let list = pods
             .list(&ListParams::default().labels(DEPLOYED_LABELS))
             .await
@@ -269,15 +301,17 @@ pub async fn scale_deployed_manager(client: &Client, replicas: i32) {
 
 /// Waits until the validating webhook answers: a dry-run create of an
 /// invalid SidecarSet is denied by it.
-pub async fn wait_for_webhooks(client: &Client) {
+async fn wait_for_webhooks(client: &Client) {
     let api: Api<SidecarSet> = Api::all(client.clone());
     let invalid = sidecar_set("e2e-webhook-probe", "e2e-webhook-probe", &[]);
     let params = PostParams {
         dry_run: true,
         ..PostParams::default()
     };
-    eventually("the webhooks to answer", async || {
-        match api.create(&params, &invalid).await {
+    eventually_within(
+        RESTART_PATIENCE,
+        "the webhooks to answer",
+        async || match api.create(&params, &invalid).await {
             Err(kube::Error::Api(status)) if status.message.contains(VALIDATING_WEBHOOK) => {
                 if status.code == 403 {
                     Ok(())
@@ -286,8 +320,8 @@ pub async fn wait_for_webhooks(client: &Client) {
                 }
             }
             other => Err(format!("{other:?}")),
-        }
-    })
+        },
+    )
     .await
 }
 
