@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -104,6 +104,16 @@ pub async fn fresh_namespace(client: &Client, name: &str) -> Api<Pod> {
         .create(&PostParams::default(), &namespace)
         .await
         .expect("create the namespace");
+    // kube-apiserver refuses Pods until the namespace's default
+    // ServiceAccount exists, which its controller makes a moment later.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), name);
+    eventually("the default ServiceAccount", async || {
+        match accounts.get_opt("default").await {
+            Ok(Some(_)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
     Api::namespaced(client.clone(), name)
 }
 
