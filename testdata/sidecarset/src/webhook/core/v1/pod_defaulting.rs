@@ -298,6 +298,23 @@ mod tests {
         assert!(response.patch.is_none());
     }
 
+    #[tokio::test]
+    async fn without_the_sidecar_sets_the_pod_is_allowed_unchanged_with_a_warning() {
+        // An API server that does not answer (nothing listens on port 1).
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("a URL"));
+        let client = kube::Client::try_from(config).expect("a client");
+        let ctx = manager::Context::new(client, manager::WatchScope::AllNamespaces);
+        let response = handle(ctx, create_request(pod(serde_json::json!({"app": "web"})))).await;
+        assert!(response.allowed);
+        assert!(response.patch.is_none());
+        let warnings = response.warnings.unwrap_or_default();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("no sidecars injected: cannot list SidecarSets: "),
+            "{warnings:?}"
+        );
+    }
+
     #[test]
     fn other_annotations_are_kept() {
         let sets = [sidecar_set("log", "web", &[("log", "fluentd")])];
