@@ -92,6 +92,69 @@ async fn a_pod_create_is_mutated_and_defaulted_again() {
     assert!(request["object"]["metadata"].get("uid").is_none());
 }
 
+/// kube-apiserver runs its own admission plugins (ServiceAccount, Priority,
+/// DefaultTolerationSeconds) before the mutating webhooks, and once more
+/// when a webhook changed the object: a webhook sees the Pod with its
+/// service account token mounted, and a container it injects gets the token
+/// too (the same volume, not a second one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_see_a_pod_after_the_servers_admission_plugins_which_run_again_after_them() {
+    const TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let pki = Pki::new();
+    let webhook = WebhookServer::start(&pki, |review| {
+        Reply::patch(
+            review,
+            json!([{"op": "add", "path": "/spec/containers/-", "value": {"name": "sidecar", "image": "busybox:1.36"}}]),
+        )
+    })
+    .await;
+    let (_env, client) = start(Config::default()).await;
+    add_mutating(
+        &client,
+        mutating(
+            "inject",
+            vec![hook(
+                "inject.example.com",
+                url_client(&webhook, &pki, "/mutate"),
+            )],
+        ),
+    )
+    .await;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let created = pods
+        .create(&PostParams::default(), &pod("p1"))
+        .await
+        .expect("admitted");
+
+    let received = webhook.received();
+    assert_eq!(
+        received.len(),
+        1,
+        "a webhook with reinvocationPolicy Never is called once"
+    );
+    let seen = &received[0].review["request"]["object"]["spec"];
+    assert_eq!(seen["serviceAccountName"], "default");
+    assert_eq!(seen["priority"], 0);
+    let tolerations = seen["tolerations"].as_array().expect("default tolerations");
+    assert_eq!(tolerations.len(), 2, "{tolerations:?}");
+    let volumes = seen["volumes"].as_array().expect("the token volume");
+    assert_eq!(volumes.len(), 1);
+    let token = volumes[0]["name"].as_str().expect("a name");
+    assert!(token.starts_with("kube-api-access-"), "{token}");
+    let token_mount = json!([{"name": token, "readOnly": true, "mountPath": TOKEN_PATH}]);
+    assert_eq!(seen["containers"][0]["volumeMounts"], token_mount);
+
+    let created = serde_json::to_value(created).expect("json");
+    let spec = &created["spec"];
+    assert_eq!(spec["volumes"].as_array().map(Vec::len), Some(1));
+    assert_eq!(spec["volumes"][0]["name"], token);
+    assert_eq!(spec["containers"][0]["volumeMounts"], token_mount);
+    assert_eq!(spec["containers"][1]["name"], "sidecar");
+    assert_eq!(spec["containers"][1]["volumeMounts"], token_mount);
+    assert_eq!(spec["tolerations"].as_array().map(Vec::len), Some(2));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denial_reaches_the_client_with_the_webhooks_code_message_and_warnings() {
     let pki = Pki::new();

@@ -119,8 +119,20 @@ impl WebhookRegistry {
     /// the object. Returns the object to go on with (`attrs.object` when
     /// nothing changed; `None` when the request has no object).
     pub async fn admit_mutating(&self, attrs: &AdmissionAttributes) -> Admission<Option<Value>> {
+        self.admit_mutating_with(attrs, &|_| {}).await
+    }
+
+    /// [`Self::admit_mutating`], running `in_tree` (the server's own
+    /// mutating admission plugins) on the object before the second round
+    /// when a webhook changed it: kube-apiserver reinvokes its in-tree
+    /// plugins then, whatever the webhooks' `reinvocationPolicy`.
+    pub async fn admit_mutating_with(
+        &self,
+        attrs: &AdmissionAttributes,
+        in_tree: &(dyn Fn(&mut Value) + Sync),
+    ) -> Admission<Option<Value>> {
         let mut warnings = Vec::new();
-        let result = self.mutate(attrs, &mut warnings).await;
+        let result = self.mutate(attrs, in_tree, &mut warnings).await;
         Admission { result, warnings }
     }
 
@@ -136,6 +148,7 @@ impl WebhookRegistry {
     async fn mutate(
         &self,
         attrs: &AdmissionAttributes,
+        in_tree: &(dyn Fn(&mut Value) + Sync),
         warnings: &mut Vec<String>,
     ) -> ApiResult<Option<Value>> {
         let mut object = attrs.object.clone();
@@ -151,6 +164,11 @@ impl WebhookRegistry {
         for round in 0..2 {
             if round == 1 && !reinvoke {
                 break;
+            }
+            if round == 1
+                && let Some(object) = object.as_mut()
+            {
+                in_tree(object);
             }
             for hook in &hooks.mutating.hooks {
                 let Some(invocation) =

@@ -274,7 +274,18 @@ pub(crate) async fn mutate(
         return Ok(object);
     }
     let attrs = req.attributes(req.name, Some(&object), old)?;
-    let outcome = app.webhooks.admit_mutating(&attrs).await;
+    // kube-apiserver runs its own admission plugins again when a webhook
+    // changed the object (they ran once before the webhooks, in `create`).
+    let builtin_kind = req
+        .res
+        .builtin()
+        .filter(|_| req.operation == Operation::Create);
+    let in_tree = |object: &mut Value| {
+        if let Some(kind) = builtin_kind {
+            crate::builtin::admit_create(kind, object);
+        }
+    };
+    let outcome = app.webhooks.admit_mutating_with(&attrs, &in_tree).await;
     ctx.warnings.extend(outcome.warnings);
     let Some(mutated) = outcome.result? else {
         return Ok(object);

@@ -1,5 +1,6 @@
-//! Create: decode, check, default, record managed fields, mutating
-//! admission, prepare, validate, validating admission, store.
+//! Create: decode, check, default, record managed fields, the server's own
+//! admission plugins, mutating admission, prepare, validate, validating
+//! admission, store.
 
 use std::sync::Arc;
 
@@ -77,8 +78,9 @@ struct Staged {
     requested_name: String,
 }
 
-/// Decode, type checks, field validation, defaults, managed fields and the
-/// namespace check: everything before mutating admission.
+/// Decode, type checks, field validation, defaults, managed fields, the
+/// namespace check and the built-in admission plugins: everything before
+/// mutating admission.
 fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> ApiResult<Staged> {
     let (mut obj, duplicates, applied) = match input {
         Input::Body { obj, duplicates } => (obj, duplicates, false),
@@ -126,6 +128,10 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
 
     let requested_name = meta::name(&obj).to_string();
     check_namespace_accepts_create(app, res, ns, &requested_name)?;
+    // The server's own admission plugins run before the mutating webhooks.
+    if let Some(kind) = res.builtin() {
+        builtin::admit_create(kind, &mut obj);
+    }
     Ok(Staged {
         obj,
         warnings,

@@ -92,10 +92,21 @@ pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
     defaults::apply(kind, obj);
 }
 
-/// Create-time changes the real server's registry strategies and admission
-/// plugins make before validation: `generation: 1` where the kind tracks it,
-/// a Job's generated selector and labels, a Pod's `serviceAccountName` and `kube-api-access-<suffix>`
-/// volume, status cleared where a status subresource exists, and the like.
+/// The server's own mutating admission plugins on create: for a Pod,
+/// ServiceAccount (`serviceAccountName`, the `kube-api-access-<suffix>`
+/// volume mounted in every container that has nothing at its path),
+/// Priority and DefaultTolerationSeconds. kube-apiserver runs them before
+/// the mutating webhooks, and once more after them when a webhook changed
+/// the object (it reinvokes its in-tree plugins), so a container a webhook
+/// adds gets the token too. Running them again changes nothing else.
+pub fn admit_create(kind: &KindInfo, obj: &mut Value) {
+    prepare::admit_create(kind, obj);
+}
+
+/// Create-time changes the real server's registry strategies make before
+/// validation (after admission): `generation: 1` where the kind tracks it,
+/// a Job's generated selector and labels, status cleared where a status
+/// subresource exists, and the like.
 ///
 /// As in kube-apiserver, the server fills in `metadata.uid` and the name
 /// generated from `generateName` before calling this: a Job's generated

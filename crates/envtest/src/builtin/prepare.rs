@@ -80,7 +80,6 @@ pub(crate) fn for_create(kind: &KindInfo, obj: &mut Value) {
         meta.insert("generation".into(), json!(1));
     }
     match (kind.group, kind.kind) {
-        ("", "Pod") => admit_pod(obj),
         ("", "Namespace") => {
             if let Some(spec) = object_at(obj, "spec") {
                 let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
@@ -512,6 +511,13 @@ pub(crate) fn random_suffix(len: usize) -> String {
         .collect()
 }
 
+/// See [`super::admit_create`].
+pub(crate) fn admit_create(kind: &KindInfo, obj: &mut Value) {
+    if (kind.group, kind.kind) == ("", "Pod") {
+        admit_pod(obj);
+    }
+}
+
 /// The admission plugins that change Pods on create.
 fn admit_pod(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
@@ -529,49 +535,8 @@ fn admit_pod(obj: &mut Value) {
         .get("automountServiceAccountToken")
         .and_then(Value::as_bool)
         != Some(false);
-    let already_mounted = ["initContainers", "containers"].iter().any(|list| {
-        spec.get(*list)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.get("volumeMounts").and_then(Value::as_array))
-            .flatten()
-            .any(|m| str_of(m, "mountPath") == SERVICE_ACCOUNT_MOUNT)
-    });
-    if automount && !already_mounted {
-        let volume_name = format!("kube-api-access-{}", random_suffix(5));
-        let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
-        if !volumes.is_array() {
-            *volumes = json!([]);
-        }
-        if let Some(volumes) = volumes.as_array_mut() {
-            volumes.push(json!({
-                "name": volume_name,
-                "projected": {
-                    "sources": [
-                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
-                    ],
-                    "defaultMode": 420
-                }
-            }));
-        }
-        for list in ["initContainers", "containers"] {
-            for container in objects_mut(spec, list) {
-                let mounts = container.entry("volumeMounts").or_insert_with(|| json!([]));
-                if !mounts.is_array() {
-                    *mounts = json!([]);
-                }
-                if let Some(mounts) = mounts.as_array_mut() {
-                    mounts.push(json!({
-                        "name": volume_name,
-                        "readOnly": true,
-                        "mountPath": SERVICE_ACCOUNT_MOUNT
-                    }));
-                }
-            }
-        }
+    if automount {
+        mount_service_account_token(spec);
     }
     // DefaultTolerationSeconds admission.
     let tolerates = |spec: &Map<String, Value>, key: &str| {
@@ -630,6 +595,67 @@ fn admit_pod(obj: &mut Value) {
     }
     // The deprecated field mirrors the admitted service account.
     pod_spec_defaults(spec);
+}
+
+/// The ServiceAccount plugin's token mount: every init and regular
+/// container with nothing mounted at the token path gets the
+/// `kube-api-access-<suffix>` volume (the Pod's existing one, else a new
+/// one, added only when some container mounts it).
+fn mount_service_account_token(spec: &mut Map<String, Value>) {
+    let existing = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|v| str_of(v, "name"))
+        .find(|name| name.starts_with("kube-api-access-"))
+        .map(str::to_string);
+    let volume_name = existing
+        .clone()
+        .unwrap_or_else(|| format!("kube-api-access-{}", random_suffix(5)));
+    let mut mounted = false;
+    for list in ["initContainers", "containers"] {
+        for container in objects_mut(spec, list) {
+            let mounts = container.entry("volumeMounts").or_insert_with(|| json!([]));
+            if !mounts.is_array() {
+                *mounts = json!([]);
+            }
+            let Some(mounts) = mounts.as_array_mut() else {
+                continue;
+            };
+            if mounts
+                .iter()
+                .any(|m| str_of(m, "mountPath") == SERVICE_ACCOUNT_MOUNT)
+            {
+                continue;
+            }
+            mounts.push(json!({
+                "name": volume_name,
+                "readOnly": true,
+                "mountPath": SERVICE_ACCOUNT_MOUNT
+            }));
+            mounted = true;
+        }
+    }
+    if mounted && existing.is_none() {
+        let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
+        if !volumes.is_array() {
+            *volumes = json!([]);
+        }
+        if let Some(volumes) = volumes.as_array_mut() {
+            volumes.push(json!({
+                "name": volume_name,
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+                    ],
+                    "defaultMode": 420
+                }
+            }));
+        }
+    }
 }
 
 /// `GetPodQOS`: BestEffort, Guaranteed or Burstable from cpu and memory.

@@ -188,7 +188,10 @@ impl Server {
             return (Outcome::Invalid(causes), unknown);
         }
         match &old {
-            None => prepare_for_create(kind, &mut obj),
+            None => {
+                admit_create(kind, &mut obj);
+                prepare_for_create(kind, &mut obj);
+            }
             Some(old) => prepare_for_update(kind, &mut obj, old, None),
         }
         let causes = validate(kind, &obj, old.as_ref());
@@ -601,9 +604,59 @@ fn quantities_are_canonicalised_and_qos_computed() {
     );
     apply_defaults(pods, &mut obj);
     obj["metadata"]["uid"] = json!("u");
+    admit_create(pods, &mut obj);
     prepare_for_create(pods, &mut obj);
     assert_eq!(obj["status"]["qosClass"], "Burstable");
     assert!(validate(pods, &obj, None).is_empty());
+}
+
+#[test]
+fn the_service_account_token_is_mounted_in_every_container_without_one() {
+    const TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let pods = find("", "pods").unwrap();
+    let (mut obj, _) = decode(
+        pods,
+        json!({"metadata": {"name": "p", "namespace": "n"}, "spec": {
+            "initContainers": [{"name": "init", "image": "i"}],
+            "containers": [
+                {"name": "a", "image": "i"},
+                {"name": "b", "image": "i", "volumeMounts": [{"name": "own", "mountPath": TOKEN_PATH}]},
+            ],
+            "volumes": [{"name": "own", "emptyDir": {}}],
+        }}),
+    )
+    .unwrap();
+    apply_defaults(pods, &mut obj);
+    admit_create(pods, &mut obj);
+    let volumes = obj["spec"]["volumes"].as_array().unwrap();
+    assert_eq!(volumes.len(), 2);
+    let token = volumes[1]["name"].as_str().unwrap().to_string();
+    assert!(token.starts_with("kube-api-access-"), "{token}");
+    let mounts = |obj: &Value, list: &str, i: usize| obj["spec"][list][i]["volumeMounts"].clone();
+    let token_mount = json!([{"name": token, "readOnly": true, "mountPath": TOKEN_PATH}]);
+    assert_eq!(mounts(&obj, "initContainers", 0), token_mount);
+    assert_eq!(mounts(&obj, "containers", 0), token_mount);
+    assert_eq!(
+        mounts(&obj, "containers", 1),
+        json!([{"name": "own", "mountPath": TOKEN_PATH}])
+    );
+
+    // Run again after a webhook added a container (kube-apiserver reinvokes
+    // its plugins): the new container mounts the same volume, and nothing
+    // else changes.
+    obj["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "sidecar", "image": "i"}));
+    admit_create(pods, &mut obj);
+    assert_eq!(mounts(&obj, "containers", 2), token_mount);
+    assert_eq!(obj["spec"]["volumes"].as_array().unwrap().len(), 2);
+    let once_more = {
+        let mut again = obj.clone();
+        admit_create(pods, &mut again);
+        again
+    };
+    assert_eq!(once_more, obj);
 }
 
 #[test]

@@ -1,0 +1,150 @@
+//! What every controller gets from the manager.
+
+use std::fmt;
+use std::sync::Arc;
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Api, Client, Resource};
+
+use super::{Backoff, Metrics, NAME, Shutdown};
+
+// Events are recorded through the events.k8s.io API in the namespace of the object.
+// +opctl:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+/// Shared by all controllers: clone it freely.
+#[derive(Clone)]
+pub struct Context {
+    /// The Kubernetes client.
+    pub client: Client,
+    /// Records Kubernetes events about reconciled objects.
+    pub recorder: Recorder,
+    /// Reconcile counters and durations, served on /metrics.
+    pub metrics: Arc<Metrics>,
+    /// Retry delays of failed reconciles.
+    pub backoff: Backoff,
+    /// The namespaces the controllers watch.
+    pub scope: WatchScope,
+    /// Completes when the manager shuts down.
+    pub shutdown: Shutdown,
+}
+
+impl Context {
+    /// A context for `client`; the event reporter's instance is the Pod name
+    /// (POD_NAME) when set.
+    pub fn new(client: Client, scope: WatchScope) -> Self {
+        let reporter = Reporter {
+            controller: NAME.to_owned(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            metrics: Arc::new(Metrics::default()),
+            backoff: Backoff::default(),
+            scope,
+            shutdown: Shutdown::default(),
+        }
+    }
+
+    /// One `Api` per watched namespace, or a single one for all namespaces:
+    /// a controller of a namespaced kind runs once per `Api`.
+    pub fn namespaced_apis<K>(&self) -> Vec<Api<K>>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+    {
+        match &self.scope {
+            WatchScope::AllNamespaces => vec![Api::all(self.client.clone())],
+            WatchScope::Namespaces(namespaces) => namespaces
+                .iter()
+                .map(|namespace| Api::namespaced(self.client.clone(), namespace))
+                .collect(),
+        }
+    }
+
+    /// Records an event about `regarding`; a failure is logged, not returned,
+    /// because events are informational.
+    pub async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: Option<String>,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note,
+            action: action.to_owned(),
+            secondary: None,
+        };
+        if let Err(err) = self.recorder.publish(&event, regarding).await {
+            tracing::warn!(error = %err, reason, "cannot record event");
+        }
+    }
+}
+
+/// Which namespaces the controllers watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchScope {
+    /// Every namespace (needs cluster-wide RBAC).
+    AllNamespaces,
+    /// Only these namespaces, sorted and without duplicates.
+    Namespaces(Vec<String>),
+}
+
+impl WatchScope {
+    /// All namespaces when `namespaces` holds no name, otherwise exactly those.
+    pub fn from_namespaces(namespaces: impl IntoIterator<Item = String>) -> Self {
+        let mut names: Vec<String> = namespaces
+            .into_iter()
+            .map(|name| name.trim().to_owned())
+            .filter(|name| !name.is_empty())
+            .collect();
+        names.sort();
+        names.dedup();
+        if names.is_empty() {
+            Self::AllNamespaces
+        } else {
+            Self::Namespaces(names)
+        }
+    }
+}
+
+impl fmt::Display for WatchScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::AllNamespaces => f.write_str("all namespaces"),
+            Self::Namespaces(names) => write!(f, "namespaces {}", names.join(",")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_namespace_means_all() {
+        assert_eq!(
+            WatchScope::from_namespaces(Vec::new()),
+            WatchScope::AllNamespaces
+        );
+        assert_eq!(
+            WatchScope::from_namespaces([String::new(), " ".to_owned()]),
+            WatchScope::AllNamespaces
+        );
+    }
+
+    #[test]
+    fn namespaces_are_sorted_and_deduplicated() {
+        let scope = WatchScope::from_namespaces(["b", "a", "b"].map(String::from));
+        assert_eq!(
+            scope,
+            WatchScope::Namespaces(vec!["a".to_owned(), "b".to_owned()])
+        );
+        assert_eq!(scope.to_string(), "namespaces a,b");
+    }
+}

@@ -1,0 +1,222 @@
+//! With `--webhook-self-signed`: the CA goes into the `caBundle` of every
+//! webhook (mutating and validating) whose `clientConfig.service` is this
+//! manager's webhook Service, once before the manager reports ready and
+//! again whenever a configuration changes while it runs (applying
+//! config/webhook again empties the caBundle). Only for local runs and
+//! tests: in a cluster, cert-manager's CA injector does this.
+
+use std::fmt::Debug;
+
+use anyhow::Context as _;
+use futures::StreamExt;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::super::Shutdown;
+use super::Options;
+
+/// A webhook configuration kind: its webhooks' client configurations.
+trait Configuration:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Serialize
+    + Send
+    + Sync
+    + 'static
+{
+    fn client_configs(&mut self) -> Vec<&mut WebhookClientConfig>;
+}
+
+impl Configuration for MutatingWebhookConfiguration {
+    fn client_configs(&mut self) -> Vec<&mut WebhookClientConfig> {
+        let webhooks = self.webhooks.iter_mut().flatten();
+        webhooks.map(|w| &mut w.client_config).collect()
+    }
+}
+
+impl Configuration for ValidatingWebhookConfiguration {
+    fn client_configs(&mut self) -> Vec<&mut WebhookClientConfig> {
+        let webhooks = self.webhooks.iter_mut().flatten();
+        webhooks.map(|w| &mut w.client_config).collect()
+    }
+}
+
+/// Puts one CA into the webhooks that call one Service.
+#[derive(Clone)]
+pub struct Injector {
+    client: Client,
+    service_name: String,
+    service_namespace: String,
+    ca_bundle: ByteString,
+}
+
+impl Injector {
+    pub fn new(client: Client, options: &Options, ca_pem: String) -> Self {
+        Self {
+            client,
+            service_name: options.webhook_service_name.clone(),
+            service_namespace: options.webhook_service_namespace.clone(),
+            ca_bundle: ByteString(ca_pem.into_bytes()),
+        }
+    }
+
+    /// Sets the CA of the webhooks of `config` that call the Service;
+    /// returns how many there are and whether any changed.
+    fn set_ca<K: Configuration>(&self, config: &mut K) -> (usize, bool) {
+        let mut calling = 0;
+        let mut changed = false;
+        for client_config in config.client_configs() {
+            let ours = client_config.service.as_ref().is_some_and(|s| {
+                s.name == self.service_name && s.namespace == self.service_namespace
+            });
+            if ours {
+                calling += 1;
+                if client_config.ca_bundle.as_ref() != Some(&self.ca_bundle) {
+                    client_config.ca_bundle = Some(self.ca_bundle.clone());
+                    changed = true;
+                }
+            }
+        }
+        (calling, changed)
+    }
+
+    /// Injects the CA into `config` if it needs it (reading it again after
+    /// a conflicting write); returns how many of its webhooks call the Service.
+    async fn inject<K: Configuration>(&self, api: &Api<K>, mut config: K) -> anyhow::Result<usize> {
+        let name = config.name_any();
+        for _ in 0..5 {
+            let (calling, changed) = self.set_ca(&mut config);
+            if !changed {
+                return Ok(calling);
+            }
+            match api.replace(&name, &PostParams::default(), &config).await {
+                Ok(_) => {
+                    tracing::info!(configuration = %name, webhooks = calling, "injected the webhook CA");
+                    return Ok(calling);
+                }
+                Err(kube::Error::Api(status)) if status.is_conflict() => {
+                    config = api.get(&name).await?;
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        anyhow::bail!("{name} kept changing while its caBundle was being set")
+    }
+
+    async fn inject_kind<K: Configuration>(&self) -> anyhow::Result<usize> {
+        let api: Api<K> = Api::all(self.client.clone());
+        let mut calling = 0;
+        for config in api.list(&ListParams::default()).await? {
+            calling += self.inject(&api, config).await?;
+        }
+        Ok(calling)
+    }
+
+    /// Injects the CA into every configuration that calls the Service.
+    pub async fn inject_all(&self) -> anyhow::Result<()> {
+        let calling = async {
+            let mutating = self.inject_kind::<MutatingWebhookConfiguration>().await?;
+            let validating = self.inject_kind::<ValidatingWebhookConfiguration>().await?;
+            anyhow::Ok(mutating + validating)
+        };
+        let calling = calling.await.context(
+            "cannot put the self-signed CA into the webhook configurations (--webhook-self-signed needs to list and update mutating- and validatingwebhookconfigurations)",
+        )?;
+        if calling == 0 {
+            tracing::warn!(
+                service = %format!("{}/{}", self.service_namespace, self.service_name),
+                "no webhook calls this Service yet: its CA is injected when one is created (kubectl apply -k config/webhook)"
+            );
+        }
+        Ok(())
+    }
+
+    /// Keeps the CA in place until shutdown.
+    pub async fn keep_injected(self, shutdown: Shutdown) {
+        tokio::select! {
+            () = shutdown.wait() => {}
+            () = self.watch::<MutatingWebhookConfiguration>() => {}
+            () = self.watch::<ValidatingWebhookConfiguration>() => {}
+        }
+    }
+
+    async fn watch<K: Configuration>(&self) {
+        let api: Api<K> = Api::all(self.client.clone());
+        let events = watcher(api.clone(), watcher::Config::default())
+            .default_backoff()
+            .applied_objects();
+        let mut events = std::pin::pin!(events);
+        while let Some(event) = events.next().await {
+            let result = match event {
+                Ok(config) => self.inject(&api, config).await.map(|_| ()),
+                Err(err) => Err(err.into()),
+            };
+            if let Err(err) = result {
+                tracing::warn!(error = %format!("{err:#}"), "cannot keep the webhook CA injected");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::admissionregistration::v1::{ServiceReference, ValidatingWebhook};
+
+    fn webhook(name: &str, service: &str) -> ValidatingWebhook {
+        ValidatingWebhook {
+            name: name.to_owned(),
+            client_config: WebhookClientConfig {
+                service: Some(ServiceReference {
+                    name: service.to_owned(),
+                    namespace: "system".to_owned(),
+                    ..ServiceReference::default()
+                }),
+                ..WebhookClientConfig::default()
+            },
+            ..ValidatingWebhook::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_webhooks_calling_the_service_get_the_ca() {
+        // A client that is never used: set_ca works on the object alone.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
+        let client = Client::try_from(config).expect("a client");
+        let options = Options {
+            enable_webhooks: true,
+            webhook_bind_address: "127.0.0.1:9443".parse().expect("an address"),
+            webhook_cert_dir: "/tmp".into(),
+            webhook_cert_name: "tls.crt".to_owned(),
+            webhook_key_name: "tls.key".to_owned(),
+            webhook_self_signed: true,
+            webhook_service_name: "webhook-service".to_owned(),
+            webhook_service_namespace: "system".to_owned(),
+        };
+        let injector = Injector::new(client, &options, "CA".to_owned());
+        let mut config = ValidatingWebhookConfiguration {
+            webhooks: Some(vec![
+                webhook("ours.example.com", "webhook-service"),
+                webhook("theirs.example.com", "other-service"),
+            ]),
+            ..ValidatingWebhookConfiguration::default()
+        };
+        assert_eq!(injector.set_ca(&mut config), (1, true));
+        assert_eq!(injector.set_ca(&mut config), (1, false), "already in place");
+        let webhooks = config.webhooks.expect("webhooks");
+        assert_eq!(
+            webhooks[0].client_config.ca_bundle,
+            Some(ByteString(b"CA".to_vec()))
+        );
+        assert_eq!(webhooks[1].client_config.ca_bundle, None);
+    }
+}
