@@ -65,6 +65,19 @@ impl Metrics {
         }
     }
 
+    /// Shows the reconcile counters of `controller` at zero before its first
+    /// reconcile (as controller-runtime does), so that /metrics lists every
+    /// running controller from the start.
+    pub fn register_controller(&self, controller: &str) {
+        for result in ["success", "error"] {
+            let labels = ResultLabels {
+                controller: controller.to_owned(),
+                result: result.to_owned(),
+            };
+            drop(self.reconciles.get_or_create(&labels));
+        }
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut text = String::new();
@@ -112,6 +125,21 @@ impl Drop for ReconcileTimer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_registered_controller_shows_zero_reconciles() {
+        let metrics = Metrics::default();
+        metrics.register_controller("widget");
+        let text = metrics.encode().expect("metrics encode");
+        assert!(
+            text.contains(r#"controller_reconcile_total{controller="widget",result="success"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"controller_reconcile_total{controller="widget",result="error"} 0"#),
+            "{text}"
+        );
+    }
 
     #[test]
     fn reconciles_are_counted_per_result() {

@@ -153,6 +153,7 @@ impl Manager {
         let mut running = JoinSet::new();
         for (name, run) in controllers {
             tracing::info!(controller = name, "starting controller");
+            context.metrics.register_controller(name);
             running.spawn(run(context.clone()));
         }
         ready.store(true, Ordering::Relaxed);
