@@ -230,6 +230,8 @@ mod tests {
         assert_eq!(human_duration(600), "10m");
         assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
         assert_eq!(human_duration(50 * 3600), "2d2h");
+        assert_eq!(human_duration(125), "2m5s");
+        assert_eq!(human_duration(-5), "<invalid>");
     }
 
     #[test]

@@ -31,6 +31,40 @@ use serde_json::Value;
 use crate::error::{ApiResult, Cause};
 use crate::typeinfo::{TypeInfo, Untyped};
 
+/// The fields of a Pod volume that name its source; exactly one is set.
+const VOLUME_SOURCES: &[&str] = &[
+    "hostPath",
+    "emptyDir",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "configMap",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "projected",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+    "csi",
+    "ephemeral",
+    "image",
+];
+
 pub use alloc::Allocator;
 pub use kinds::{find, find_kind, storage_version_hash};
 

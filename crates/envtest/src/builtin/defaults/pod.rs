@@ -125,41 +125,8 @@ fn handler(handler: &mut Map<String, Value>) {
     }
 }
 
-const VOLUME_SOURCES: &[&str] = &[
-    "hostPath",
-    "emptyDir",
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "gitRepo",
-    "secret",
-    "nfs",
-    "iscsi",
-    "glusterfs",
-    "persistentVolumeClaim",
-    "rbd",
-    "flexVolume",
-    "cinder",
-    "cephfs",
-    "flocker",
-    "downwardAPI",
-    "fc",
-    "azureFile",
-    "configMap",
-    "vsphereVolume",
-    "quobyte",
-    "azureDisk",
-    "photonPersistentDisk",
-    "projected",
-    "portworxVolume",
-    "scaleIO",
-    "storageos",
-    "csi",
-    "ephemeral",
-    "image",
-];
-
 fn volume(volume: &mut Map<String, Value>) {
-    if !VOLUME_SOURCES
+    if !crate::builtin::VOLUME_SOURCES
         .iter()
         .any(|s| volume.get(*s).is_some_and(|v| !v.is_null()))
     {

@@ -37,18 +37,7 @@ pub(crate) fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rows::{human_duration, selector_string};
-
-    #[test]
-    fn human_durations() {
-        assert_eq!(human_duration(5), "5s");
-        assert_eq!(human_duration(119), "119s");
-        assert_eq!(human_duration(125), "2m5s");
-        assert_eq!(human_duration(600), "10m");
-        assert_eq!(human_duration(3 * 3600 + 120), "3h2m");
-        assert_eq!(human_duration(50 * 3600), "2d2h");
-        assert_eq!(human_duration(-5), "<invalid>");
-    }
+    use rows::selector_string;
 
     #[test]
     fn selectors_print_like_labels_selector() {

@@ -10,43 +10,11 @@ use crate::error::Cause;
 
 /// `ValidateVolumes`; returns the names of the valid volumes.
 pub(super) fn volumes(spec: &Value, path: &str, causes: &mut Vec<Cause>) -> HashSet<String> {
-    const SOURCES: &[&str] = &[
-        "hostPath",
-        "emptyDir",
-        "gcePersistentDisk",
-        "awsElasticBlockStore",
-        "gitRepo",
-        "secret",
-        "nfs",
-        "iscsi",
-        "glusterfs",
-        "persistentVolumeClaim",
-        "rbd",
-        "flexVolume",
-        "cinder",
-        "cephfs",
-        "flocker",
-        "downwardAPI",
-        "fc",
-        "azureFile",
-        "configMap",
-        "vsphereVolume",
-        "quobyte",
-        "azureDisk",
-        "photonPersistentDisk",
-        "projected",
-        "portworxVolume",
-        "scaleIO",
-        "storageos",
-        "csi",
-        "ephemeral",
-        "image",
-    ];
     let mut names = HashSet::new();
     for (i, volume) in list(spec, "volumes").iter().enumerate() {
         let idx = format!("{path}[{i}]");
         let mut errs = Vec::new();
-        let sources: Vec<&str> = SOURCES
+        let sources: Vec<&str> = crate::builtin::VOLUME_SOURCES
             .iter()
             .copied()
             .filter(|src| present(volume, src))
