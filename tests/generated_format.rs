@@ -202,3 +202,29 @@ fn a_namespaced_project() {
     webhooks(&dir, "core", "v1", "Namespace");
     assert_rustfmt_clean(&dir);
 }
+
+/// The `opctl init` and `opctl create` lines of the README's walkthrough, as
+/// a new user types them (`opctl manifests` builds the project, which
+/// generated_project.rs covers).
+#[test]
+fn the_readme_walkthrough() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let walkthrough = readme
+        .split("## Walkthrough")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("the README has a Walkthrough section");
+    let commands: Vec<Vec<&str>> = walkthrough
+        .lines()
+        .map(|line| line.split(" #").next().unwrap_or_default().trim())
+        .filter(|line| line.starts_with("opctl init") || line.starts_with("opctl create"))
+        .map(|line| line.split_whitespace().skip(1).collect())
+        .collect();
+    assert!(commands.len() >= 6, "walkthrough commands: {commands:?}");
+    let (_tmp, dir) = project_dir("guestbook");
+    for args in &commands {
+        opctl_ok(&dir, args);
+    }
+    assert_rustfmt_clean(&dir);
+}

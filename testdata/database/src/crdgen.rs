@@ -11,7 +11,8 @@ use kube::CustomResourceExt;
 /// stores the version scaffolded first.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
-        database::api::zalando::v1::Database::crd(), // zalando.org/v1 Database
+        // zalando.org/v1 Database
+        database::api::zalando::v1::Database::crd(),
     ])
 }
 

@@ -11,7 +11,8 @@ use kube::CustomResourceExt;
 /// stores the version scaffolded first.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
-        sidecarset::api::apps::v1alpha1::SidecarSet::crd(), // apps.kruise.io/v1alpha1 SidecarSet
+        // apps.kruise.io/v1alpha1 SidecarSet
+        sidecarset::api::apps::v1alpha1::SidecarSet::crd(),
     ])
 }
 

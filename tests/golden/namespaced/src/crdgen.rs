@@ -14,8 +14,10 @@ fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
         merge_crds(
             vec![
-                shop::api::web::v1::NetworkPolicy::crd(), // web.example.com/v1 NetworkPolicy
-                shop::api::web::v2beta1::NetworkPolicy::crd(), // web.example.com/v2beta1 NetworkPolicy
+                // web.example.com/v1 NetworkPolicy
+                shop::api::web::v1::NetworkPolicy::crd(),
+                // web.example.com/v2beta1 NetworkPolicy
+                shop::api::web::v2beta1::NetworkPolicy::crd(),
             ],
             "v1",
         )?,

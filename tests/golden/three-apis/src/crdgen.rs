@@ -11,8 +11,10 @@ use kube::CustomResourceExt;
 /// stores the version scaffolded first.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
-        database::api::zalando::v1::Database::crd(), // zalando.org/v1 Database
-        database::api::apps::v1alpha1::SidecarSet::crd(), // apps.org/v1alpha1 SidecarSet
+        // zalando.org/v1 Database
+        database::api::zalando::v1::Database::crd(),
+        // apps.org/v1alpha1 SidecarSet
+        database::api::apps::v1alpha1::SidecarSet::crd(),
     ])
 }
 
