@@ -58,6 +58,22 @@ pub enum Error {
     MissingNamespace,
 }
 
+impl Error {
+    /// Whether adding or removing the finalizer found the object gone: it
+    /// was deleted while this reconcile ran, which is no failure (the watch
+    /// delivers the deletion).
+    fn is_object_gone(&self) -> bool {
+        let Error::Finalizer(err) = self else {
+            return false;
+        };
+        match &**err {
+            finalizer::Error::AddFinalizer(kube::Error::Api(status))
+            | finalizer::Error::RemoveFinalizer(kube::Error::Api(status)) => status.is_not_found(),
+            _ => false,
+        }
+    }
+}
+
 /// Adds this controller to the manager (called from src/main.rs).
 pub fn register(manager: Manager) -> Manager {
     manager.with_controller(NAME, run)
@@ -101,6 +117,10 @@ async fn reconcile(
     })
     .await
     .map_err(|err| Error::Finalizer(Box::new(err)));
+    let result = match result {
+        Err(err) if err.is_object_gone() => Ok(Action::await_change()),
+        other => other,
+    };
     match &result {
         Ok(_) => ctx.manager.backoff.succeeded(&key),
         Err(_) => timer.failed(),
@@ -220,6 +240,17 @@ mod tests {
         object.status = Some(status_for(&object));
         assert!(is_ready(&object));
         assert_eq!(object.status, Some(status_for(&object)));
+    }
+
+    #[test]
+    fn an_object_deleted_during_its_reconcile_is_no_failure() {
+        use kube::core::Status;
+        let gone = |status: Status| {
+            let err = finalizer::Error::AddFinalizer(kube::Error::Api(status.boxed()));
+            Error::Finalizer(Box::new(err)).is_object_gone()
+        };
+        assert!(gone(Status::failure("deleted", "NotFound").with_code(404)));
+        assert!(!gone(Status::failure("stale", "Conflict").with_code(409)));
     }
 
     #[test]
