@@ -861,3 +861,31 @@ fn get_all_lists_the_workload_and_service_kinds() {
         "clusterIP allocated: {ip:?}"
     );
 }
+
+/// A kind whose CRD is not installed (here next to one that is, as in a
+/// kustomization with cert-manager resources): kubectl validates it against
+/// `/openapi/v2`, then reports the missing kind as against kube-apiserver,
+/// and still applies the rest.
+#[test]
+fn a_kind_whose_crd_is_missing_is_reported_and_the_rest_applied() {
+    let (k, ns) = namespace("kc-missing-kind");
+    let docs = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {ns}\ndata:\n  a: b\n---\napiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: serving-cert\n  namespace: {ns}\nspec:\n  secretName: tls\n"
+    );
+    let err = k.fails_stdin(&["apply", "-f", "-"], &docs);
+    assert!(
+        err.contains(r#"no matches for kind "Certificate" in version "cert-manager.io/v1""#)
+            && err.contains("ensure CRDs are installed first"),
+        "{err}"
+    );
+    let data = k.ok(&[
+        "get",
+        "configmap",
+        "settings",
+        "-n",
+        &ns,
+        "-o",
+        "jsonpath={.data.a}",
+    ]);
+    assert_eq!(data, "b");
+}

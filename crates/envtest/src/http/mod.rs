@@ -69,6 +69,13 @@ async fn dispatch(
 ) -> ApiResult<Response> {
     let accept = header_str(headers, header::ACCEPT);
     let q = Query::parse(uri.query());
+    if uri.path().trim_end_matches('/') == "/openapi/v2" {
+        return Ok(if accept.is_some_and(|a| a.contains("protobuf")) {
+            respond::bytes(200, openapi::v2_protobuf(), openapi::V2_PROTOBUF)
+        } else {
+            respond::object(200, &openapi::v2(), Format::Json, &[])
+        });
+    }
     if let Some(rest) = uri.path().strip_prefix("/openapi/v3") {
         let reg = app.registry.load();
         let doc = match rest.trim_matches('/') {

@@ -5,10 +5,50 @@
 //! parameters; they carry no schemas (kubectl then falls back to its built-in
 //! types for strategic merge patches, and to JSON merge patches for custom
 //! resources, exactly as with a server whose schema lacks a kind).
+//!
+//! `/openapi/v2` is a schema-less Swagger 2.0 document. kubectl downloads it
+//! (as protobuf) to validate a kind the v3 documents do not list, such as a
+//! cert-manager `Certificate` whose CRD is not installed; with no definition
+//! for the kind it skips client-side validation and reports the missing
+//! kind ("no matches for kind ... ensure CRDs are installed first"), as it
+//! does against kube-apiserver.
 
 use serde_json::{Map, Value, json};
 
 use crate::registry::Registry;
+
+/// The version `/openapi/v2` and `/openapi/v3` documents name.
+const SPEC_VERSION: &str = "v1.33.0";
+
+/// The content type of `/openapi/v2` in protobuf (the media type kubectl
+/// asks for, `application/com.github.proto-openapi.spec.v2@v1.0+protobuf`,
+/// is no valid Content-Type, so kube-apiserver answers with this one).
+pub const V2_PROTOBUF: &str = "application/octet-stream";
+
+/// `GET /openapi/v2` as JSON.
+pub fn v2() -> Value {
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": SPEC_VERSION},
+        "paths": {},
+        "definitions": {},
+    })
+}
+
+/// `GET /openapi/v2` as protobuf: gnostic's `openapi.v2.Document` with
+/// `swagger` (field 1) and `info` (field 2: `title` 1, `version` 2). Two
+/// length-delimited strings do not justify a protobuf code generator.
+pub fn v2_protobuf() -> Vec<u8> {
+    fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
+        // Wire type 2 (length-delimited); every length here fits one byte.
+        let len = u8::try_from(bytes.len()).expect("short protobuf field");
+        let mut out = vec![(number << 3) | 2, len];
+        out.extend_from_slice(bytes);
+        out
+    }
+    let info = [field(1, b"Kubernetes"), field(2, SPEC_VERSION.as_bytes())].concat();
+    [field(1, b"2.0"), field(2, &info)].concat()
+}
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -80,7 +120,7 @@ pub fn group_version(reg: &Registry, path: &str) -> Option<Value> {
     }
     Some(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.33.0"},
+        "info": {"title": "Kubernetes", "version": SPEC_VERSION},
         "paths": paths,
         "components": {"schemas": {}},
     }))

@@ -56,6 +56,15 @@ pub fn error_with_warnings(err: &ApiError, warnings: &[String]) -> Response {
     object(err.code, &err.to_status(), Format::Json, warnings)
 }
 
+/// A body that is already encoded, such as protobuf.
+pub fn bytes(status: u16, body: Vec<u8>, content_type: &'static str) -> Response {
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
 pub fn text(status: u16, body: &'static str) -> Response {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
