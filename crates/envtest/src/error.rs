@@ -269,15 +269,17 @@ impl ApiError {
         })
     }
 
-    /// 403 Forbidden: `<resource> "<name>" is forbidden: <detail>`.
+    /// 403 Forbidden: `<resource> "<name>" is forbidden: <detail>`, or
+    /// `<resource> is forbidden: <detail>` without a name.
     pub fn forbidden(group: &str, resource: &str, name: &str, detail: &str) -> Self {
+        let resource_name = match name {
+            "" => qualified(resource, group),
+            _ => format!("{} {name:?}", qualified(resource, group)),
+        };
         ApiError::new(
             403,
             "Forbidden",
-            format!(
-                "{} {name:?} is forbidden: {detail}",
-                qualified(resource, group)
-            ),
+            format!("{resource_name} is forbidden: {detail}"),
         )
         .with_details(Details {
             name: name.to_string(),

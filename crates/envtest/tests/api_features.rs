@@ -396,6 +396,74 @@ async fn field_validation_applies_to_builtin_kinds() {
     );
 }
 
+/// The ServiceAccount admission plugin: a Pod naming an account that does
+/// not exist is forbidden (named by its generateName when it has no name);
+/// once the account exists the Pod is admitted with the account's image
+/// pull secrets, and without a token when the account turns automounting off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_need_their_service_account() {
+    let (_env, _client, http) = start(Config::default()).await;
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod = |meta: Value| {
+        json!({"metadata": meta, "spec": {"serviceAccountName": "builder",
+            "containers": [{"name": "c", "image": "busybox"}]}})
+    };
+    let (response, answer) = send(
+        &http,
+        HttpRequest::new("POST", pods).json(&pod(json!({"name": "p"}))),
+    )
+    .await;
+    assert_eq!(response.status, 403, "{answer}");
+    assert_eq!(answer["reason"], "Forbidden");
+    assert_eq!(
+        answer["message"],
+        "pods \"p\" is forbidden: error looking up service account default/builder: serviceaccount \"builder\" not found"
+    );
+    assert_eq!(answer["details"], json!({"name": "p", "kind": "pods"}));
+    let (response, answer) = send(
+        &http,
+        HttpRequest::new("POST", pods).json(&pod(json!({"generateName": "job-"}))),
+    )
+    .await;
+    assert_eq!(response.status, 403, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("pods \"job-\" is forbidden: error looking up service account"),
+        "{answer}"
+    );
+
+    let account = json!({"metadata": {"name": "builder"}, "automountServiceAccountToken": false,
+        "imagePullSecrets": [{"name": "registry"}]});
+    let (response, answer) = send(
+        &http,
+        HttpRequest::new("POST", "/api/v1/namespaces/default/serviceaccounts").json(&account),
+    )
+    .await;
+    assert_eq!(response.status, 201, "{answer}");
+    let (response, answer) = send(
+        &http,
+        HttpRequest::new("POST", pods).json(&pod(json!({"name": "p"}))),
+    )
+    .await;
+    assert_eq!(response.status, 201, "{answer}");
+    assert_eq!(
+        answer["spec"]["imagePullSecrets"],
+        json!([{"name": "registry"}])
+    );
+    assert!(
+        answer["spec"].get("volumes").is_none(),
+        "no token: {answer}"
+    );
+    assert!(
+        answer["spec"]["containers"][0]
+            .get("volumeMounts")
+            .is_none(),
+        "{answer}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_are_validated_by_the_rules_of_each_kind() {
     let (_env, _client, http) = start(Config::default()).await;

@@ -282,7 +282,11 @@ pub(crate) async fn mutate(
         .filter(|_| req.operation == Operation::Create);
     let in_tree = |object: &mut Value| {
         if let Some(kind) = builtin_kind {
-            crate::builtin::admit_create(kind, object);
+            // The account was found before the webhooks ran; one a webhook
+            // named instead is taken as found (kube-apiserver would look
+            // it up again).
+            let account = super::create::pod_service_account(app, kind, req.namespace, object);
+            crate::builtin::admit_create(kind, object, account.ok().flatten().as_deref());
         }
     };
     let outcome = app.webhooks.admit_mutating_with(&attrs, &in_tree).await;

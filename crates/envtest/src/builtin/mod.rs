@@ -133,8 +133,16 @@ pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
 /// the mutating webhooks, and once more after them when a webhook changed
 /// the object (it reinvokes its in-tree plugins), so a container a webhook
 /// adds gets the token too. Running them again changes nothing else.
-pub fn admit_create(kind: &KindInfo, obj: &mut Value) {
-    prepare::admit_create(kind, obj);
+///
+/// `service_account` is the Pod's ServiceAccount as stored (see
+/// [`pod_service_account_name`]); `None` stands for one with no settings.
+pub fn admit_create(kind: &KindInfo, obj: &mut Value, service_account: Option<&Value>) {
+    prepare::admit_create(kind, obj, service_account);
+}
+
+/// The ServiceAccount a Pod runs as: the one it names, else `default`.
+pub fn pod_service_account_name(pod: &Value) -> &str {
+    prepare::pod_service_account_name(pod)
 }
 
 /// Create-time changes the real server's registry strategies make before

@@ -512,18 +512,31 @@ pub(crate) fn random_suffix(len: usize) -> String {
 }
 
 /// See [`super::admit_create`].
-pub(crate) fn admit_create(kind: &KindInfo, obj: &mut Value) {
+pub(crate) fn admit_create(kind: &KindInfo, obj: &mut Value, service_account: Option<&Value>) {
     if (kind.group, kind.kind) == ("", "Pod") {
-        admit_pod(obj);
+        admit_pod(obj, service_account);
+    }
+}
+
+/// The service account a Pod runs as: `default` unless it names one.
+pub(crate) fn pod_service_account_name(pod: &Value) -> &str {
+    match pod
+        .pointer("/spec/serviceAccountName")
+        .and_then(Value::as_str)
+    {
+        Some(name) if !name.is_empty() => name,
+        _ => "default",
     }
 }
 
 /// The admission plugins that change Pods on create.
-fn admit_pod(obj: &mut Value) {
+fn admit_pod(obj: &mut Value, service_account: Option<&Value>) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
-    // ServiceAccount admission.
+    // ServiceAccount admission: the account's name, its token (unless the
+    // Pod, or else the account, turns automounting off) and its image pull
+    // secrets when the Pod has none.
     if spec
         .get("serviceAccountName")
         .and_then(Value::as_str)
@@ -531,12 +544,30 @@ fn admit_pod(obj: &mut Value) {
     {
         spec.insert("serviceAccountName".into(), json!("default"));
     }
+    let account_setting = |field: &str| service_account.and_then(|sa| sa.get(field));
     let automount = spec
         .get("automountServiceAccountToken")
         .and_then(Value::as_bool)
-        != Some(false);
+        .or_else(|| account_setting("automountServiceAccountToken").and_then(Value::as_bool))
+        .unwrap_or(true);
     if automount {
         mount_service_account_token(spec);
+    }
+    let pod_has_pull_secrets = spec
+        .get("imagePullSecrets")
+        .and_then(Value::as_array)
+        .is_some_and(|list| !list.is_empty());
+    let account_pull_secrets: Vec<Value> = account_setting("imagePullSecrets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|secret| json!({"name": str_of(secret, "name")}))
+        .collect();
+    if !pod_has_pull_secrets && !account_pull_secrets.is_empty() {
+        spec.insert(
+            "imagePullSecrets".into(),
+            Value::Array(account_pull_secrets),
+        );
     }
     // DefaultTolerationSeconds admission.
     let tolerates = |spec: &Map<String, Value>, key: &str| {

@@ -189,7 +189,7 @@ impl Server {
         }
         match &old {
             None => {
-                admit_create(kind, &mut obj);
+                admit_create(kind, &mut obj, None);
                 prepare_for_create(kind, &mut obj);
             }
             Some(old) => prepare_for_update(kind, &mut obj, old, None),
@@ -604,7 +604,7 @@ fn quantities_are_canonicalised_and_qos_computed() {
     );
     apply_defaults(pods, &mut obj);
     obj["metadata"]["uid"] = json!("u");
-    admit_create(pods, &mut obj);
+    admit_create(pods, &mut obj, None);
     prepare_for_create(pods, &mut obj);
     assert_eq!(obj["status"]["qosClass"], "Burstable");
     assert!(validate(pods, &obj, None).is_empty());
@@ -627,7 +627,7 @@ fn the_service_account_token_is_mounted_in_every_container_without_one() {
     )
     .unwrap();
     apply_defaults(pods, &mut obj);
-    admit_create(pods, &mut obj);
+    admit_create(pods, &mut obj, None);
     let volumes = obj["spec"]["volumes"].as_array().unwrap();
     assert_eq!(volumes.len(), 2);
     let token = volumes[1]["name"].as_str().unwrap().to_string();
@@ -648,15 +648,40 @@ fn the_service_account_token_is_mounted_in_every_container_without_one() {
         .as_array_mut()
         .unwrap()
         .push(json!({"name": "sidecar", "image": "i"}));
-    admit_create(pods, &mut obj);
+    admit_create(pods, &mut obj, None);
     assert_eq!(mounts(&obj, "containers", 2), token_mount);
     assert_eq!(obj["spec"]["volumes"].as_array().unwrap().len(), 2);
     let once_more = {
         let mut again = obj.clone();
-        admit_create(pods, &mut again);
+        admit_create(pods, &mut again, None);
         again
     };
     assert_eq!(once_more, obj);
+}
+
+#[test]
+fn the_service_account_decides_the_token_and_pull_secrets_a_pod_lacks() {
+    let pods = find("", "pods").unwrap();
+    let account = json!({"metadata": {"name": "sa"}, "automountServiceAccountToken": false,
+        "imagePullSecrets": [{"name": "registry"}]});
+    let admitted = |spec: Value| {
+        let mut obj = json!({"metadata": {"name": "p", "namespace": "n"}, "spec": spec});
+        admit_create(pods, &mut obj, Some(&account));
+        obj["spec"].clone()
+    };
+    let containers = json!([{"name": "c", "image": "i"}]);
+
+    // The account turns the token off and lends its pull secrets.
+    let spec = admitted(json!({"serviceAccountName": "sa", "containers": containers}));
+    assert!(spec.get("volumes").is_none(), "{spec}");
+    assert_eq!(spec["imagePullSecrets"], json!([{"name": "registry"}]));
+
+    // The Pod's own choices win.
+    let spec = admitted(json!({"serviceAccountName": "sa", "containers": containers,
+        "automountServiceAccountToken": true, "imagePullSecrets": [{"name": "mine"}]}));
+    let volume = spec["volumes"][0]["name"].as_str().unwrap_or_default();
+    assert!(volume.starts_with("kube-api-access-"), "{spec}");
+    assert_eq!(spec["imagePullSecrets"], json!([{"name": "mine"}]));
 }
 
 #[test]

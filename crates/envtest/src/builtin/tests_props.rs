@@ -109,7 +109,7 @@ proptest! {
                 alloc.release_service(&obj);
             }
             let mut created = obj.clone();
-            admit_create(kind, &mut created);
+            admit_create(kind, &mut created, None);
             prepare_for_create(kind, &mut created);
             let _ = validate(kind, &created, None);
             prepare_for_update(kind, &mut obj, &old, None);
@@ -128,7 +128,7 @@ proptest! {
         let kind = &kinds[which % kinds.len()];
         let mut obj = value.clone();
         apply_defaults(kind, &mut obj);
-        admit_create(kind, &mut obj);
+        admit_create(kind, &mut obj, None);
         prepare_for_create(kind, &mut obj);
         let _ = validate(kind, &obj, Some(&value));
         let _ = validate_metadata(&value, true, false);
