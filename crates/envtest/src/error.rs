@@ -269,19 +269,19 @@ impl ApiError {
         })
     }
 
-    /// 403 Forbidden: `<resource> "<name>" is forbidden: <detail>`, or
-    /// `<resource> is forbidden: <detail>` without a name.
+    /// 403 Forbidden: `<resource> "<name>" is forbidden: <detail>`, without
+    /// a name `<resource> is forbidden: <detail>`, without a resource
+    /// `forbidden: <detail>`.
     pub fn forbidden(group: &str, resource: &str, name: &str, detail: &str) -> Self {
-        let resource_name = match name {
-            "" => qualified(resource, group),
-            _ => format!("{} {name:?}", qualified(resource, group)),
+        let message = match (resource, name) {
+            ("", _) => format!("forbidden: {detail}"),
+            (_, "") => format!("{} is forbidden: {detail}", qualified(resource, group)),
+            _ => format!(
+                "{} {name:?} is forbidden: {detail}",
+                qualified(resource, group)
+            ),
         };
-        ApiError::new(
-            403,
-            "Forbidden",
-            format!("{resource_name} is forbidden: {detail}"),
-        )
-        .with_details(Details {
+        ApiError::new(403, "Forbidden", message).with_details(Details {
             name: name.to_string(),
             group: group.to_string(),
             kind: resource.to_string(),

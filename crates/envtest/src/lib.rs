@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod authz;
 pub mod builtin;
 pub mod controllers;
 pub mod error;

@@ -813,3 +813,88 @@ async fn leases_renew_and_lose_races() {
         Some("a")
     );
 }
+
+/// A kube-rs client that impersonates a ServiceAccount (as an operator's
+/// e2e test runs it, through `impersonate` in its config or
+/// `KUBE_RS_DEBUG_IMPERSONATE_USER`) is held to that account's RBAC: a
+/// watch it may not make is 403, and once a Role allows it, it works. A
+/// SubjectAccessReview says the same.
+#[tokio::test]
+async fn an_impersonating_client_is_held_to_its_rbac() {
+    use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+
+    let (admin, ns) = setup("kc-impersonate").await;
+    let account = format!("system:serviceaccount:{ns}:operator");
+    let yaml = std::fs::read_to_string(&server::shared().kubeconfig).expect("kubeconfig");
+    let kubeconfig = Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .expect("config");
+    config.auth_info.impersonate = Some(account.clone());
+    let operator = Client::try_from(config).expect("client");
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(operator.clone(), &ns);
+    let status = api_status(configmaps.list(&ListParams::default()).await);
+    assert_eq!(status.code, 403);
+    assert_eq!(
+        status.message,
+        format!(
+            r#"configmaps is forbidden: User "{account}" cannot list resource "configmaps" in API group "" in the namespace "{ns}""#
+        )
+    );
+
+    let role: Role = serde_json::from_value(json!({"metadata": {"name": "cm-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}))
+    .expect("role");
+    Api::<Role>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("role created");
+    let binding: RoleBinding =
+        serde_json::from_value(json!({"metadata": {"name": "operator-reads"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": ns}]}))
+        .expect("binding");
+    Api::<RoleBinding>::namespaced(admin.clone(), &ns)
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("binding created");
+
+    let mut events = watcher(configmaps.clone(), watcher::Config::default()).boxed();
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("the watch answers")
+        .expect("an event");
+    assert!(first.is_ok(), "the watch is allowed now: {first:?}");
+    let status = api_status(
+        configmaps
+            .create(
+                &PostParams::default(),
+                &configmap("c", json!({}), json!({})),
+            )
+            .await,
+    );
+    assert_eq!(status.code, 403, "creating is still not allowed");
+
+    let review: SubjectAccessReview = serde_json::from_value(json!({"spec": {"user": account,
+        "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}")],
+        "resourceAttributes": {"namespace": ns, "verb": "watch", "resource": "configmaps"}}}))
+    .expect("review");
+    let answered = Api::<SubjectAccessReview>::all(admin)
+        .create(&PostParams::default(), &review)
+        .await
+        .expect("review answered");
+    let status = answered.status.expect("a status");
+    assert!(status.allowed);
+    assert_eq!(
+        status.reason.as_deref(),
+        Some(
+            format!(
+                r#"RBAC: allowed by RoleBinding "operator-reads/{ns}" of Role "cm-reader" to ServiceAccount "operator/{ns}""#
+            )
+            .as_str()
+        )
+    );
+}

@@ -889,3 +889,96 @@ fn a_kind_whose_crd_is_missing_is_reported_and_the_rest_applied() {
     ]);
     assert_eq!(data, "b");
 }
+
+/// `kubectl auth can-i` and `--as`: the administrator may do anything; a
+/// ServiceAccount only what its Role grants, in the Role's namespace, and
+/// an impersonated request it may not make is refused as kube-apiserver
+/// refuses it.
+#[test]
+fn auth_can_i_and_impersonation_follow_rbac() {
+    let (k, ns) = namespace("kc-rbac");
+    let bot = format!("system:serviceaccount:{ns}:bot");
+    let as_bot = format!("--as={bot}");
+    let can_i = |args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        let run = k.run(&all);
+        (run.status, run.stdout.trim().to_string())
+    };
+    assert_eq!(can_i(&["create", "pods"]), (Some(0), "yes".into()));
+    assert_eq!(
+        can_i(&["list", "pods", "-n", &ns, &as_bot]),
+        (Some(1), "no".into())
+    );
+
+    k.ok(&[
+        "create",
+        "role",
+        "pod-reader",
+        "--verb=get,list,watch",
+        "--resource=pods",
+        "-n",
+        &ns,
+    ]);
+    k.ok(&[
+        "create",
+        "rolebinding",
+        "bot-reads",
+        "--role=pod-reader",
+        &format!("--serviceaccount={ns}:bot"),
+        "-n",
+        &ns,
+    ]);
+    assert_eq!(
+        can_i(&["list", "pods", "-n", &ns, &as_bot]),
+        (Some(0), "yes".into())
+    );
+    assert_eq!(
+        can_i(&["delete", "pods", "-n", &ns, &as_bot]),
+        (Some(1), "no".into())
+    );
+    assert_eq!(
+        can_i(&["list", "pods", "-n", "default", &as_bot]),
+        (Some(1), "no".into())
+    );
+    assert_eq!(
+        can_i(&["get", "pods", "--subresource=log", "-n", &ns, &as_bot]),
+        (Some(1), "no".into())
+    );
+    let rules = k.ok(&["auth", "can-i", "--list", "-n", &ns, &as_bot]);
+    assert!(
+        rules
+            .lines()
+            .any(|l| l.starts_with("pods ") && l.contains("[get list watch]")),
+        "{rules}"
+    );
+
+    // Requests made as the account are held to the same rules.
+    k.ok(&["get", "pods", "-n", &ns, &as_bot]);
+    let err = k.fails(&[
+        "create",
+        "configmap",
+        "x",
+        "--from-literal=a=b",
+        "-n",
+        &ns,
+        &as_bot,
+    ]);
+    assert!(
+        err.contains(&format!(
+            r#"configmaps is forbidden: User "{bot}" cannot create resource "configmaps" in API group "" in the namespace "{ns}""#
+        )),
+        "{err}"
+    );
+    let err = k.fails(&["get", "pods", "-A", &as_bot]);
+    assert!(err.contains("at the cluster scope"), "{err}");
+
+    let whoami = k.ok(&[
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+        &as_bot,
+    ]);
+    assert_eq!(whoami, bot);
+}

@@ -131,7 +131,7 @@ impl Default for UserInfo {
 
 impl UserInfo {
     /// The `authentication.k8s.io/v1` `UserInfo` JSON (empty fields omitted, as Go does).
-    fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> Value {
         let mut map = Map::new();
         map.insert("username".into(), json!(self.username));
         if !self.uid.is_empty() {

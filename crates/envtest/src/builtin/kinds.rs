@@ -51,6 +51,31 @@ const fn kind(
 
 const NONE: &[&str] = &[];
 
+const AUTHORIZATION: &str = "authorization.k8s.io";
+
+/// A review (`kubectl auth can-i`, `kubectl auth whoami`): created and
+/// answered, never stored.
+const fn review(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+) -> KindInfo {
+    KindInfo {
+        group,
+        version: "v1",
+        kind,
+        plural,
+        singular: "",
+        namespaced,
+        short_names: NONE,
+        categories: NONE,
+        verbs: &["create"],
+        has_status: false,
+        has_scale: false,
+    }
+}
+
 /// Ordered by group, then resource name, as discovery lists them.
 pub(super) static KINDS: &[KindInfo] = &[
     // core/v1
@@ -272,6 +297,38 @@ pub(super) static KINDS: &[KindInfo] = &[
         ALL,
         true,
         true,
+    ),
+    // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews,
+    // answered and never stored
+    review(
+        "authentication.k8s.io",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        false,
+    ),
+    review(
+        AUTHORIZATION,
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        true,
+    ),
+    review(
+        AUTHORIZATION,
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        false,
+    ),
+    review(
+        AUTHORIZATION,
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+    ),
+    review(
+        AUTHORIZATION,
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        false,
     ),
     // batch/v1
     kind(

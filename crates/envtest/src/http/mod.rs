@@ -19,6 +19,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::api::{self, App, WriteCtx, Written};
+use crate::authz;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::patch::PatchType;
@@ -37,6 +38,15 @@ pub fn router(app: Arc<App>) -> Router {
 
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    // envtest's own user is an administrator; one it impersonates is held
+    // to the stored RBAC rules.
+    if let Some(user) = authz::impersonated_user(&parts.headers) {
+        let q = Query::parse(parts.uri.query());
+        let attrs = authz::Attributes::of_request(&parts.method, parts.uri.path(), &q);
+        if !authz::authorize(&app.store, &user, &attrs).allowed {
+            return respond::error(&authz::forbidden(&user, &attrs));
+        }
+    }
     match dispatch(&app, &parts.method, &parts.uri, &parts.headers, body).await {
         Ok(resp) => resp,
         Err(err) => respond::error(&err),
@@ -227,6 +237,9 @@ async fn resource(
     let ns = p.namespace.clone().unwrap_or_default();
     let accept = header_str(headers, header::ACCEPT);
     let content_type = header_str(headers, header::CONTENT_TYPE);
+    if authz::review::is_review(&res) {
+        return review(app, method, headers, body, p, &res, &ns).await;
+    }
     let name = p.name.clone();
     match (method.clone(), name) {
         (Method::GET, None) => {
@@ -368,6 +381,28 @@ async fn resource(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// POST of a review (`kubectl auth can-i`, `whoami`): answered, not stored.
+async fn review(
+    app: &App,
+    method: &Method,
+    headers: &HeaderMap,
+    body: Body,
+    p: &ResourcePath,
+    res: &Resource,
+    ns: &str,
+) -> ApiResult<Response> {
+    if *method != Method::POST || p.name.is_some() || p.subresource.is_some() {
+        return Err(ApiError::method_not_allowed());
+    }
+    let acc = negotiate(header_str(headers, header::ACCEPT), Endpoint::Plain)?;
+    let bytes = read_body(body).await?;
+    let format = body::body_format(header_str(headers, header::CONTENT_TYPE))?;
+    let decoded = body::decode_object(&bytes, format, &res.kind)?;
+    let requester = authz::impersonated_user(headers).unwrap_or_default();
+    let answer = authz::review::answer(&app.store, res, ns, &requester, decoded.value)?;
+    Ok(respond::object(201, &answer, acc.format, &[]))
 }
 
 /// The body format of an object write: custom resources have no protobuf form.

@@ -1,0 +1,324 @@
+//! Authorization as kube-apiserver's RBAC authorizer decides it.
+//!
+//! envtest's own user is a cluster administrator (`system:masters`) and is
+//! never refused. A request that impersonates someone (`Impersonate-User`,
+//! `Impersonate-Group`, as `kubectl --as` and kube-rs's `impersonate` send)
+//! is decided from the stored Roles, ClusterRoles and their bindings, so an
+//! operator run as its ServiceAccount is held to the RBAC its project
+//! generates. The `authorization.k8s.io` reviews (`kubectl auth can-i`) are
+//! answered from the same rules (see [`review`]).
+//!
+//! Not modelled: aggregated ClusterRoles (`aggregationRule`), the bootstrap
+//! roles beyond discovery and self-reviews, and the `escalate`/`bind`
+//! checks on writes of RBAC objects.
+
+pub mod review;
+mod rules;
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, Method};
+use serde_json::Value;
+
+use crate::admission::UserInfo;
+use crate::error::ApiError;
+use crate::http::path::{Route, route};
+use crate::http::query::Query;
+use crate::store::{ResKey, Store};
+
+pub use rules::Rule;
+
+const AUTHENTICATED: &str = "system:authenticated";
+
+/// The user a request acts as when it impersonates one; `None` for
+/// envtest's own administrator.
+pub fn impersonated_user(headers: &HeaderMap) -> Option<UserInfo> {
+    let name = headers.get("impersonate-user")?.to_str().ok()?.to_string();
+    let mut groups: Vec<String> = headers
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::to_string)
+        .collect();
+    // kube-apiserver adds the groups a ServiceAccount's token would carry.
+    if let Some(namespace) = service_account_namespace(&name)
+        && groups.is_empty()
+    {
+        groups.push("system:serviceaccounts".to_string());
+        groups.push(format!("system:serviceaccounts:{namespace}"));
+    }
+    if name != "system:anonymous" && !groups.iter().any(|g| g == AUTHENTICATED) {
+        groups.push(AUTHENTICATED.to_string());
+    }
+    Some(UserInfo {
+        username: name,
+        groups,
+        ..UserInfo::default()
+    })
+}
+
+/// `system:serviceaccount:<namespace>:<name>` → the namespace.
+fn service_account_namespace(username: &str) -> Option<&str> {
+    let rest = username.strip_prefix("system:serviceaccount:")?;
+    let (namespace, name) = rest.split_once(':')?;
+    (!namespace.is_empty() && !name.is_empty()).then_some(namespace)
+}
+
+/// What a request asks to do, as the authorizer sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attributes {
+    pub verb: String,
+    /// False for paths that name no resource (`/api`, `/version`, ...).
+    pub resource_request: bool,
+    pub api_group: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+    /// The request path, for non-resource requests.
+    pub path: String,
+}
+
+impl Attributes {
+    /// The attributes of an HTTP request, as kube-apiserver's request info
+    /// resolver derives them.
+    pub fn of_request(method: &Method, path: &str, query: &Query) -> Attributes {
+        let Route::Resource(p) = route(path) else {
+            let verb = match *method {
+                Method::GET | Method::HEAD => "get",
+                Method::POST => "post",
+                Method::PUT => "put",
+                Method::PATCH => "patch",
+                Method::DELETE => "delete",
+                _ => "",
+            };
+            return Attributes {
+                verb: verb.to_string(),
+                path: path.to_string(),
+                ..Attributes::default()
+            };
+        };
+        let watching = p.watch_prefix || query.flag("watch").unwrap_or(false);
+        let verb = match (method, p.name.is_some()) {
+            (&Method::GET | &Method::HEAD, _) if watching => "watch",
+            (&Method::GET | &Method::HEAD, true) => "get",
+            (&Method::GET | &Method::HEAD, false) => "list",
+            (&Method::POST, _) => "create",
+            (&Method::PUT, _) => "update",
+            (&Method::PATCH, _) => "patch",
+            (&Method::DELETE, true) => "delete",
+            (&Method::DELETE, false) => "deletecollection",
+            _ => "",
+        };
+        let name = p.name.unwrap_or_default();
+        // A Namespace object is in its own namespace, for the authorizer.
+        let namespace = match p.namespace {
+            None if p.group.is_empty() && p.resource == "namespaces" => name.clone(),
+            namespace => namespace.unwrap_or_default(),
+        };
+        Attributes {
+            verb: verb.to_string(),
+            resource_request: true,
+            api_group: p.group,
+            resource: p.resource,
+            subresource: p.subresource.unwrap_or_default(),
+            namespace,
+            name,
+            path: path.to_string(),
+        }
+    }
+}
+
+/// An authorizer's answer; `reason` says which binding allowed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub reason: String,
+}
+
+impl Decision {
+    fn allowed_by(source: String) -> Decision {
+        Decision {
+            allowed: true,
+            reason: format!("RBAC: allowed by {source}"),
+        }
+    }
+
+    fn no_opinion() -> Decision {
+        Decision {
+            allowed: false,
+            reason: String::new(),
+        }
+    }
+}
+
+/// What the bootstrap policy of every cluster grants each authenticated
+/// user: discovery, version and health paths (`system:discovery`,
+/// `system:public-info-viewer`) and reviews of their own access
+/// (`system:basic-user`).
+fn bootstrap_grant(user: &UserInfo, attrs: &Attributes) -> Option<Decision> {
+    if !user.groups.iter().any(|g| g == AUTHENTICATED) {
+        return None;
+    }
+    let to_authenticated = |role: &str| {
+        Decision::allowed_by(format!(
+            "ClusterRoleBinding {role:?} of ClusterRole {role:?} to Group \"{AUTHENTICATED}\""
+        ))
+    };
+    if !attrs.resource_request {
+        let discovery = ["/api", "/apis", "/openapi"]
+            .iter()
+            .any(|prefix| attrs.path == *prefix || attrs.path.starts_with(&format!("{prefix}/")));
+        let public = ["/version", "/healthz", "/livez", "/readyz"]
+            .iter()
+            .any(|p| attrs.path == *p || attrs.path.starts_with(&format!("{p}/")));
+        return match attrs.verb.as_str() {
+            "get" if discovery => Some(to_authenticated("system:discovery")),
+            "get" if public => Some(to_authenticated("system:public-info-viewer")),
+            _ => None,
+        };
+    }
+    let self_review = attrs.verb == "create"
+        && matches!(
+            (attrs.api_group.as_str(), attrs.resource.as_str()),
+            ("authentication.k8s.io", "selfsubjectreviews")
+                | (
+                    "authorization.k8s.io",
+                    "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
+                )
+        );
+    self_review.then(|| to_authenticated("system:basic-user"))
+}
+
+/// Decides whether `user` may do what `attrs` describe.
+pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> Decision {
+    if user.groups.iter().any(|g| g == "system:masters") {
+        return Decision {
+            allowed: true,
+            reason: String::new(),
+        };
+    }
+    if let Some(granted) = bootstrap_grant(user, attrs) {
+        return granted;
+    }
+    let mut decision = Decision::no_opinion();
+    visit_rules(store, user, &attrs.namespace, |source, rule| {
+        if rule.allows(attrs) {
+            decision = Decision::allowed_by(source.to_string());
+            return false;
+        }
+        true
+    });
+    decision
+}
+
+/// Calls `visit` with every rule granted to `user` cluster-wide and in
+/// `namespace`, and where it comes from (`ClusterRoleBinding "b" of
+/// ClusterRole "r" to User "u"`), until `visit` returns false.
+pub(crate) fn visit_rules(
+    store: &Store,
+    user: &UserInfo,
+    namespace: &str,
+    mut visit: impl FnMut(&str, &Rule) -> bool,
+) {
+    let key = |plural: &str| -> ResKey { Arc::from(format!("rbac.authorization.k8s.io/{plural}")) };
+    let (cluster_bindings, _) = store.list(&key("clusterrolebindings"), None, None);
+    let namespace_bindings = if namespace.is_empty() {
+        Vec::new()
+    } else {
+        store.list(&key("rolebindings"), Some(namespace), None).0
+    };
+    let bindings = cluster_bindings
+        .iter()
+        .map(|(_, b)| (b, true))
+        .chain(namespace_bindings.iter().map(|(_, b)| (b, false)));
+    for (binding, cluster_wide) in bindings {
+        let binding_namespace = crate::meta::namespace(binding);
+        let Some(subject) = matching_subject(binding, user, binding_namespace) else {
+            continue;
+        };
+        let role_kind = str_at(binding, &["roleRef", "kind"]);
+        let role_name = str_at(binding, &["roleRef", "name"]);
+        let role = match role_kind {
+            "ClusterRole" => store.get(&key("clusterroles"), "", role_name),
+            "Role" if !cluster_wide => store.get(&key("roles"), binding_namespace, role_name),
+            _ => None,
+        };
+        let Some(role) = role else {
+            continue;
+        };
+        let binding_name = crate::meta::name(binding);
+        let source = if cluster_wide {
+            format!("ClusterRoleBinding {binding_name:?} of {role_kind} {role_name:?} to {subject}")
+        } else {
+            let qualified = format!("{binding_name}/{binding_namespace}");
+            format!("RoleBinding {qualified:?} of {role_kind} {role_name:?} to {subject}")
+        };
+        for rule in Rule::all_of(&role) {
+            if !visit(&source, &rule) {
+                return;
+            }
+        }
+    }
+}
+
+/// The first subject of `binding` that `user` is, described as kube-apiserver
+/// describes it (`User "u"`, `Group "g"`, `ServiceAccount "name/namespace"`).
+fn matching_subject(binding: &Value, user: &UserInfo, binding_namespace: &str) -> Option<String> {
+    let subjects = binding.get("subjects")?.as_array()?;
+    subjects.iter().find_map(|subject| {
+        let name = str_at(subject, &["name"]);
+        match str_at(subject, &["kind"]) {
+            "User" if user.username == name => Some(format!("User {name:?}")),
+            "Group" if user.groups.iter().any(|g| g == name) => Some(format!("Group {name:?}")),
+            "ServiceAccount" => {
+                // A subject without a namespace means the binding's own.
+                let namespace = match str_at(subject, &["namespace"]) {
+                    "" => binding_namespace,
+                    ns => ns,
+                };
+                let username = format!("system:serviceaccount:{namespace}:{name}");
+                (user.username == username)
+                    .then(|| format!("ServiceAccount \"{name}/{namespace}\""))
+            }
+            _ => None,
+        }
+    })
+}
+
+fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The 403 kube-apiserver answers a request its user may not make.
+pub fn forbidden(user: &UserInfo, attrs: &Attributes) -> ApiError {
+    let username = &user.username;
+    if !attrs.resource_request {
+        let detail = format!(
+            "User {username:?} cannot {} path {:?}",
+            attrs.verb, attrs.path
+        );
+        return ApiError::forbidden("", "", "", &detail);
+    }
+    let resource = if attrs.subresource.is_empty() {
+        attrs.resource.clone()
+    } else {
+        format!("{}/{}", attrs.resource, attrs.subresource)
+    };
+    let scope = if attrs.namespace.is_empty() {
+        "at the cluster scope".to_string()
+    } else {
+        format!("in the namespace {:?}", attrs.namespace)
+    };
+    let detail = format!(
+        "User {username:?} cannot {} resource {resource:?} in API group {:?} {scope}",
+        attrs.verb, attrs.api_group
+    );
+    ApiError::forbidden(&attrs.api_group, &attrs.resource, &attrs.name, &detail)
+}
+
+#[cfg(test)]
+mod tests;

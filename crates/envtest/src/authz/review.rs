@@ -1,0 +1,225 @@
+//! The reviews: `authorization.k8s.io/v1` SelfSubjectAccessReview,
+//! SubjectAccessReview, LocalSubjectAccessReview (can this user do this?)
+//! and SelfSubjectRulesReview (what may I do in this namespace?), and
+//! `authentication.k8s.io/v1` SelfSubjectReview (who am I?). They are
+//! created, answered and never stored, as on kube-apiserver.
+
+use serde_json::{Map, Value, json};
+
+use super::{Attributes, Decision, Rule, authorize, visit_rules};
+use crate::admission::UserInfo;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::registry::Resource;
+use crate::store::Store;
+
+/// Whether `res` is one of the reviews this module answers.
+pub fn is_review(res: &Resource) -> bool {
+    matches!(
+        (res.group.as_str(), res.kind.as_str()),
+        ("authentication.k8s.io", "SelfSubjectReview") | ("authorization.k8s.io", _)
+    )
+}
+
+/// Answers the review `body` POSTed to `res` (in namespace `ns` for a
+/// LocalSubjectAccessReview) by `requester`.
+pub fn answer(
+    store: &Store,
+    res: &Resource,
+    ns: &str,
+    requester: &UserInfo,
+    mut body: Value,
+) -> ApiResult<Value> {
+    let spec = body.get("spec").cloned().unwrap_or(Value::Null);
+    let status = match res.kind.as_str() {
+        "SelfSubjectReview" => json!({"userInfo": requester.to_json()}),
+        "SelfSubjectRulesReview" => rules_review(store, requester, &spec),
+        "SelfSubjectAccessReview" => {
+            let attrs = attributes(res, &spec)?;
+            access_status(&authorize(store, requester, &attrs))
+        }
+        "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+            let user = subject(&spec);
+            if user.username.is_empty() && user.groups.is_empty() {
+                return Err(invalid(
+                    res,
+                    "spec.user",
+                    "at least one of user or group must be specified",
+                ));
+            }
+            let mut attrs = attributes(res, &spec)?;
+            if res.kind == "LocalSubjectAccessReview" {
+                if attrs.namespace.is_empty() {
+                    attrs.namespace = ns.to_string();
+                } else if attrs.namespace != ns {
+                    return Err(ApiError::bad_request(format!(
+                        "spec.resourceAttributes.namespace must match namespace: {ns}"
+                    )));
+                }
+            }
+            access_status(&authorize(store, &user, &attrs))
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    let Value::Object(map) = &mut body else {
+        return Err(ApiError::bad_request("the review must be an object"));
+    };
+    map.insert("apiVersion".into(), json!(res.api_version()));
+    map.insert("kind".into(), json!(res.kind));
+    map.entry("metadata")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .map(|m| m.entry("creationTimestamp").or_insert(Value::Null));
+    map.insert("status".into(), status);
+    Ok(body)
+}
+
+fn invalid(res: &Resource, field: &str, detail: &str) -> ApiError {
+    ApiError::invalid(
+        &res.group,
+        &res.kind,
+        "",
+        vec![Cause::invalid(field, &Value::Null, detail)],
+    )
+}
+
+/// The user a SubjectAccessReview asks about.
+fn subject(spec: &Value) -> UserInfo {
+    let text = |field: &str| spec.get(field).and_then(Value::as_str).unwrap_or("");
+    UserInfo {
+        username: text("user").to_string(),
+        uid: text("uid").to_string(),
+        groups: spec
+            .get("groups")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        extra: Default::default(),
+    }
+}
+
+/// The request a review describes: `resourceAttributes` or
+/// `nonResourceAttributes`, exactly one.
+fn attributes(res: &Resource, spec: &Value) -> ApiResult<Attributes> {
+    let text = |v: &Value, field: &str| {
+        v.get(field)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    match (
+        spec.get("resourceAttributes").filter(|v| v.is_object()),
+        spec.get("nonResourceAttributes").filter(|v| v.is_object()),
+    ) {
+        (Some(r), None) => Ok(Attributes {
+            verb: text(r, "verb"),
+            resource_request: true,
+            api_group: text(r, "group"),
+            resource: text(r, "resource"),
+            subresource: text(r, "subresource"),
+            namespace: text(r, "namespace"),
+            name: text(r, "name"),
+            path: String::new(),
+        }),
+        (None, Some(n)) => Ok(Attributes {
+            verb: text(n, "verb"),
+            path: text(n, "path"),
+            ..Attributes::default()
+        }),
+        (both, _) => Err(invalid(
+            res,
+            if both.is_some() {
+                "spec.nonResourceAttributes"
+            } else {
+                "spec.resourceAttributes"
+            },
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+    }
+}
+
+fn access_status(decision: &Decision) -> Value {
+    let mut status = Map::new();
+    status.insert("allowed".into(), json!(decision.allowed));
+    if !decision.reason.is_empty() {
+        status.insert("reason".into(), json!(decision.reason));
+    }
+    Value::Object(status)
+}
+
+/// What `requester` may do in `spec.namespace`: every rule bound to them
+/// there and cluster-wide, plus what every authenticated user may do.
+fn rules_review(store: &Store, requester: &UserInfo, spec: &Value) -> Value {
+    let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
+    let mut resource_rules = Vec::new();
+    let mut non_resource_rules = Vec::new();
+    let mut add = |rule: &Rule| {
+        let json = rule.to_review_json();
+        let list = if rule.non_resource_urls.is_empty() {
+            &mut resource_rules
+        } else {
+            &mut non_resource_rules
+        };
+        if !list.contains(&json) {
+            list.push(json);
+        }
+    };
+    if requester.groups.iter().any(|g| g == "system:masters") {
+        add(&Rule {
+            verbs: vec!["*".into()],
+            api_groups: vec!["*".into()],
+            resources: vec!["*".into()],
+            ..Rule::default()
+        });
+        add(&Rule {
+            verbs: vec!["*".into()],
+            non_resource_urls: vec!["*".into()],
+            ..Rule::default()
+        });
+    }
+    add(&Rule {
+        verbs: vec!["create".into()],
+        api_groups: vec!["authentication.k8s.io".into()],
+        resources: vec!["selfsubjectreviews".into()],
+        ..Rule::default()
+    });
+    add(&Rule {
+        verbs: vec!["create".into()],
+        api_groups: vec!["authorization.k8s.io".into()],
+        resources: vec![
+            "selfsubjectaccessreviews".into(),
+            "selfsubjectrulesreviews".into(),
+        ],
+        ..Rule::default()
+    });
+    visit_rules(store, requester, namespace, |_, rule| {
+        add(rule);
+        true
+    });
+    add(&Rule {
+        verbs: vec!["get".into()],
+        non_resource_urls: [
+            "/api",
+            "/api/*",
+            "/apis",
+            "/apis/*",
+            "/healthz",
+            "/livez",
+            "/openapi",
+            "/openapi/*",
+            "/readyz",
+            "/version",
+            "/version/",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..Rule::default()
+    });
+    json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": false,
+    })
+}
