@@ -10,14 +10,22 @@
 //!
 //! The Pods they create are never scheduled (tests/cluster): the tests set
 //! their `Ready` condition through `/status`, standing in for a kubelet.
+//!
+//! The manager runs as a ServiceAccount granted the ClusterRole of
+//! config/rbac/role.yaml (what `opctl manifests` writes from the
+//! `+opctl:rbac` markers) by impersonation, so a permission the markers lack
+//! fails the tests; under envtest the account may also put the CA of
+//! `--webhook-self-signed` into the webhook configurations, which
+//! cert-manager does on a cluster.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 
 use sidecarset::api::apps::v1alpha1::{INJECTED_ANNOTATION, SidecarSet};
 use sidecarset::manager::conditions;
@@ -25,6 +33,78 @@ use sidecarset::manager::conditions;
 mod cluster;
 mod webhooks;
 // +opctl:scaffold:e2e-modules
+
+/// The ServiceAccount (namespace, name) the tests run the manager as.
+const OPERATOR_ACCOUNT: (&str, &str) = ("default", "sidecarset-e2e");
+
+/// Grants [`OPERATOR_ACCOUNT`] the ClusterRole of config/rbac/role.yaml,
+/// under a name of its own, and returns the user name to impersonate.
+fn operator_account() -> String {
+    let (namespace, name) = OPERATOR_ACCOUNT;
+    let mut role: ClusterRole = serde_saphyr::from_str(include_str!("../config/rbac/role.yaml"))
+        .expect("config/rbac/role.yaml is a ClusterRole (run `opctl manifests`)");
+    role.metadata = ObjectMeta {
+        name: Some(name.to_owned()),
+        ..ObjectMeta::default()
+    };
+    if !existing_cluster() {
+        // What `--webhook-self-signed` does in place of cert-manager.
+        role.rules.get_or_insert_default().push(PolicyRule {
+            api_groups: Some(vec!["admissionregistration.k8s.io".to_owned()]),
+            resources: Some(vec![
+                "mutatingwebhookconfigurations".to_owned(),
+                "validatingwebhookconfigurations".to_owned(),
+            ]),
+            verbs: ["get", "list", "watch", "update"]
+                .map(str::to_owned)
+                .to_vec(),
+            ..PolicyRule::default()
+        });
+    }
+    let binding = ClusterRoleBinding {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "ClusterRole".to_owned(),
+            name: name.to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: name.to_owned(),
+            namespace: Some(namespace.to_owned()),
+            ..Subject::default()
+        }]),
+    };
+    // The tests may run inside a tokio runtime: apply from a thread of its own.
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let client = kube::Client::try_default().await?;
+            let apply = PatchParams::apply("sidecarset-e2e").force();
+            Api::<ClusterRole>::all(client.clone())
+                .patch(name, &apply, &Patch::Apply(&role))
+                .await?;
+            Api::<ClusterRoleBinding>::all(client)
+                .patch(name, &apply, &Patch::Apply(&binding))
+                .await?;
+            anyhow::Ok(())
+        })
+    })
+    .join()
+    .expect("the RBAC thread")
+    .unwrap_or_else(|err| panic!("cannot grant the manager's RBAC: {err:#}"));
+    format!("system:serviceaccount:{namespace}:{name}")
+}
+
+/// Whether the tests run against an existing cluster rather than envtest.
+fn existing_cluster() -> bool {
+    std::env::var("E2E_USE_EXISTING_CLUSTER").is_ok_and(|v| v == "true")
+}
 
 /// The manager, started from the binary cargo built for this test.
 struct Manager {
@@ -41,6 +121,8 @@ impl Manager {
         let binary = env!("CARGO_BIN_EXE_sidecarset");
         let mut command = Command::new(binary);
         command
+            .env("KUBE_RS_DEBUG_IMPERSONATE_USER", operator_account())
+            .env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP")
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"));
         webhooks::serve_locally(&mut command);

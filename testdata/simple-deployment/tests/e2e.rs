@@ -10,6 +10,11 @@
 //! Waits are generous where the cluster sets the pace (garbage collection,
 //! graceful Pod deletion) and short where the operator does: a Deployment
 //! gets its Pod within 2 s.
+//!
+//! The operator runs as a ServiceAccount granted exactly the ClusterRole of
+//! config/rbac/role.yaml (what `opctl manifests` writes from the
+//! `+opctl:rbac` markers), by impersonation: a permission the markers lack
+//! fails these tests, under envtest as on a cluster.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -23,8 +28,9 @@ use k8s_openapi::api::core::v1::{
     Container, Namespace, Pod, PodSpec, PodTemplateSpec, ServiceAccount,
 };
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 
 /// How soon the operator must act on a change it watches.
@@ -34,6 +40,49 @@ const PROMPTLY: Duration = Duration::from_secs(2);
 const CLUSTER_PACE: Duration = Duration::from_secs(60);
 /// SIGTERM must end the operator within this.
 const STOP_WITHIN: Duration = Duration::from_secs(10);
+
+/// The ServiceAccount (namespace, name) the operator runs as in these tests.
+const OPERATOR_ACCOUNT: (&str, &str) = ("default", "simple-deployment-e2e");
+
+/// Grants [`OPERATOR_ACCOUNT`] the ClusterRole of config/rbac/role.yaml,
+/// under a name of its own (so a `make deploy`ed operator keeps its role),
+/// and returns the user name to impersonate.
+async fn operator_account(client: &Client) -> String {
+    let (namespace, name) = OPERATOR_ACCOUNT;
+    let mut role: ClusterRole = serde_saphyr::from_str(include_str!("../config/rbac/role.yaml"))
+        .expect("config/rbac/role.yaml is a ClusterRole (run `opctl manifests`)");
+    role.metadata = ObjectMeta {
+        name: Some(name.to_owned()),
+        ..ObjectMeta::default()
+    };
+    let binding = ClusterRoleBinding {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "ClusterRole".to_owned(),
+            name: name.to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: name.to_owned(),
+            namespace: Some(namespace.to_owned()),
+            ..Subject::default()
+        }]),
+    };
+    let apply = PatchParams::apply("simple-deployment-e2e").force();
+    Api::<ClusterRole>::all(client.clone())
+        .patch(name, &apply, &Patch::Apply(&role))
+        .await
+        .expect("the operator's ClusterRole applies");
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .patch(name, &apply, &Patch::Apply(&binding))
+        .await
+        .expect("the operator's ClusterRoleBinding applies");
+    format!("system:serviceaccount:{namespace}:{name}")
+}
 
 /// The operator, started from the binary cargo built for this test.
 struct Operator {
@@ -56,6 +105,7 @@ impl Operator {
     async fn start(args: &[String], env: &[(&str, &str)]) -> Operator {
         let health = free_local_address();
         let metrics = free_local_address();
+        let account = operator_account(&client().await).await;
         let binary = env!("CARGO_BIN_EXE_simple-deployment");
         let mut command = Command::new(binary);
         for name in [
@@ -63,9 +113,12 @@ impl Operator {
             "POD_IMAGE",
             "RESYNC_SECONDS",
             "LEADER_ELECT",
+            "KUBE_RS_DEBUG_IMPERSONATE_GROUP",
         ] {
             command.env_remove(name);
         }
+        // kube-rs sends every request as this user (`Impersonate-User`).
+        command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", &account);
         let process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))

@@ -1,5 +1,6 @@
 //! What the e2e tests (and the benchmark) share: the manager binary run as
-//! its own process, a namespace per test, kubectl, and waiting.
+//! its own process (in the e2e tests as a ServiceAccount holding only the
+//! generated RBAC), a namespace per test, kubectl, and waiting.
 //!
 //! Everything goes through the cluster the kubeconfig names, so the same
 //! code runs under `opctl envtest run` and against a real cluster.
@@ -12,12 +13,57 @@ use std::process::{Child, Command, ExitStatus, Output};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ObjectMeta, PostParams};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use rand::distr::{Alphanumeric, SampleString};
 
 /// How long the tests wait for the operator (and a real cluster's garbage
 /// collector and kubelet: a Pod takes up to its 30 s grace period to go).
 pub const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The ServiceAccount (namespace, name) the e2e tests run the manager as.
+const OPERATOR_ACCOUNT: (&str, &str) = ("default", "database-e2e");
+
+/// Grants [`OPERATOR_ACCOUNT`] the ClusterRole of config/rbac/role.yaml
+/// (what `opctl manifests` writes from the `+opctl:rbac` markers), under a
+/// name of its own, and returns the user name to impersonate: a permission
+/// the markers lack fails the tests, under envtest as on a cluster.
+pub async fn operator_account(client: &kube::Client) -> String {
+    let (namespace, name) = OPERATOR_ACCOUNT;
+    let mut role: ClusterRole = serde_saphyr::from_str(include_str!("../../config/rbac/role.yaml"))
+        .expect("config/rbac/role.yaml is a ClusterRole (run `opctl manifests`)");
+    role.metadata = ObjectMeta {
+        name: Some(name.to_owned()),
+        ..ObjectMeta::default()
+    };
+    let binding = ClusterRoleBinding {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "ClusterRole".to_owned(),
+            name: name.to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: name.to_owned(),
+            namespace: Some(namespace.to_owned()),
+            ..Subject::default()
+        }]),
+    };
+    let apply = PatchParams::apply("database-e2e").force();
+    Api::<ClusterRole>::all(client.clone())
+        .patch(name, &apply, &Patch::Apply(&role))
+        .await
+        .expect("the manager's ClusterRole applies");
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .patch(name, &apply, &Patch::Apply(&binding))
+        .await
+        .expect("the manager's ClusterRoleBinding applies");
+    format!("system:serviceaccount:{namespace}:{name}")
+}
 
 /// The manager, started from the binary cargo built for this test.
 pub struct Manager {
@@ -29,10 +75,22 @@ pub struct Manager {
 impl Manager {
     /// Starts the manager with free local ports and waits until /readyz says ok.
     pub fn start(args: &[&str]) -> Manager {
+        Manager::start_as(None, args)
+    }
+
+    /// [`Manager::start`], sending every request as `user` (kube-rs's
+    /// `Impersonate-User`; see [`operator_account`]).
+    pub fn start_as(user: Option<&str>, args: &[&str]) -> Manager {
         let health = free_local_address();
         let metrics = free_local_address();
         let binary = env!("CARGO_BIN_EXE_database");
-        let process = Command::new(binary)
+        let mut command = Command::new(binary);
+        command.env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP");
+        match user {
+            Some(user) => command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user),
+            None => command.env_remove("KUBE_RS_DEBUG_IMPERSONATE_USER"),
+        };
+        let process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
             .args(args)
@@ -179,7 +237,8 @@ impl Fixture {
             .await
             .expect("a cluster from the kubeconfig");
         let namespace = create_namespace(&client, &format!("e2e-{test}")).await;
-        let manager = Manager::start(&[&format!("--namespace={namespace}")]);
+        let account = operator_account(&client).await;
+        let manager = Manager::start_as(Some(&account), &[&format!("--namespace={namespace}")]);
         Fixture {
             client,
             namespace,
