@@ -377,12 +377,14 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         }
     }
 
-    // The webhooks are called under opctl envtest: each e2e test installs
-    // config/webhook and starts the manager with a self-signed certificate.
+    // Every e2e test passes under opctl envtest, with the manager running as
+    // a ServiceAccount that holds only config/rbac/role.yaml: the kinds'
+    // controllers, and the webhooks (each test installs config/webhook and
+    // starts the manager with a self-signed certificate).
     let out = Command::new(common::opctl_bin())
         .args(["envtest", "run", "--crds", "config/crd/bases", "--"])
         .args(["cargo", "test", "--test", "e2e", "--", "--ignored"])
-        .args(["--test-threads=1", "webhook"])
+        .arg("--test-threads=1")
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", &target)
         .output()
@@ -394,13 +396,20 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     );
     assert!(out.status.success(), "the webhook e2e tests:\n{text}");
     for test in [
+        "a_guestbook_becomes_ready_and_goes_away_on_delete ... ok",
+        "a_cluster_policy_becomes_ready_and_goes_away_on_delete ... ok",
+        "the_manager_serves_probes_and_metrics_and_stops_on_sigterm ... ok",
         "the_defaulting_webhook_of_guestbook_v1_is_called ... ok",
         "the_validating_webhook_of_guestbook_v1_is_called ... ok",
         "the_defaulting_webhook_of_pod_v1_is_called ... ok",
     ] {
         assert!(text.contains(test), "{test}:\n{text}");
     }
-    assert!(text.contains("3 passed"), "{text}");
+    assert!(text.contains("6 passed"), "{text}");
+    assert!(
+        text.contains("impersonating user"),
+        "the manager runs as its ServiceAccount:\n{text}"
+    );
 
     // A project that does not compile: cargo's errors, then one line from
     // opctl, and nothing written.

@@ -14,16 +14,16 @@
 //! The manager runs as a ServiceAccount granted the ClusterRole of
 //! config/rbac/role.yaml (what `opctl manifests` writes from the
 //! `+opctl:rbac` markers) by impersonation, so a permission the markers lack
-//! fails the tests; under envtest the account may also put the CA of
+//! fails the tests (tests/webhooks lets it, under envtest, put the CA of
 //! `--webhook-self-signed` into the webhook configurations, which
-//! cert-manager does on a cluster.
+//! cert-manager does on a cluster).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 
@@ -47,20 +47,6 @@ fn operator_account() -> String {
         name: Some(name.to_owned()),
         ..ObjectMeta::default()
     };
-    if !existing_cluster() {
-        // What `--webhook-self-signed` does in place of cert-manager.
-        role.rules.get_or_insert_default().push(PolicyRule {
-            api_groups: Some(vec!["admissionregistration.k8s.io".to_owned()]),
-            resources: Some(vec![
-                "mutatingwebhookconfigurations".to_owned(),
-                "validatingwebhookconfigurations".to_owned(),
-            ]),
-            verbs: ["get", "list", "watch", "update"]
-                .map(str::to_owned)
-                .to_vec(),
-            ..PolicyRule::default()
-        });
-    }
     let binding = ClusterRoleBinding {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
@@ -99,11 +85,6 @@ fn operator_account() -> String {
     .expect("the RBAC thread")
     .unwrap_or_else(|err| panic!("cannot grant the manager's RBAC: {err:#}"));
     format!("system:serviceaccount:{namespace}:{name}")
-}
-
-/// Whether the tests run against an existing cluster rather than envtest.
-fn existing_cluster() -> bool {
-    std::env::var("E2E_USE_EXISTING_CLUSTER").is_ok_and(|v| v == "true")
 }
 
 /// The manager, started from the binary cargo built for this test.

@@ -6,6 +6,11 @@
 //! current kubeconfig (install the CRDs first: `make install`). Plain
 //! `cargo test` lists them as ignored.
 //!
+//! The manager runs as a ServiceAccount granted exactly config/rbac/role.yaml
+//! (what `opctl manifests` writes from the `+opctl:rbac` markers), by
+//! impersonation: a permission the markers lack fails these tests, under
+//! envtest as on a cluster.
+//!
 //! This file is yours; `opctl create api` adds a test per kind at the
 //! `+opctl:scaffold:e2e` marker, `opctl create webhook` one per webhook.
 
@@ -14,7 +19,63 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+
 // +opctl:scaffold:e2e-modules
+
+/// The ServiceAccount the tests run the manager as, and its namespace.
+const OPERATOR_ACCOUNT: &str = "guestbook-e2e";
+const OPERATOR_NAMESPACE: &str = "default";
+
+/// Grants [`OPERATOR_ACCOUNT`] the ClusterRole of config/rbac/role.yaml
+/// (under a name of its own, so a deployed manager keeps its role) and
+/// returns the user name to impersonate.
+fn operator_account() -> String {
+    let (namespace, name) = (OPERATOR_NAMESPACE, OPERATOR_ACCOUNT);
+    let mut role: ClusterRole = serde_saphyr::from_str(include_str!("../config/rbac/role.yaml"))
+        .expect("config/rbac/role.yaml is a ClusterRole (run `opctl manifests`)");
+    let metadata = ObjectMeta {
+        name: Some(name.to_owned()),
+        ..ObjectMeta::default()
+    };
+    role.metadata = metadata.clone();
+    let binding = ClusterRoleBinding {
+        metadata,
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "ClusterRole".to_owned(),
+            name: name.to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: name.to_owned(),
+            namespace: Some(namespace.to_owned()),
+            ..Subject::default()
+        }]),
+    };
+    // The tests may run inside a tokio runtime: apply from a thread of its own.
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let client = kube::Client::try_default().await?;
+            let apply = PatchParams::apply(name).force();
+            Api::<ClusterRole>::all(client.clone())
+                .patch(name, &apply, &Patch::Apply(&role))
+                .await?;
+            Api::<ClusterRoleBinding>::all(client)
+                .patch(name, &apply, &Patch::Apply(&binding))
+                .await?;
+            anyhow::Ok(())
+        })
+    })
+    .join()
+    .expect("the RBAC thread")
+    .unwrap_or_else(|err| panic!("cannot grant the manager's RBAC: {err:#}"));
+    format!("system:serviceaccount:{namespace}:{name}")
+}
 
 /// The manager, started from the binary cargo built for this test.
 struct Manager {
@@ -31,6 +92,9 @@ impl Manager {
         let binary = env!("CARGO_BIN_EXE_guestbook");
         let mut command = Command::new(binary);
         command
+            // kube-rs sends every request as this user (`Impersonate-User`).
+            .env("KUBE_RS_DEBUG_IMPERSONATE_USER", operator_account())
+            .env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP")
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"));
         // +opctl:scaffold:e2e-manager

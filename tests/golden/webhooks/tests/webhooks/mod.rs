@@ -12,6 +12,11 @@
 //! and the tests run one at a time (`--test-threads=1`, as `make test-e2e`
 //! runs them): each manager that starts points the Service at itself.
 //!
+//! The ServiceAccount the tests run the manager as (tests/e2e.rs) may also
+//! read and update the webhook configurations under envtest, which
+//! `--webhook-self-signed` needs to put its CA in (cert-manager's job on a
+//! cluster).
+//!
 //! Against an existing cluster (`E2E_USE_EXISTING_CLUSTER=true make
 //! test-e2e`) the webhooks are the ones `make deploy` installed (with
 //! cert-manager) and the deployed manager serves them: the tests' manager
@@ -28,6 +33,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
@@ -113,9 +119,41 @@ where
     }
 }
 
-/// Installs the webhook configurations and their Service, which leads to `port`.
+/// The ServiceAccount tests/e2e.rs runs the manager as, and its namespace.
+const E2E_ACCOUNT: &str = "sidecarset-e2e";
+const E2E_NAMESPACE: &str = "default";
+
+/// Lets [`E2E_ACCOUNT`] put the manager's self-signed CA into the webhook
+/// configurations.
+async fn grant_ca_injection(client: &Client) -> anyhow::Result<()> {
+    let (namespace, account) = (E2E_NAMESPACE, E2E_ACCOUNT);
+    let name = format!("{account}-webhook-ca");
+    let role: ClusterRole = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [{
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+            "verbs": ["get", "list", "watch", "update"],
+        }],
+    }))?;
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    }))?;
+    apply(&Api::all(client.clone()), &role).await?;
+    apply(&Api::all(client.clone()), &binding).await
+}
+
+/// Installs the webhook configurations and their Service, which leads to
+/// `port`, and lets the tests' manager inject its CA.
 async fn install(port: u16) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
+    grant_ca_injection(&client).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut namespace = Namespace::default();
     namespace.metadata.name = Some(NAMESPACE.to_owned());
