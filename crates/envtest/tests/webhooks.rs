@@ -613,3 +613,82 @@ async fn bad_answers_and_slow_webhooks_fail_the_request() {
         );
     }
 }
+
+/// A webhook is told who asks: envtest's administrator, or the user a
+/// request impersonates (with the groups kube-apiserver gives it), on
+/// creates and deletes alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_see_the_impersonated_user() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+
+    let pki = Pki::new();
+    let webhook = WebhookServer::start(&pki, Reply::allow).await;
+    let (env, admin) = start(Config::default()).await;
+    let rules = json!([{"operations": ["CREATE", "DELETE"], "apiGroups": [""],
+        "apiVersions": ["v1"], "resources": ["pods"]}]);
+    add_validating(
+        &admin,
+        validating(
+            "who",
+            vec![with(
+                hook("who.example.com", url_client(&webhook, &pki, "/")),
+                "rules",
+                rules,
+            )],
+        ),
+    )
+    .await;
+    let role: ClusterRole = serde_json::from_value(json!({"metadata": {"name": "pods"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete"]}]}))
+    .expect("role");
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("role");
+    let binding: ClusterRoleBinding =
+        serde_json::from_value(json!({"metadata": {"name": "bot-pods"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pods"},
+        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "default"}]}))
+        .expect("binding");
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("binding");
+
+    Api::<Pod>::namespaced(admin, "default")
+        .create(&PostParams::default(), &pod("by-admin"))
+        .await
+        .expect("the administrator creates");
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(&env.kubeconfig_yaml()).expect("kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("config");
+    config.auth_info.impersonate = Some("system:serviceaccount:default:bot".to_owned());
+    let bot: Api<Pod> = Api::namespaced(kube::Client::try_from(config).expect("client"), "default");
+    bot.create(&PostParams::default(), &pod("by-bot"))
+        .await
+        .expect("the account creates");
+    bot.delete("by-bot", &DeleteParams::default())
+        .await
+        .expect("the account deletes");
+
+    let users: Vec<Value> = webhook
+        .received()
+        .iter()
+        .map(|call| call.review["request"]["userInfo"].clone())
+        .collect();
+    let bot_user = json!({"username": "system:serviceaccount:default:bot", "groups": [
+        "system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]});
+    assert_eq!(
+        users,
+        [
+            json!({"username": "system:admin", "groups": ["system:masters", "system:authenticated"]}),
+            bot_user.clone(),
+            bot_user,
+        ]
+    );
+}

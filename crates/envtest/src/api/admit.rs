@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::{App, WriteCtx};
 use crate::admission::{
     AdmissionAttributes, ClusterView, ConfigurationKind, GroupVersionKind, GroupVersionResource,
-    Operation, internal_error,
+    Operation, UserInfo, internal_error,
 };
 use crate::error::ApiResult;
 use crate::http::query::{DeleteOptions, Propagation, WriteOptions};
@@ -119,6 +119,8 @@ pub(crate) struct Request<'a> {
     /// The request's options, turned into the `CreateOptions` /
     /// `UpdateOptions` / `DeleteOptions` object only when a webhook is called.
     pub options: Options<'a>,
+    /// Who asks (the administrator, or the user it impersonates).
+    pub user: &'a UserInfo,
 }
 
 /// The options of a request, as the webhooks are sent them.
@@ -174,6 +176,7 @@ impl Request<'_> {
         .with_subresource(self.subresource.unwrap_or(""))
         .with_dry_run(self.dry_run)
         .with_options(self.options.to_json());
+        attrs.user_info = self.user.clone();
         attrs.object = view.0;
         attrs.old_object = view.1;
         attrs.equivalents = self.equivalents(&attrs.kind);

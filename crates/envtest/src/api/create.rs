@@ -46,6 +46,7 @@ pub async fn create(
         operation: Operation::Create,
         dry_run: ctx.opts.dry_run,
         options: admit::Options::Create(&ctx.opts),
+        user: &ctx.user,
     };
     let obj = admit::mutate(app, &req, staged.obj, None, ctx).await?;
     let ready = check(app, res, obj, staged.warnings, ctx)?;

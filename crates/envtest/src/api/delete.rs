@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{App, Warnings, Written, admit, not_found, object_details};
-use crate::admission::Operation;
+use crate::admission::{Operation, UserInfo};
 use crate::error::{ApiError, ApiResult};
 use crate::http::query::{DeleteOptions, Propagation};
 use crate::meta;
@@ -79,6 +79,7 @@ pub async fn delete(
     ns: &str,
     name: &str,
     opts: &DeleteOptions,
+    user: &UserInfo,
     warnings: &Warnings,
 ) -> ApiResult<Written> {
     refuse_immortal(res, name)?;
@@ -90,6 +91,7 @@ pub async fn delete(
         operation: Operation::Delete,
         dry_run: opts.dry_run,
         options: admit::Options::Delete(opts),
+        user,
     };
     for _ in 0..8 {
         let stored = app
@@ -365,13 +367,14 @@ pub async fn delete_collection(
     ns: Option<&str>,
     selected: Vec<Arc<Value>>,
     opts: &DeleteOptions,
+    user: &UserInfo,
     warnings: &Warnings,
 ) -> ApiResult<Value> {
     let mut items = Vec::new();
     for obj in selected {
         let name = meta::name(&obj).to_string();
         let obj_ns = ns.unwrap_or(meta::namespace(&obj)).to_string();
-        match delete(app, res, &obj_ns, &name, opts, warnings).await {
+        match delete(app, res, &obj_ns, &name, opts, user, warnings).await {
             Ok(_) => items.push((*obj).clone()),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),

@@ -78,6 +78,9 @@ pub struct Written {
 pub struct WriteCtx {
     pub manager: String,
     pub opts: WriteOptions,
+    /// Who writes: the administrator, or the user it impersonates (sent to
+    /// admission webhooks as `userInfo`).
+    pub user: crate::admission::UserInfo,
     /// Warnings raised on the way (admission webhooks' warnings), sent as
     /// `Warning` headers whether or not the request succeeds.
     pub warnings: Warnings,
@@ -89,6 +92,7 @@ impl WriteCtx {
         WriteCtx {
             manager,
             opts,
+            user: crate::admission::UserInfo::default(),
             warnings: Warnings::default(),
         }
     }

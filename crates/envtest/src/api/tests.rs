@@ -202,6 +202,7 @@ async fn finalizers_hold_deletion_until_removed() {
         "f",
         &DeleteOptions::default(),
         &Default::default(),
+        &Default::default(),
     )
     .await
     .expect("delete");
@@ -213,6 +214,7 @@ async fn finalizers_hold_deletion_until_removed() {
         "ns",
         "f",
         &DeleteOptions::default(),
+        &Default::default(),
         &Default::default(),
     )
     .await
@@ -261,6 +263,7 @@ async fn immortal_namespaces_and_delete_preconditions() {
         "default",
         &DeleteOptions::default(),
         &Default::default(),
+        &Default::default(),
     )
     .await
     .unwrap_err();
@@ -283,6 +286,7 @@ async fn immortal_namespaces_and_delete_preconditions() {
         "ns",
         "p",
         &opts,
+        &Default::default(),
         &Default::default(),
     )
     .await
@@ -322,9 +326,17 @@ async fn garbage_collector_handles_background_foreground_and_orphan() {
             propagation: Some(policy),
             ..DeleteOptions::default()
         };
-        delete(&app, &cms, "ns", owner, &opts, &Default::default())
-            .await
-            .expect("delete owner");
+        delete(
+            &app,
+            &cms,
+            "ns",
+            owner,
+            &opts,
+            &Default::default(),
+            &Default::default(),
+        )
+        .await
+        .expect("delete owner");
     }
     eventually("owners gone", || {
         ["bg", "fg", "or"].iter().all(|o| get(&app, o).is_none())
@@ -372,6 +384,7 @@ async fn namespace_deletion_removes_content_then_the_namespace() {
         "",
         "ns",
         &DeleteOptions::default(),
+        &Default::default(),
         &Default::default(),
     )
     .await

@@ -357,6 +357,7 @@ pub(crate) async fn update_once_admitted(
         operation: Operation::Update,
         dry_run: c.ctx.opts.dry_run,
         options: admit::Options::Update(&c.ctx.opts),
+        user: &c.ctx.user,
     };
     let staged_new = std::mem::take(&mut s.new);
     s.new = admit::mutate(app, &req, staged_new, Some(&s.old_view), c.ctx).await?;

@@ -167,7 +167,9 @@ fn write_ctx(opts: query::WriteOptions, headers: &HeaderMap) -> WriteCtx {
         .field_manager
         .clone()
         .unwrap_or_else(|| api::manager_from_user_agent(header_str(headers, header::USER_AGENT)));
-    WriteCtx::new(manager, opts)
+    let mut ctx = WriteCtx::new(manager, opts);
+    ctx.user = authz::impersonated_user(headers).unwrap_or_default();
+    ctx
 }
 
 /// The response to a write: the object or the error, with every warning
@@ -351,10 +353,12 @@ async fn resource(
             };
             let opts = query::delete_options(q, body_opts.as_ref())?;
             let warnings = api::Warnings::default();
+            let user = authz::impersonated_user(headers).unwrap_or_default();
             match name {
                 Some(name) => {
                     check_verb(&res, "delete")?;
-                    let result = api::delete::delete(app, &res, &ns, &name, &opts, &warnings).await;
+                    let result =
+                        api::delete::delete(app, &res, &ns, &name, &opts, &user, &warnings).await;
                     Ok(written(app, &res, result, &warnings, &acc))
                 }
                 None => {
@@ -367,6 +371,7 @@ async fn resource(
                         p.namespace.as_deref(),
                         page.items,
                         &opts,
+                        &user,
                         &warnings,
                     )
                     .await
