@@ -152,42 +152,72 @@ impl Decision {
     }
 }
 
-/// What the bootstrap policy of every cluster grants each authenticated
-/// user: discovery, version and health paths (`system:discovery`,
-/// `system:public-info-viewer`) and reviews of their own access
-/// (`system:basic-user`).
+/// The bootstrap policy every cluster grants each authenticated user, by
+/// ClusterRole: reviews of their own access (`system:basic-user`),
+/// discovery (`system:discovery`), version and health paths
+/// (`system:public-info-viewer`).
+pub(crate) fn bootstrap_rules() -> Vec<(&'static str, Rule)> {
+    vec![
+        (
+            "system:basic-user",
+            Rule::on_resources(
+                &["create"],
+                "authentication.k8s.io",
+                &["selfsubjectreviews"],
+            ),
+        ),
+        (
+            "system:basic-user",
+            Rule::on_resources(
+                &["create"],
+                "authorization.k8s.io",
+                &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+            ),
+        ),
+        (
+            "system:discovery",
+            Rule::on_paths(
+                &["get"],
+                &[
+                    "/api",
+                    "/api/*",
+                    "/apis",
+                    "/apis/*",
+                    "/openapi",
+                    "/openapi/*",
+                ],
+            ),
+        ),
+        (
+            "system:public-info-viewer",
+            Rule::on_paths(
+                &["get"],
+                &[
+                    "/healthz",
+                    "/healthz/*",
+                    "/livez",
+                    "/livez/*",
+                    "/readyz",
+                    "/readyz/*",
+                    "/version",
+                    "/version/*",
+                ],
+            ),
+        ),
+    ]
+}
+
+/// The bootstrap grant that allows the request, if any.
 fn bootstrap_grant(user: &UserInfo, attrs: &Attributes) -> Option<Decision> {
     if !user.groups.iter().any(|g| g == AUTHENTICATED) {
         return None;
     }
-    let to_authenticated = |role: &str| {
-        Decision::allowed_by(format!(
-            "ClusterRoleBinding {role:?} of ClusterRole {role:?} to Group \"{AUTHENTICATED}\""
-        ))
-    };
-    if !attrs.resource_request {
-        let discovery = ["/api", "/apis", "/openapi"]
-            .iter()
-            .any(|prefix| attrs.path == *prefix || attrs.path.starts_with(&format!("{prefix}/")));
-        let public = ["/version", "/healthz", "/livez", "/readyz"]
-            .iter()
-            .any(|p| attrs.path == *p || attrs.path.starts_with(&format!("{p}/")));
-        return match attrs.verb.as_str() {
-            "get" if discovery => Some(to_authenticated("system:discovery")),
-            "get" if public => Some(to_authenticated("system:public-info-viewer")),
-            _ => None,
-        };
-    }
-    let self_review = attrs.verb == "create"
-        && matches!(
-            (attrs.api_group.as_str(), attrs.resource.as_str()),
-            ("authentication.k8s.io", "selfsubjectreviews")
-                | (
-                    "authorization.k8s.io",
-                    "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
-                )
-        );
-    self_review.then(|| to_authenticated("system:basic-user"))
+    let (role, _) = bootstrap_rules()
+        .into_iter()
+        .find(|(_, rule)| rule.allows(attrs))?;
+    Some(Decision::allowed_by(format!(
+        "ClusterRoleBinding {role:?} of ClusterRole {role:?} to Group \"{AUTHENTICATED}\""
+    )))
 }
 
 /// Decides whether `user` may do what `attrs` describe.

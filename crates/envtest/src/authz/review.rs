@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Attributes, Decision, Rule, authorize, visit_rules};
+use super::{Attributes, Decision, Rule, authorize, bootstrap_rules, visit_rules};
 use crate::admission::UserInfo;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::Resource;
@@ -167,55 +167,15 @@ fn rules_review(store: &Store, requester: &UserInfo, spec: &Value) -> Value {
         }
     };
     if requester.groups.iter().any(|g| g == "system:masters") {
-        add(&Rule {
-            verbs: vec!["*".into()],
-            api_groups: vec!["*".into()],
-            resources: vec!["*".into()],
-            ..Rule::default()
-        });
-        add(&Rule {
-            verbs: vec!["*".into()],
-            non_resource_urls: vec!["*".into()],
-            ..Rule::default()
-        });
+        add(&Rule::on_resources(&["*"], "*", &["*"]));
+        add(&Rule::on_paths(&["*"], &["*"]));
     }
-    add(&Rule {
-        verbs: vec!["create".into()],
-        api_groups: vec!["authentication.k8s.io".into()],
-        resources: vec!["selfsubjectreviews".into()],
-        ..Rule::default()
-    });
-    add(&Rule {
-        verbs: vec!["create".into()],
-        api_groups: vec!["authorization.k8s.io".into()],
-        resources: vec![
-            "selfsubjectaccessreviews".into(),
-            "selfsubjectrulesreviews".into(),
-        ],
-        ..Rule::default()
-    });
+    for (_, rule) in bootstrap_rules() {
+        add(&rule);
+    }
     visit_rules(store, requester, namespace, |_, rule| {
         add(rule);
         true
-    });
-    add(&Rule {
-        verbs: vec!["get".into()],
-        non_resource_urls: [
-            "/api",
-            "/api/*",
-            "/apis",
-            "/apis/*",
-            "/healthz",
-            "/livez",
-            "/openapi",
-            "/openapi/*",
-            "/readyz",
-            "/version",
-            "/version/",
-        ]
-        .map(String::from)
-        .to_vec(),
-        ..Rule::default()
     });
     json!({
         "resourceRules": resource_rules,

@@ -27,7 +27,30 @@ fn strings(rule: &Value, field: &str) -> Vec<String> {
         .collect()
 }
 
+fn owned(items: &[&str]) -> Vec<String> {
+    items.iter().map(|item| (*item).to_string()).collect()
+}
+
 impl Rule {
+    /// A rule over `resources` of one API group.
+    pub fn on_resources(verbs: &[&str], api_group: &str, resources: &[&str]) -> Rule {
+        Rule {
+            verbs: owned(verbs),
+            api_groups: vec![api_group.to_string()],
+            resources: owned(resources),
+            ..Rule::default()
+        }
+    }
+
+    /// A rule over non-resource paths (`/version`, `/apis/*`).
+    pub fn on_paths(verbs: &[&str], urls: &[&str]) -> Rule {
+        Rule {
+            verbs: owned(verbs),
+            non_resource_urls: owned(urls),
+            ..Rule::default()
+        }
+    }
+
     /// The rules of a stored Role or ClusterRole.
     pub fn all_of(role: &Value) -> Vec<Rule> {
         role.get("rules")

@@ -18,6 +18,7 @@ use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use crate::admission::UserInfo;
 use crate::api::{self, App, WriteCtx, Written};
 use crate::authz;
 use crate::error::{ApiError, ApiResult};
@@ -40,17 +41,31 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     // envtest's own user is an administrator; one it impersonates is held
     // to the stored RBAC rules.
-    if let Some(user) = authz::impersonated_user(&parts.headers) {
+    let impersonated = authz::impersonated_user(&parts.headers);
+    if let Some(user) = &impersonated {
         let q = Query::parse(parts.uri.query());
         let attrs = authz::Attributes::of_request(&parts.method, parts.uri.path(), &q);
-        if !authz::authorize(&app.store, &user, &attrs).allowed {
-            return respond::error(&authz::forbidden(&user, &attrs));
+        if !authz::authorize(&app.store, user, &attrs).allowed {
+            return respond::error(&authz::forbidden(user, &attrs));
         }
     }
-    match dispatch(&app, &parts.method, &parts.uri, &parts.headers, body).await {
+    let call = Call {
+        method: &parts.method,
+        headers: &parts.headers,
+        user: &impersonated.unwrap_or_default(),
+    };
+    match dispatch(&app, &call, &parts.uri, body).await {
         Ok(resp) => resp,
         Err(err) => respond::error(&err),
     }
+}
+
+/// What the handlers need to know of a request besides its path and body.
+struct Call<'a> {
+    method: &'a Method,
+    headers: &'a HeaderMap,
+    /// Who asks: the administrator, or the user it impersonates.
+    user: &'a UserInfo,
 }
 
 fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
@@ -72,11 +87,13 @@ fn version_doc() -> Value {
 
 async fn dispatch(
     app: &Arc<App>,
-    method: &Method,
+    call: &Call<'_>,
     uri: &axum::http::Uri,
-    headers: &HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
+    let Call {
+        method, headers, ..
+    } = *call;
     let accept = header_str(headers, header::ACCEPT);
     let q = Query::parse(uri.query());
     if uri.path().trim_end_matches('/') == "/openapi/v2" {
@@ -149,7 +166,7 @@ async fn dispatch(
             let Some(res) = reg.get(&p.group, &p.version, &p.resource) else {
                 return Err(ApiError::not_found_path());
             };
-            resource(app, method, headers, body, &p, res, &q).await
+            resource(app, call, body, &p, res, &q).await
         }
         Route::Unknown => Ok(respond::page_not_found()),
     }
@@ -162,13 +179,14 @@ async fn read_body(body: Body) -> ApiResult<bytes::Bytes> {
         .map_err(|_| body::too_large())
 }
 
-fn write_ctx(opts: query::WriteOptions, headers: &HeaderMap) -> WriteCtx {
+fn write_ctx(opts: query::WriteOptions, call: &Call<'_>) -> WriteCtx {
+    let user_agent = header_str(call.headers, header::USER_AGENT);
     let manager = opts
         .field_manager
         .clone()
-        .unwrap_or_else(|| api::manager_from_user_agent(header_str(headers, header::USER_AGENT)));
+        .unwrap_or_else(|| api::manager_from_user_agent(user_agent));
     let mut ctx = WriteCtx::new(manager, opts);
-    ctx.user = authz::impersonated_user(headers).unwrap_or_default();
+    ctx.user = call.user.clone();
     ctx
 }
 
@@ -205,13 +223,17 @@ fn check_verb(res: &Resource, verb: &str) -> ApiResult<()> {
 
 async fn resource(
     app: &Arc<App>,
-    method: &Method,
-    headers: &HeaderMap,
+    call: &Call<'_>,
     body: Body,
     p: &ResourcePath,
     res: Arc<Resource>,
     q: &Query,
 ) -> ApiResult<Response> {
+    let Call {
+        method,
+        headers,
+        user,
+    } = *call;
     // Scope: namespaced resources need a namespace to name an object;
     // cluster-scoped ones never have one.
     if res.namespaced {
@@ -240,7 +262,7 @@ async fn resource(
     let accept = header_str(headers, header::ACCEPT);
     let content_type = header_str(headers, header::CONTENT_TYPE);
     if authz::review::is_review(&res) {
-        return review(app, method, headers, body, p, &res, &ns).await;
+        return review(app, call, body, p, &res, &ns).await;
     }
     let name = p.name.clone();
     match (method.clone(), name) {
@@ -281,7 +303,7 @@ async fn resource(
             let opts = query::write_options(q, "CreateOptions", false)?;
             let format = object_body_format(&res, content_type)?;
             let decoded = body::decode_object(&bytes, format, &res.kind)?;
-            let ctx = write_ctx(opts, headers);
+            let ctx = write_ctx(opts, call);
             let input = api::create::Input::Body {
                 obj: decoded.value,
                 duplicates: decoded.duplicates,
@@ -301,7 +323,7 @@ async fn resource(
                 res.kind.as_str()
             };
             let decoded = body::decode_object(&bytes, format, kind)?;
-            let ctx = write_ctx(opts, headers);
+            let ctx = write_ctx(opts, call);
             let result = match sub {
                 Some("scale") => {
                     api::scale::replace(app, &res, &ns, &name, decoded.value, &ctx).await
@@ -329,7 +351,7 @@ async fn resource(
             let bytes = read_body(body).await?;
             let patch_type = PatchType::from_content_type(content_type.unwrap_or(""))?;
             let opts = query::write_options(q, "PatchOptions", patch_type == PatchType::Apply)?;
-            let ctx = write_ctx(opts, headers);
+            let ctx = write_ctx(opts, call);
             let result = match sub {
                 Some("scale") => {
                     api::scale::patch(app, &res, &ns, &name, patch_type, &bytes, &ctx).await
@@ -353,12 +375,11 @@ async fn resource(
             };
             let opts = query::delete_options(q, body_opts.as_ref())?;
             let warnings = api::Warnings::default();
-            let user = authz::impersonated_user(headers).unwrap_or_default();
             match name {
                 Some(name) => {
                     check_verb(&res, "delete")?;
                     let result =
-                        api::delete::delete(app, &res, &ns, &name, &opts, &user, &warnings).await;
+                        api::delete::delete(app, &res, &ns, &name, &opts, user, &warnings).await;
                     Ok(written(app, &res, result, &warnings, &acc))
                 }
                 None => {
@@ -371,7 +392,7 @@ async fn resource(
                         p.namespace.as_deref(),
                         page.items,
                         &opts,
-                        &user,
+                        user,
                         &warnings,
                     )
                     .await
@@ -391,13 +412,17 @@ async fn resource(
 /// POST of a review (`kubectl auth can-i`, `whoami`): answered, not stored.
 async fn review(
     app: &App,
-    method: &Method,
-    headers: &HeaderMap,
+    call: &Call<'_>,
     body: Body,
     p: &ResourcePath,
     res: &Resource,
     ns: &str,
 ) -> ApiResult<Response> {
+    let Call {
+        method,
+        headers,
+        user,
+    } = *call;
     if *method != Method::POST || p.name.is_some() || p.subresource.is_some() {
         return Err(ApiError::method_not_allowed());
     }
@@ -405,8 +430,7 @@ async fn review(
     let bytes = read_body(body).await?;
     let format = body::body_format(header_str(headers, header::CONTENT_TYPE))?;
     let decoded = body::decode_object(&bytes, format, &res.kind)?;
-    let requester = authz::impersonated_user(headers).unwrap_or_default();
-    let answer = authz::review::answer(&app.store, res, ns, &requester, decoded.value)?;
+    let answer = authz::review::answer(&app.store, res, ns, user, decoded.value)?;
     Ok(respond::object(201, &answer, acc.format, &[]))
 }
 
