@@ -213,6 +213,9 @@ impl Fake {
                         "<suffix>" => "x7k2p".to_string(),
                         "<age>" => "5s".to_string(),
                         "<ptr>" => "0xc000123456".to_string(),
+                        "<token>" => {
+                            "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJmYWtlIn0.c2lnbmF0dXJl".to_string()
+                        }
                         other => other.to_string(),
                     },
                 }

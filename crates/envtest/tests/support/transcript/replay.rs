@@ -489,27 +489,36 @@ fn condition_true(object: &Value, kind: &str) -> bool {
 }
 
 static OMITTED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^<omitted: (\d+)-byte JSON ConfigMap named (\S+) whose data\.big is a string of (\d+) "x">$"#)
-        .expect("regex")
+    Regex::new(
+        r#"^<omitted: (\d+)-byte JSON (\w+) named (\S+) whose data\.(\w+) is a string of (\d+) "(.)">$"#,
+    )
+    .expect("regex")
 });
 
-/// Rebuilds a body the recording was too large to store (03).
+/// Rebuilds a body the recording was too large to store (03, 20): a core/v1
+/// object whose `data.KEY` is one character repeated COUNT times, serialised
+/// with the recording client's separators so that its size is the recorded N.
 fn omitted_body(description: &str) -> Result<Vec<u8>, String> {
-    let caps = OMITTED
-        .captures(description)
-        .ok_or_else(|| format!("cannot rebuild the omitted body {description:?}"))?;
-    let name = caps.get(2).map(|m| m.as_str()).unwrap_or_default();
-    let size: usize = caps
-        .get(3)
-        .and_then(|m| m.as_str().parse().ok())
-        .unwrap_or(0);
-    let body = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name},
-        "data": {"big": "x".repeat(size)},
-    });
-    Ok(body.to_string().into_bytes())
+    let cannot = || format!("cannot rebuild the omitted body {description:?}");
+    let caps = OMITTED.captures(description).ok_or_else(cannot)?;
+    let group = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or_default();
+    let size: usize = group(1).parse().map_err(|_| cannot())?;
+    let count: usize = group(5).parse().map_err(|_| cannot())?;
+    let body = format!(
+        r#"{{"apiVersion": "v1", "kind": {}, "metadata": {{"name": {}}}, "data": {{{}: "{}"}}}}"#,
+        json!(group(2)),
+        json!(group(3)),
+        json!(group(4)),
+        group(6).repeat(count)
+    );
+    if body.len() != size {
+        return Err(format!(
+            "{}: rebuilt {} bytes, the recording says {size}",
+            cannot(),
+            body.len()
+        ));
+    }
+    Ok(body.into_bytes())
 }
 
 /// Compares status, content type, warnings and body or events.
