@@ -233,64 +233,48 @@ fn kubectl_as_a_user_cannot_grant_more_than_it_holds() {
         .build()
         .expect("runtime");
     let ns = runtime.block_on(async { namespace(&client().await, "rbac-esc").await });
-    let n = ["-n", ns.as_str()];
+    // kubectl in the test's namespace.
+    let ok = |args: &[&str]| k.ok(&[args, &["-n", ns.as_str()]].concat());
+    let fails = |args: &[&str]| k.fails(&[args, &["-n", ns.as_str()]].concat());
     let as_bob = "--as=bob";
-    k.ok(&[
-        &[
-            "create",
-            "role",
-            "rbac-manager",
-            "--verb=create,get,list",
-            "--resource=roles,rolebindings",
-        ][..],
-        &n,
-    ]
-    .concat());
-    k.ok(&[
-        &[
-            "create",
-            "rolebinding",
-            "bob-rbac-manager",
-            "--role=rbac-manager",
-            "--user=bob",
-        ][..],
-        &n,
-    ]
-    .concat());
+    ok(&[
+        "create",
+        "role",
+        "rbac-manager",
+        "--verb=create,get,list",
+        "--resource=roles,rolebindings",
+    ]);
+    ok(&[
+        "create",
+        "rolebinding",
+        "bob-rbac-manager",
+        "--role=rbac-manager",
+        "--user=bob",
+    ]);
 
-    let err = k.fails(
-        &[
-            &[
-                "create",
-                "role",
-                "secret-reader",
-                "--verb=get",
-                "--resource=secrets",
-                as_bob,
-            ][..],
-            &n,
-        ]
-        .concat(),
-    );
+    let reader = [
+        "create",
+        "role",
+        "secret-reader",
+        "--verb=get",
+        "--resource=secrets",
+        as_bob,
+    ];
+    let err = fails(&reader);
     assert!(
         err.contains(r#"roles.rbac.authorization.k8s.io "secret-reader" is forbidden: user "bob" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:"#)
             && err.contains(r#"{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}"#),
         "{err}"
     );
-    let err = k.fails(
-        &[
-            &[
-                "create",
-                "rolebinding",
-                "bob-admin",
-                "--clusterrole=cluster-admin",
-                "--user=bob",
-                as_bob,
-            ][..],
-            &n,
-        ]
-        .concat(),
-    );
+    let bind_admin = [
+        "create",
+        "rolebinding",
+        "bob-admin",
+        "--clusterrole=cluster-admin",
+        "--user=bob",
+        as_bob,
+    ];
+    let err = fails(&bind_admin);
     assert!(
         err.contains(r#"{APIGroups:["*"], Resources:["*"], Verbs:["*"]}"#)
             && err.contains(r#"{NonResourceURLs:["*"], Verbs:["*"]}"#),
@@ -298,40 +282,21 @@ fn kubectl_as_a_user_cannot_grant_more_than_it_holds() {
     );
 
     // Holding the permission makes granting it fine.
-    k.ok(&[
-        &[
-            "create",
-            "role",
-            "secrets-get",
-            "--verb=get",
-            "--resource=secrets",
-        ][..],
-        &n,
-    ]
-    .concat());
-    k.ok(&[
-        &[
-            "create",
-            "rolebinding",
-            "bob-secrets-get",
-            "--role=secrets-get",
-            "--user=bob",
-        ][..],
-        &n,
-    ]
-    .concat());
-    k.ok(&[
-        &[
-            "create",
-            "role",
-            "secret-reader",
-            "--verb=get",
-            "--resource=secrets",
-            as_bob,
-        ][..],
-        &n,
-    ]
-    .concat());
+    ok(&[
+        "create",
+        "role",
+        "secrets-get",
+        "--verb=get",
+        "--resource=secrets",
+    ]);
+    ok(&[
+        "create",
+        "rolebinding",
+        "bob-secrets-get",
+        "--role=secrets-get",
+        "--user=bob",
+    ]);
+    ok(&reader);
 
     // The bind verb on cluster-admin lets bob bind it (in this namespace).
     let may_bind = server::unique_name("may-bind-cluster-admin");
@@ -343,30 +308,15 @@ fn kubectl_as_a_user_cannot_grant_more_than_it_holds() {
         "--resource=clusterroles",
         "--resource-name=cluster-admin",
     ]);
-    k.ok(&[
-        &[
-            "create",
-            "rolebinding",
-            "bob-may-bind",
-            &format!("--clusterrole={may_bind}"),
-            "--user=bob",
-        ][..],
-        &n,
-    ]
-    .concat());
-    k.ok(&[
-        &[
-            "create",
-            "rolebinding",
-            "bob-admin",
-            "--clusterrole=cluster-admin",
-            "--user=bob",
-            as_bob,
-        ][..],
-        &n,
-    ]
-    .concat());
-    k.ok(&[&["get", "secrets", as_bob][..], &n].concat());
+    ok(&[
+        "create",
+        "rolebinding",
+        "bob-may-bind",
+        &format!("--clusterrole={may_bind}"),
+        "--user=bob",
+    ]);
+    ok(&bind_admin);
+    ok(&["get", "secrets", as_bob]);
     k.ok(&["delete", "clusterrole", &may_bind]);
 }
 
