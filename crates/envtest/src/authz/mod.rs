@@ -152,30 +152,43 @@ impl Decision {
     }
 }
 
-/// The bootstrap policy every cluster grants each authenticated user, by
-/// ClusterRole: reviews of their own access (`system:basic-user`),
-/// discovery (`system:discovery`), version and health paths
-/// (`system:public-info-viewer`).
-pub(crate) fn bootstrap_rules() -> Vec<(&'static str, Rule)> {
+/// A grant of the bootstrap policy: ClusterRole, the group its
+/// ClusterRoleBinding names (of the same name as the role), and a rule.
+pub(crate) struct BootstrapGrant {
+    pub role: &'static str,
+    pub group: &'static str,
+    pub rule: Rule,
+}
+
+/// The bootstrap policy every cluster has: each authenticated user may
+/// review their own access (`system:basic-user`), read discovery
+/// (`system:discovery`), version and health paths
+/// (`system:public-info-viewer`); group `system:monitoring` may also read
+/// `/metrics` (`system:monitoring`).
+pub(crate) fn bootstrap_rules() -> Vec<BootstrapGrant> {
+    let grant = |role, group, rule| BootstrapGrant { role, group, rule };
     vec![
-        (
+        grant(
             "system:basic-user",
+            AUTHENTICATED,
             Rule::on_resources(
                 &["create"],
                 "authentication.k8s.io",
                 &["selfsubjectreviews"],
             ),
         ),
-        (
+        grant(
             "system:basic-user",
+            AUTHENTICATED,
             Rule::on_resources(
                 &["create"],
                 "authorization.k8s.io",
                 &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
             ),
         ),
-        (
+        grant(
             "system:discovery",
+            AUTHENTICATED,
             Rule::on_paths(
                 &["get"],
                 &[
@@ -188,35 +201,46 @@ pub(crate) fn bootstrap_rules() -> Vec<(&'static str, Rule)> {
                 ],
             ),
         ),
-        (
+        grant(
             "system:public-info-viewer",
+            AUTHENTICATED,
+            Rule::on_paths(&["get"], HEALTH_PATHS),
+        ),
+        grant(
+            "system:monitoring",
+            "system:monitoring",
             Rule::on_paths(
                 &["get"],
-                &[
-                    "/healthz",
-                    "/healthz/*",
-                    "/livez",
-                    "/livez/*",
-                    "/readyz",
-                    "/readyz/*",
-                    "/version",
-                    "/version/*",
-                ],
+                &[HEALTH_PATHS, &["/metrics", "/metrics/slis"]].concat(),
             ),
         ),
     ]
 }
 
+const HEALTH_PATHS: &[&str] = &[
+    "/healthz",
+    "/healthz/*",
+    "/livez",
+    "/livez/*",
+    "/readyz",
+    "/readyz/*",
+    "/version",
+    "/version/*",
+];
+
+/// The bootstrap grants `user` holds.
+pub(crate) fn bootstrap_grants_of(user: &UserInfo) -> impl Iterator<Item = BootstrapGrant> + '_ {
+    bootstrap_rules()
+        .into_iter()
+        .filter(|g| user.groups.iter().any(|group| group == g.group))
+}
+
 /// The bootstrap grant that allows the request, if any.
 fn bootstrap_grant(user: &UserInfo, attrs: &Attributes) -> Option<Decision> {
-    if !user.groups.iter().any(|g| g == AUTHENTICATED) {
-        return None;
-    }
-    let (role, _) = bootstrap_rules()
-        .into_iter()
-        .find(|(_, rule)| rule.allows(attrs))?;
+    let BootstrapGrant { role, group, .. } =
+        bootstrap_grants_of(user).find(|g| g.rule.allows(attrs))?;
     Some(Decision::allowed_by(format!(
-        "ClusterRoleBinding {role:?} of ClusterRole {role:?} to Group \"{AUTHENTICATED}\""
+        "ClusterRoleBinding {role:?} of ClusterRole {role:?} to Group {group:?}"
     )))
 }
 

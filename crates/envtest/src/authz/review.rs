@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Attributes, Decision, Rule, authorize, bootstrap_rules, visit_rules};
+use super::{Attributes, Decision, Rule, authorize, bootstrap_grants_of, visit_rules};
 use crate::admission::UserInfo;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::Resource;
@@ -170,8 +170,8 @@ fn rules_review(store: &Store, requester: &UserInfo, spec: &Value) -> Value {
         add(&Rule::on_resources(&["*"], "*", &["*"]));
         add(&Rule::on_paths(&["*"], &["*"]));
     }
-    for (_, rule) in bootstrap_rules() {
-        add(&rule);
+    for grant in bootstrap_grants_of(requester) {
+        add(&grant.rule);
     }
     visit_rules(store, requester, namespace, |_, rule| {
         add(rule);
