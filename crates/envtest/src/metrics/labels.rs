@@ -98,6 +98,26 @@ impl RequestLabels {
     pub fn is_watch(&self) -> bool {
         self.verb == "WATCH"
     }
+
+    /// The label pairs in name order: with `code` and `dry_run` for
+    /// `apiserver_request_total`, without for the long-running gauge.
+    pub fn pairs(&self, code: Option<u16>) -> Vec<(&'static str, String)> {
+        let mut pairs = vec![
+            ("component", self.component.clone()),
+            ("group", self.group.clone()),
+            ("resource", self.resource.clone()),
+            ("scope", self.scope.clone()),
+            ("subresource", self.subresource.clone()),
+            ("verb", self.verb.clone()),
+            ("version", self.version.clone()),
+        ];
+        if let Some(code) = code {
+            pairs.push(("code", code.to_string()));
+            pairs.push(("dry_run", self.dry_run.clone()));
+            pairs.sort_by_key(|(name, _)| *name);
+        }
+        pairs
+    }
 }
 
 fn resource_labels(

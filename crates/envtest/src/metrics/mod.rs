@@ -115,82 +115,58 @@ impl Metrics {
     pub fn render(&self) -> String {
         let series = self.series();
         let mut out = String::new();
+        let longrunning = series.longrunning.iter().map(|(l, v)| (l.pairs(None), *v));
         family(
             &mut out,
             LONGRUNNING,
             LONGRUNNING_HELP,
             "gauge",
-            series.longrunning.len(),
+            longrunning,
         );
-        for (l, value) in &series.longrunning {
-            let pairs = [
-                ("component", &l.component),
-                ("group", &l.group),
-                ("resource", &l.resource),
-                ("scope", &l.scope),
-                ("subresource", &l.subresource),
-                ("verb", &l.verb),
-                ("version", &l.version),
-            ];
-            sample(&mut out, LONGRUNNING, &pairs, *value);
-        }
+        let requests = series
+            .requests
+            .iter()
+            .map(|((l, code), v)| (l.pairs(Some(*code)), *v as i64));
         family(
             &mut out,
             REQUEST_TOTAL,
             REQUEST_TOTAL_HELP,
             "counter",
-            series.requests.len(),
+            requests,
         );
-        for ((l, code), value) in &series.requests {
-            let code = code.to_string();
-            let pairs = [
-                ("code", &code),
-                ("component", &l.component),
-                ("dry_run", &l.dry_run),
-                ("group", &l.group),
-                ("resource", &l.resource),
-                ("scope", &l.scope),
-                ("subresource", &l.subresource),
-                ("verb", &l.verb),
-                ("version", &l.version),
+        let faults = series.faults.iter().map(|(l, v)| {
+            let pairs = vec![
+                ("kind", l.kind.clone()),
+                ("resource", l.resource.clone()),
+                ("verb", l.verb.clone()),
             ];
-            sample(&mut out, REQUEST_TOTAL, &pairs, *value as i64);
-        }
-        family(
-            &mut out,
-            FAULTS_TOTAL,
-            FAULTS_TOTAL_HELP,
-            "counter",
-            series.faults.len(),
-        );
-        for (l, value) in &series.faults {
-            let pairs = [
-                ("kind", &l.kind),
-                ("resource", &l.resource),
-                ("verb", &l.verb),
-            ];
-            sample(&mut out, FAULTS_TOTAL, &pairs, *value as i64);
-        }
+            (pairs, *v as i64)
+        });
+        family(&mut out, FAULTS_TOTAL, FAULTS_TOTAL_HELP, "counter", faults);
         out
     }
 }
 
-/// The header of a metric; like the Prometheus client, a metric without
-/// samples is left out.
-fn family(out: &mut String, name: &str, help: &str, kind: &str, samples: usize) {
-    if samples == 0 {
-        return;
+/// One metric: its header and samples, labels in name order. Like the
+/// Prometheus client, a metric without samples is left out.
+fn family(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    kind: &str,
+    samples: impl Iterator<Item = (Vec<(&'static str, String)>, i64)>,
+) {
+    for (i, (pairs, value)) in samples.enumerate() {
+        if i == 0 {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+        }
+        let labels: Vec<String> = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+            .collect();
+        let _ = writeln!(out, "{name}{{{}}} {value}", labels.join(","));
     }
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn sample(out: &mut String, name: &str, pairs: &[(&str, &String)], value: i64) {
-    let labels: Vec<String> = pairs
-        .iter()
-        .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
-        .collect();
-    let _ = writeln!(out, "{name}{{{}}} {value}", labels.join(","));
 }
 
 /// Label values escape backslash, double quote and newline.
