@@ -292,3 +292,13 @@ fn a_token_is_checked_for_shape_and_sent_back_in_later_requests() {
         "a request needing a token nobody issued must fail the step"
     );
 }
+
+#[test]
+fn request_bodies_are_sent_as_the_recording_client_serialised_them() {
+    // Python's json.dumps: ", " and ": " separators, non-ASCII escaped.
+    let v = json!({"a": [1, 2.5, null, true], "b": {"c": "\u{e9}\u{1F600}\"\n"}, "d": {}, "e": []});
+    assert_eq!(
+        support::transcript::pyjson::dumps(&v),
+        r#"{"a": [1, 2.5, null, true], "b": {"c": "\u00e9\ud83d\ude00\"\n"}, "d": {}, "e": []}"#
+    );
+}

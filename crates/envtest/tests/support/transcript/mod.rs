@@ -5,4 +5,5 @@ pub mod known;
 pub mod matcher;
 pub mod model;
 pub mod placeholders;
+pub mod pyjson;
 pub mod replay;

@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use super::matcher::{self, Findings, Rules, object_name};
 use super::model::{self, Step, Transcript};
 use super::placeholders::Bindings;
+use super::pyjson;
 use crate::support::http::{Http, HttpRequest, HttpResponse, encode_query, truncate};
 
 /// Header marking the harness's own, unrecorded requests (set-up, the churn
@@ -490,12 +491,7 @@ impl Replay<'_> {
             Value::Null => None,
             Value::String(s) if s.starts_with("<omitted:") => Some(omitted_body(s)?),
             Value::String(s) => Some(self.bindings.instantiate_str(s, false)?.into_bytes()),
-            other => Some(
-                self.bindings
-                    .instantiate_json(other)?
-                    .to_string()
-                    .into_bytes(),
-            ),
+            other => Some(pyjson::dumps(&self.bindings.instantiate_json(other)?).into_bytes()),
         };
         Ok(HttpRequest {
             method: recorded.method.clone(),
