@@ -299,6 +299,16 @@ impl ApiError {
         .with_details(Details::default())
     }
 
+    /// 405 MethodNotAllowed for a verb a resource refuses in its current
+    /// state (`details` name the group and resource).
+    pub fn method_not_allowed_while(group: &str, resource: &str, message: &str) -> Self {
+        ApiError::new(405, "MethodNotAllowed", message).with_details(Details {
+            group: group.to_string(),
+            kind: resource.to_string(),
+            ..Details::default()
+        })
+    }
+
     /// 406 NotAcceptable, naming the representations the server offers.
     pub fn not_acceptable() -> Self {
         ApiError::new(

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::admit;
 use super::{
     App, WriteCtx, Written, check_namespace_accepts_create, check_type_meta, decode,
-    field_validation, internal_no_reason, invalid, random_suffix, type_info, validate_create,
+    field_validation, generate_name, internal_no_reason, invalid, type_info, validate_create,
 };
 use crate::admission::Operation;
 use crate::builtin;
@@ -251,7 +251,7 @@ fn store(app: &App, res: &Resource, ns: &str, ready: Ready, ctx: &WriteCtx) -> A
                 if !matches!(result, Err(WriteError::AlreadyExists)) {
                     break;
                 }
-                name = format!("{prefix}{}", random_suffix());
+                name = generate_name(&prefix);
                 let mut again = stored.clone();
                 meta::set_meta(&mut again, "name", Value::String(name.clone()));
                 result = app.store.create(&res.store_key, ns, &name, again);
@@ -287,8 +287,8 @@ fn generated_prefix(obj: &Value) -> Option<String> {
     let m = meta::metadata(obj)?;
     let prefix = m.get("generateName").and_then(Value::as_str)?;
     let name = m.get("name").and_then(Value::as_str)?;
-    (!prefix.is_empty() && name.len() == prefix.len() + 5 && name.starts_with(prefix))
-        .then(|| prefix.to_string())
+    let kept = name.get(..name.len().checked_sub(5)?)?;
+    (!prefix.is_empty() && kept == super::generated_name_base(prefix)).then(|| prefix.to_string())
 }
 
 /// rest.BeforeCreate's generic part plus the kind's PrepareForCreate.
@@ -307,10 +307,7 @@ fn prepare(res: &Resource, obj: &mut Value) {
         .and_then(Value::as_str)
         .is_none_or(str::is_empty);
     if let (Some(prefix), true) = (generate, name_empty) {
-        m.insert(
-            "name".into(),
-            Value::String(format!("{prefix}{}", random_suffix())),
-        );
+        m.insert("name".into(), Value::String(generate_name(&prefix)));
     }
     m.insert(
         "uid".into(),

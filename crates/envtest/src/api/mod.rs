@@ -217,6 +217,9 @@ pub(crate) fn check_type_meta(res: &Resource, obj: &mut Value) -> ApiResult<()> 
             ));
         }
     };
+    if res.is_custom() {
+        custom_type_meta(res, &av, &kind, map)?;
+    }
     let av = if av.is_empty() { want_av.clone() } else { av };
     let kind = if kind.is_empty() {
         res.kind.clone()
@@ -224,17 +227,7 @@ pub(crate) fn check_type_meta(res: &Resource, obj: &mut Value) -> ApiResult<()> 
         kind
     };
     let (body_group, body_version) = meta::split_api_version(&av);
-    let same_kind = kind == res.kind;
-    let ok = if res.is_custom() {
-        same_kind
-            && body_group == res.group
-            && res
-                .custom()
-                .is_some_and(|c| c.version(body_version).is_some_and(|v| v.served))
-    } else {
-        same_kind && av == want_av
-    };
-    if !ok {
+    if kind != res.kind || av != want_av {
         let registry_has = crate::registry::is_builtin_kind;
         let detail = if registry_has(body_group, body_version, &kind) && !res.is_custom() {
             format!(
@@ -254,6 +247,43 @@ pub(crate) fn check_type_meta(res: &Resource, obj: &mut Value) -> ApiResult<()> 
     }
     map.insert("apiVersion".into(), Value::String(want_av));
     map.insert("kind".into(), Value::String(res.kind.clone()));
+    Ok(())
+}
+
+/// A custom resource's apiVersion and kind, as its decoder and validator
+/// judge them: any kind decodes (a missing one is refused while decoding,
+/// see `http::body::require_kind`), the body's group/version must be the
+/// URL's (400), and then the kind must be the resource's (422, before any
+/// other validation, named by the body's kind).
+fn custom_type_meta(
+    res: &Resource,
+    api_version: &str,
+    kind: &str,
+    map: &serde_json::Map<String, Value>,
+) -> ApiResult<()> {
+    let want = res.api_version();
+    if api_version != want {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({want})"
+        )));
+    }
+    if kind != res.kind {
+        let name = map
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Err(ApiError::invalid(
+            &res.group,
+            kind,
+            name,
+            vec![Cause::invalid(
+                "kind",
+                &Value::String(kind.to_string()),
+                &format!("must be {}", res.kind),
+            )],
+        ));
+    }
     Ok(())
 }
 
@@ -387,7 +417,8 @@ pub(crate) fn validate_create(res: &Resource, obj: &Value) -> Vec<Cause> {
             builtin::validate_metadata(obj, res.namespaced, true)
         }
         None => {
-            let mut causes = builtin::validate_metadata(obj, res.namespaced, true);
+            // The custom resource validator: names are DNS subdomains.
+            let mut causes = builtin::validate_metadata(obj, res.namespaced, false);
             if let Some(schema) = res.schema() {
                 causes.extend(schema.validate(obj, None));
             }
@@ -547,6 +578,22 @@ pub(crate) fn restore_allocation(app: &App, res: &Resource, obj: &Value, dry_run
         }
         None => alloc.release_service(obj),
     }
+}
+
+/// A name generated from `generateName`: the prefix cut to 58 bytes, so
+/// that with the 5 random characters it fits 63 (kube's name generator).
+pub(crate) fn generate_name(generate_name: &str) -> String {
+    format!("{}{}", generated_name_base(generate_name), random_suffix())
+}
+
+/// The part of `generateName` a generated name starts with.
+pub(crate) fn generated_name_base(generate_name: &str) -> &str {
+    const MAX_BASE: usize = 63 - 5;
+    let mut cut = generate_name.len().min(MAX_BASE);
+    while !generate_name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &generate_name[..cut]
 }
 
 /// Random suffix of generated names (kube's alphabet without vowels).

@@ -242,6 +242,20 @@ pub fn unrecognized(kind: &str, detail: &str, body: &[u8]) -> ApiError {
     ))
 }
 
+/// Custom resources decode as unstructured objects, which must name their
+/// kind (whatever it is: the validator judges it later).
+pub fn require_kind(decoded: &Decoded, expected_kind: &str, body: &[u8]) -> ApiResult<()> {
+    let kind = decoded.value.get("kind").and_then(Value::as_str);
+    if kind.is_some_and(|k| !k.is_empty()) {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {expected_kind}): Object 'Kind' is missing in '{}' ({})",
+        String::from_utf8_lossy(body),
+        summarize(body)
+    )))
+}
+
 /// Decodes an object body of `format`; `expected_kind` names the URL's kind
 /// in errors. A `null` body is an empty object; anything not an object is 400.
 pub fn decode_object(body: &[u8], format: BodyFormat, expected_kind: &str) -> ApiResult<Decoded> {

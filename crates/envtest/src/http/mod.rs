@@ -182,7 +182,25 @@ async fn dispatch(
             let Some(res) = reg.get(&p.group, &p.version, &p.resource) else {
                 return Err(ApiError::not_found_path());
             };
-            resource(app, call, body, &p, res, &q).await
+            // Every request through a deprecated custom resource version,
+            // answered or refused, carries the deprecation Warning.
+            let deprecation = res.custom().and_then(|c| c.deprecation_warning(&p.version));
+            let result = resource(app, call, body, &p, res, &q).await;
+            let Some(text) = deprecation else {
+                return result;
+            };
+            let mut response = result.unwrap_or_else(|e| respond::error(&e));
+            // It is raised first, before anything the handling adds.
+            let headers = response.headers_mut();
+            let later: Vec<_> = headers.get_all(header::WARNING).iter().cloned().collect();
+            headers.remove(header::WARNING);
+            if let Ok(value) = header::HeaderValue::from_str(&respond::warning_header(&text)) {
+                headers.append(header::WARNING, value);
+            }
+            for value in later {
+                headers.append(header::WARNING, value);
+            }
+            Ok(response)
         }
         Route::Unknown => Ok(respond::page_not_found()),
     }
@@ -307,11 +325,21 @@ async fn resource(
         }
         (Method::POST, None) => {
             check_verb(&res, "create")?;
+            if res.custom().is_some_and(|c| c.terminating) {
+                return Err(ApiError::method_not_allowed_while(
+                    &res.group,
+                    &res.plural,
+                    "create not allowed while custom resource definition is terminating",
+                ));
+            }
             let acc = negotiate(accept, Endpoint::Plain)?;
             let bytes = read_body(body).await?;
             let opts = query::write_options(q, "CreateOptions", false)?;
             let format = object_body_format(&res, content_type)?;
             let decoded = body::decode_object(&bytes, format, &res.kind)?;
+            if res.is_custom() {
+                body::require_kind(&decoded, &res.kind, &bytes)?;
+            }
             let ctx = write_ctx(opts, call);
             let input = api::create::Input::Body {
                 obj: decoded.value,
@@ -332,6 +360,9 @@ async fn resource(
                 res.kind.as_str()
             };
             let decoded = body::decode_object(&bytes, format, kind)?;
+            if res.is_custom() && sub != Some("scale") {
+                body::require_kind(&decoded, kind, &bytes)?;
+            }
             let ctx = write_ctx(opts, call);
             let result = match sub {
                 Some("scale") => {

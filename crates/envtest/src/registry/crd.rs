@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::discovery::compare_versions;
 use super::{Resource, Source, custom_store_key};
 use crate::schema::Structural;
 
@@ -50,6 +51,9 @@ pub struct CustomVersion {
     pub status: bool,
     pub scale: Option<ScalePaths>,
     pub selectable_fields: Vec<String>,
+    /// `deprecated: true`: requests through this version get a Warning.
+    pub deprecated: bool,
+    pub deprecation_warning: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -172,6 +176,11 @@ impl CustomResource {
                                     .collect()
                             })
                             .unwrap_or_default(),
+                        deprecated: v.get("deprecated").and_then(Value::as_bool) == Some(true),
+                        deprecation_warning: v
+                            .get("deprecationWarning")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
                     })
                     .collect()
             })
@@ -210,6 +219,30 @@ impl CustomResource {
 
     pub fn version(&self, name: &str) -> Option<&CustomVersion> {
         self.versions.iter().find(|v| v.name == name)
+    }
+
+    /// The Warning every request through a deprecated `version` gets: its
+    /// own `deprecationWarning`, else one naming the newest served version
+    /// that is not deprecated and newer than it.
+    pub fn deprecation_warning(&self, version: &str) -> Option<String> {
+        let v = self.version(version).filter(|v| v.deprecated)?;
+        if let Some(text) = &v.deprecation_warning {
+            return Some(text.clone());
+        }
+        let mut text = format!("{}/{version} {} is deprecated", self.group, self.kind);
+        let newer = self
+            .versions
+            .iter()
+            .filter(|o| o.served && !o.deprecated)
+            .filter(|o| compare_versions(&o.name, version).is_lt())
+            .min_by(|a, b| compare_versions(&a.name, &b.name));
+        if let Some(newer) = newer {
+            text.push_str(&format!(
+                "; use {}/{} {}",
+                self.group, newer.name, self.kind
+            ));
+        }
+        Some(text)
     }
 
     pub(super) fn resource(self: &Arc<Self>, v: &CustomVersion) -> Resource {

@@ -1,0 +1,19 @@
+//! Rules kube-apiserver v1.32 applies to requests that the recorded
+//! transcripts show only in part, through real clients (kube-rs, kubectl):
+//! custom resources (names, generateName, apiVersion and kind, deprecated
+//! versions, a terminating CRD).
+//!
+//! All tests share one server; each works in its own namespace, and
+//! cluster-scoped objects carry the test's name.
+
+#[allow(dead_code)]
+#[path = "support/server.rs"]
+mod server;
+#[allow(dead_code)]
+mod support;
+
+#[allow(dead_code)]
+#[path = "cluster/common.rs"]
+mod common;
+#[path = "request_rules/custom_resources.rs"]
+mod custom_resources;
