@@ -245,7 +245,7 @@ async fn cel_rules_and_transition_rules_are_enforced() {
     assert_eq!(
         err.message,
         format!(
-            "Gizmo.{GROUP} \"cel\" is invalid: spec: Invalid value: replicas must not exceed maxReplicas"
+            "Gizmo.{GROUP} \"cel\" is invalid: spec: Invalid value: \"object\": replicas must not exceed maxReplicas"
         )
     );
     api.create(
@@ -270,7 +270,7 @@ async fn cel_rules_and_transition_rules_are_enforced() {
     assert_eq!(
         err.message,
         format!(
-            "Gizmo.{GROUP} \"cel\" is invalid: spec.mode: Invalid value: \"fast\": mode is immutable"
+            "Gizmo.{GROUP} \"cel\" is invalid: spec.mode: Invalid value: \"string\": mode is immutable"
         )
     );
     let patched = api
@@ -490,6 +490,6 @@ async fn the_scale_subresource_reads_and_writes_replicas() {
     assert_eq!(response.status, 422, "{status}");
     assert_eq!(
         causes(&status),
-        ["spec: Invalid value: replicas must not exceed maxReplicas"]
+        ["spec: Invalid value: \"object\": replicas must not exceed maxReplicas"]
     );
 }

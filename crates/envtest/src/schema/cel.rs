@@ -422,19 +422,6 @@ fn unescape_single_quote(s: &str) -> Result<String, String> {
 // ---------------------------------------------------------------------------
 // Evaluation
 
-/// How `field.Error` (current versions) prints a scalar bad value.
-fn rule_bad_value(v: &Value, s: &Schema) -> BadValue {
-    if s.type_ == "object" || s.type_ == "array" {
-        return BadValue::Omit;
-    }
-    match v {
-        Value::String(st) => BadValue::Str(st.clone()),
-        Value::Number(_) => BadValue::Raw(super::fielderr::go_number(v)),
-        Value::Bool(b) => BadValue::Raw(b.to_string()),
-        other => BadValue::Raw(go_json(other)),
-    }
-}
-
 fn rule_error_string(rule: &Rule) -> String {
     if !rule.message.is_empty() {
         rule.message.trim().to_string()
@@ -643,7 +630,8 @@ fn expressions(
                     rule.message.trim().to_string()
                 }
             });
-        let value = rule_bad_value(obj, s);
+        // v1.32 names the schema's type as the bad value, not the value.
+        let value = type_value(s);
         let e = match rule.reason.as_deref() {
             Some("FieldValueForbidden") => FieldError::forbidden(&current, &detail),
             Some("FieldValueRequired") => FieldError::required(&current, &detail),

@@ -60,12 +60,12 @@ fn failing_rules_report_like_kube_apiserver() {
             None
         ),
         vec![
-            "spec: Invalid value: replicas must not exceed maxReplicas",
-            "spec: Invalid value: tags must be lower case, got A,b,c",
+            "spec: Invalid value: \"object\": replicas must not exceed maxReplicas",
+            "spec: Invalid value: \"object\": tags must be lower case, got A,b,c",
             "spec.tags: Forbidden: failed rule: size(self.tags) < 3",
-            "spec: Invalid value: failed rule: !has(self.when) || self.when > timestamp('2000-01-01T00:00:00Z')",
-            "spec: Invalid value: failed rule: !has(self.x__dash__y) || self.x__dash__y != 'bad'",
-            "spec.name: Invalid value: \"x\": must start with w-",
+            "spec: Invalid value: \"object\": failed rule: !has(self.when) || self.when > timestamp('2000-01-01T00:00:00Z')",
+            "spec: Invalid value: \"object\": failed rule: !has(self.x__dash__y) || self.x__dash__y != 'bad'",
+            "spec.name: Invalid value: \"string\": must start with w-",
         ]
     );
 }
@@ -78,7 +78,7 @@ fn transition_rules_run_only_on_update() {
     assert!(messages(&s, new.clone(), Some(json!({"spec": {"mode": "b"}}))).is_empty());
     assert_eq!(
         messages(&s, new, Some(json!({"spec": {"mode": "a"}}))),
-        vec!["spec.mode: Invalid value: \"b\": mode is immutable"]
+        vec!["spec.mode: Invalid value: \"string\": mode is immutable"]
     );
 }
 
