@@ -1,7 +1,7 @@
 //! Rules kube-apiserver v1.32 applies to requests that the recorded
 //! transcripts show only in part, through real clients (kube-rs, kubectl):
 //! custom resources (names, generateName, apiVersion and kind, deprecated
-//! versions, a terminating CRD).
+//! versions, a terminating CRD) and validation ratcheting.
 //!
 //! All tests share one server; each works in its own namespace, and
 //! cluster-scoped objects carry the test's name.
@@ -17,3 +17,5 @@ mod support;
 mod common;
 #[path = "request_rules/custom_resources.rs"]
 mod custom_resources;
+#[path = "request_rules/ratcheting.rs"]
+mod ratcheting;

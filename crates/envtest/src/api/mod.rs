@@ -483,8 +483,14 @@ pub(crate) fn common_update_causes(new: &Value, old: &Value) -> Vec<Cause> {
     causes
 }
 
-/// Validation of an update (generic rules, then the kind's).
-pub(crate) fn validate_update(res: &Resource, new: &Value, old: &Value) -> Vec<Cause> {
+/// Validation of an update (generic rules, then the kind's); the warnings
+/// of ratcheted rules go to `warnings`.
+pub(crate) fn validate_update(
+    res: &Resource,
+    new: &Value,
+    old: &Value,
+    warnings: &mut Vec<String>,
+) -> Vec<Cause> {
     let mut causes = common_update_causes(new, old);
     match res.builtin() {
         Some(kind) => causes.extend(builtin::validate(kind, new, Some(old))),
@@ -497,7 +503,9 @@ pub(crate) fn validate_update(res: &Resource, new: &Value, old: &Value) -> Vec<C
                     .filter(|c| c.field != "metadata.name"),
             );
             if let Some(schema) = res.schema() {
-                causes.extend(schema.validate(new, Some(old)));
+                let (schema_causes, ratcheted) = schema.validate_with_warnings(new, Some(old));
+                causes.extend(schema_causes);
+                warnings.extend(ratcheted);
             }
         }
     }

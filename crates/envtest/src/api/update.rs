@@ -234,7 +234,7 @@ fn check(app: &App, c: &Change<'_>, s: &mut Staged) -> Result<(), Fail> {
     let res = c.res;
     before_update(res, &mut s.new, &s.old_view, c.sub);
     super::allocate(app, res, &mut s.new, c.ctx.opts.dry_run)?;
-    let causes = validate_update(res, &s.new, &s.old_view);
+    let causes = validate_update(res, &s.new, &s.old_view, &mut s.warnings);
     if !causes.is_empty() {
         super::restore_allocation(app, res, &s.new, c.ctx.opts.dry_run);
         return Err(invalid(res, c.name, causes).into());

@@ -473,6 +473,36 @@ fn eval(
     program.execute(&ctx)
 }
 
+/// What evaluating the rules found.
+#[derive(Default)]
+pub(crate) struct Outcome {
+    pub errs: Vec<FieldError>,
+    /// With ratcheting (updates): failures of rules that do not use
+    /// `oldSelf` on values that did not change, which kube-apiserver
+    /// reports as warnings instead of refusing the update.
+    pub ratcheted: Vec<FieldError>,
+    ratcheting: bool,
+}
+
+impl Outcome {
+    pub(crate) fn ratcheting() -> Outcome {
+        Outcome {
+            ratcheting: true,
+            ..Outcome::default()
+        }
+    }
+}
+
+/// Where a node sits: at a resource's root (for `apiVersion`, `kind` and
+/// `metadata`), and whether the nearest ancestor with an old value to
+/// compare with is unchanged (the items of lists that are not map lists
+/// have none of their own).
+#[derive(Clone, Copy)]
+pub(crate) struct Position {
+    pub is_resource_root: bool,
+    pub ancestor_unchanged: bool,
+}
+
 /// Evaluates the rules of `node` (schema `s`) on `obj`, then its children.
 pub(crate) fn validate(
     node: &CelNode,
@@ -480,14 +510,23 @@ pub(crate) fn validate(
     obj: &Value,
     old: Option<&Value>,
     path: &FieldPath,
-    is_resource_root: bool,
-    errs: &mut Vec<FieldError>,
+    at: Position,
+    out: &mut Outcome,
 ) {
     if obj.is_null() {
         return;
     }
     let old = old.filter(|o| !o.is_null());
-    expressions(node, s, obj, old, path, is_resource_root, errs);
+    let unchanged = out.ratcheting
+        && match old {
+            Some(o) => super::validate::unchanged(s, obj, o),
+            None => at.ancestor_unchanged,
+        };
+    expressions(node, s, obj, old, path, at.is_resource_root, unchanged, out);
+    let below = |is_resource_root| Position {
+        is_resource_root,
+        ancestor_unchanged: unchanged,
+    };
     match obj {
         Value::Array(items) => {
             let (Some(item_node), Some(is)) = (node.items.as_deref(), s.items.as_deref()) else {
@@ -502,8 +541,8 @@ pub(crate) fn validate(
                     item,
                     old_item,
                     &path.index(i),
-                    is.x_embedded_resource,
-                    errs,
+                    below(is.x_embedded_resource),
+                    out,
                 );
             }
         }
@@ -520,8 +559,8 @@ pub(crate) fn validate(
                         &m[k.as_str()],
                         old_v,
                         &path.key(k),
-                        a.x_embedded_resource,
-                        errs,
+                        below(a.x_embedded_resource),
+                        out,
                     );
                 }
             }
@@ -537,8 +576,8 @@ pub(crate) fn validate(
                         &m[k.as_str()],
                         old_v,
                         &path.child(k),
-                        p.x_embedded_resource,
-                        errs,
+                        below(p.x_embedded_resource),
+                        out,
                     );
                 }
             }
@@ -562,6 +601,7 @@ fn correlate_item<'a>(
         .find(|o| keys.iter().all(|k| o.get(k) == item.get(k)))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn expressions(
     node: &CelNode,
     s: &Schema,
@@ -569,7 +609,8 @@ fn expressions(
     old: Option<&Value>,
     path: &FieldPath,
     is_resource_root: bool,
-    errs: &mut Vec<FieldError>,
+    unchanged: bool,
+    out: &mut Outcome,
 ) {
     if node.rules.is_empty() {
         return;
@@ -581,7 +622,7 @@ fn expressions(
     };
     for (compiled, rule) in node.rules.iter().zip(&s.x_validations) {
         if let Some(e) = &compiled.error {
-            errs.push(FieldError::invalid(
+            out.errs.push(FieldError::invalid(
                 path,
                 type_value(s),
                 &format!("rule compile error: {e}"),
@@ -592,6 +633,13 @@ fn expressions(
             continue;
         };
         let optional_old_self = rule.optional_old_self == Some(true);
+        // Failures on an unchanged value are ratcheted, unless the rule
+        // compares with the old value itself.
+        let errs = if unchanged && !compiled.uses_old_self {
+            &mut out.ratcheted
+        } else {
+            &mut out.errs
+        };
         if compiled.uses_old_self && old.is_none() && !optional_old_self {
             continue;
         }
@@ -667,7 +715,11 @@ pub(crate) fn validate_default(
     let Some(node) = build(s) else {
         return Vec::new();
     };
-    let mut errs = Vec::new();
-    validate(&node, s, d, Some(d), path, is_resource_root, &mut errs);
-    errs
+    let mut out = Outcome::default();
+    let at = Position {
+        is_resource_root,
+        ancestor_unchanged: false,
+    };
+    validate(&node, s, d, Some(d), path, at, &mut out);
+    out.errs
 }

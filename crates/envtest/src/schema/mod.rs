@@ -183,12 +183,25 @@ impl Structural {
     }
 
     /// Validates `obj` (after defaulting and pruning). `old` is the stored object
-    /// on update, for CEL transition rules (`oldSelf`).
+    /// on update, for CEL transition rules (`oldSelf`) and ratcheting.
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        self.validate_with_warnings(obj, old).0
+    }
+
+    /// Validates `obj` as [`Self::validate`] does, and returns too the
+    /// warnings of ratcheted rule failures (an update that leaves a value as
+    /// it was is not refused for rules that value fails; kube-apiserver
+    /// sends their messages as warnings).
+    pub fn validate_with_warnings(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> (Vec<Cause>, Vec<String>) {
         let s = &self.schema;
-        let mut errs = validate::validate_value(s, obj, &FieldPath::nil());
+        let mut errs = validate::validate_update(s, obj, old, &FieldPath::nil());
         // Embedded resources below the root (the root's metadata is the server's).
         errs.extend(embedded::validate(obj, s, &FieldPath::nil(), false));
+        let mut warnings = Vec::new();
         let old_lists_ok = old.is_none_or(|o| listtypes::validate_lists(s, o).is_empty());
         if old_lists_ok {
             errs.extend(listtypes::validate_lists(s, obj));
@@ -211,10 +224,20 @@ impl Structural {
                     "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
                 ));
             } else {
-                cel::validate(node, s, obj, old, &FieldPath::nil(), true, &mut errs);
+                let mut out = match old {
+                    Some(_) => cel::Outcome::ratcheting(),
+                    None => cel::Outcome::default(),
+                };
+                let at = cel::Position {
+                    is_resource_root: true,
+                    ancestor_unchanged: false,
+                };
+                cel::validate(node, s, obj, old, &FieldPath::nil(), at, &mut out);
+                errs.extend(out.errs);
+                warnings = out.ratcheted.iter().map(FieldError::error_string).collect();
             }
         }
-        into_causes(errs)
+        (into_causes(errs), warnings)
     }
 }
 

@@ -119,7 +119,23 @@ fn invalid_type(name: &str, type_name: &str, data_type: &str) -> VErr {
 /// Validates `data` against `s`; errors are reported under `fld_path`
 /// (nil for a whole object, `...default` for a default value).
 pub(crate) fn validate_value(s: &Schema, data: &Value, fld_path: &FieldPath) -> Vec<FieldError> {
-    let result = validate_node(s, data, "");
+    validate_update(s, data, None, fld_path)
+}
+
+/// Validates `data` as an update of `old` with kube-apiserver's validation
+/// ratcheting (v1.30+): errors of a node whose value equals its old value
+/// (deep equality) are dropped, so an object that became invalid under a
+/// newer schema can still be changed elsewhere. Old values are matched
+/// through object properties, map values and the items of
+/// `x-kubernetes-list-type: map` lists (by their keys); other list items
+/// only ratchet with their whole list.
+pub(crate) fn validate_update(
+    s: &Schema,
+    data: &Value,
+    old: Option<&Value>,
+    fld_path: &FieldPath,
+) -> Vec<FieldError> {
+    let result = validate_node(s, data, old, "");
     result
         .errors
         .into_iter()
@@ -247,7 +263,18 @@ pub(crate) fn is_json_integer(f: f64) -> bool {
     diff == 0.0 || diff < 1e-9 * f.abs().max(1.0)
 }
 
-fn validate_node(s: &Schema, data: &Value, path: &str) -> VResult {
+fn validate_node(s: &Schema, data: &Value, old: Option<&Value>, path: &str) -> VResult {
+    let result = check_node(s, data, old, path);
+    if !result.is_valid() && old.is_some_and(|o| unchanged(s, data, o)) {
+        return VResult {
+            errors: Vec::new(),
+            match_count: result.match_count,
+        };
+    }
+    result
+}
+
+fn check_node(s: &Schema, data: &Value, old: Option<&Value>, path: &str) -> VResult {
     let mut result = VResult::default();
     let types = schema_types(s);
     let format = effective_format(s);
@@ -279,11 +306,11 @@ fn validate_node(s: &Schema, data: &Value, path: &str) -> VResult {
         run(number_check(s, &n, data, path), &mut result);
     }
     if let Value::Array(items) = data {
-        run(slice_check(s, items, path), &mut result);
+        run(slice_check(s, items, old, path), &mut result);
     }
     run(enum_check(s, data, path), &mut result);
     if let Value::Object(m) = data {
-        run(object_check(s, m, path), &mut result);
+        run(object_check(s, m, old, path), &mut result);
     }
     result.match_count += 1;
     result
@@ -323,13 +350,16 @@ fn type_check(types: &[&str], format: &str, nullable: bool, data: &Value, path: 
 }
 
 fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
+    // Nothing below anyOf, oneOf, allOf or not ratchets on its own (only
+    // with the whole node, in validate_node).
+
     let mut main = VResult::default();
     if !s.any_of.is_empty() {
         let mut best: Option<VResult> = None;
         let mut first_success: Option<VResult> = None;
         let mut succeeded = false;
         for sub in &s.any_of {
-            let r = validate_node(sub, data, path);
+            let r = validate_node(sub, data, None, path);
             if r.is_valid() {
                 best = None;
                 succeeded = true;
@@ -357,7 +387,7 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
         let mut first_success: Option<VResult> = None;
         let mut validated = 0usize;
         for sub in &s.one_of {
-            let r = validate_node(sub, data, path);
+            let r = validate_node(sub, data, None, path);
             if r.is_valid() {
                 validated += 1;
                 best = None;
@@ -390,7 +420,7 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
     if !s.all_of.is_empty() {
         let mut validated = 0usize;
         for sub in &s.all_of {
-            let r = validate_node(sub, data, path);
+            let r = validate_node(sub, data, None, path);
             if r.is_valid() {
                 validated += 1;
             }
@@ -409,7 +439,7 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
         }
     }
     if let Some(not) = &s.not
-        && validate_node(not, data, path).is_valid()
+        && validate_node(not, data, None, path).is_valid()
     {
         main.add(VErr::Plain(format!(
             "{} must not validate the schema (not)",
@@ -601,11 +631,17 @@ fn number_check(s: &Schema, n: &Num, data: &Value, path: &str) -> VResult {
     res
 }
 
-fn slice_check(s: &Schema, items: &[Value], path: &str) -> VResult {
+fn slice_check(s: &Schema, items: &[Value], old: Option<&Value>, path: &str) -> VResult {
     let mut result = VResult::default();
     if let Some(item_schema) = &s.items {
         for (i, item) in items.iter().enumerate() {
-            result.merge(validate_node(item_schema, item, &format!("{path}[{i}]")));
+            let old_item = correlated_item(s, item, old);
+            result.merge(validate_node(
+                item_schema,
+                item,
+                old_item,
+                &format!("{path}[{i}]"),
+            ));
         }
     }
     let size = items.len() as i64;
@@ -733,8 +769,70 @@ fn go_enum_elem(v: &Value) -> String {
     }
 }
 
-fn object_check(s: &Schema, m: &serde_json::Map<String, Value>, path: &str) -> VResult {
+/// Whether a value equals its old value as ratcheting judges it: map lists
+/// item by item through their keys (in any order), other lists as a whole,
+/// object fields through their schema (a field without one never equals).
+pub(crate) fn unchanged(s: &Schema, new: &Value, old: &Value) -> bool {
+    match (new, old) {
+        (Value::Array(items), Value::Array(old_items)) => {
+            if items.len() != old_items.len() {
+                return false;
+            }
+            let Some(item_schema) = s.items.as_deref() else {
+                return go_deep_equal(new, old);
+            };
+            if s.x_list_type.as_deref() != Some("map") || s.x_list_map_keys.is_empty() {
+                return go_deep_equal(new, old);
+            }
+            items.iter().all(|item| {
+                correlated_item(s, item, Some(old)).is_some_and(|o| unchanged(item_schema, item, o))
+            })
+        }
+        (Value::Object(m), Value::Object(old_m)) => {
+            m.len() == old_m.len()
+                && m.iter().all(|(k, v)| {
+                    let child = s
+                        .properties
+                        .get(k.as_str())
+                        .or_else(|| s.additional_schema());
+                    match (child, old_m.get(k)) {
+                        (Some(child), Some(o)) => unchanged(child, v, o),
+                        _ => false,
+                    }
+                })
+        }
+        _ => go_deep_equal(new, old),
+    }
+}
+
+/// The old item a new list item is compared with: only the items of map
+/// lists correlate (by their keys).
+pub(crate) fn correlated_item<'a>(
+    s: &Schema,
+    item: &Value,
+    old: Option<&'a Value>,
+) -> Option<&'a Value> {
+    if s.x_list_type.as_deref() != Some("map") || s.x_list_map_keys.is_empty() {
+        return None;
+    }
+    let key = |v: &Value| {
+        s.x_list_map_keys
+            .iter()
+            .map(|k| v.get(k).cloned())
+            .collect::<Vec<_>>()
+    };
+    let wanted = key(item);
+    old?.as_array()?.iter().find(|o| key(o) == wanted)
+}
+
+fn object_check(
+    s: &Schema,
+    m: &serde_json::Map<String, Value>,
+    old: Option<&Value>,
+    path: &str,
+) -> VResult {
     let mut res = VResult::default();
+    let old_field = |k: &str| old.and_then(|o| o.get(k));
     let num_keys = m.len() as i64;
     if let Some(min) = s.min_properties
         && num_keys < min
@@ -778,7 +876,12 @@ fn object_check(s: &Schema, m: &serde_json::Map<String, Value>, path: &str) -> V
         Some(AdditionalProperties::Schema(a)) => {
             for k in &keys {
                 if !s.properties.contains_key(k.as_str()) {
-                    res.merge(validate_node(a, &m[k.as_str()], &format!("{path}.{k}")));
+                    res.merge(validate_node(
+                        a,
+                        &m[k.as_str()],
+                        old_field(k),
+                        &format!("{path}.{k}"),
+                    ));
                 }
             }
         }
@@ -791,7 +894,7 @@ fn object_check(s: &Schema, m: &serde_json::Map<String, Value>, path: &str) -> V
             } else {
                 format!("{path}.{name}")
             };
-            res.merge(validate_node(p, v, &r_name));
+            res.merge(validate_node(p, v, old_field(name), &r_name));
         }
     }
     for k in &s.required {

@@ -2,7 +2,7 @@
 
 use super::fielderr::FieldPath;
 use super::node::Schema;
-use super::validate::validate_value;
+use super::validate::{validate_update, validate_value};
 use serde_json::Value;
 use serde_json::json;
 
@@ -138,6 +138,45 @@ fn any_of_reports_the_composite_error_first() {
         vec![
             "<nil>: Invalid value: \"\": \"a\" must validate at least one schema (anyOf)",
             "a: Invalid value: 3: a in body should be greater than or equal to 5"
+        ]
+    );
+}
+
+fn update_errs(schema: &Value, data: Value, old: Value) -> Vec<String> {
+    let s = Schema::parse(schema, &FieldPath::nil());
+    validate_update(&s, &data, Some(&old), &FieldPath::nil())
+        .into_iter()
+        .map(|e| e.error_string())
+        .collect()
+}
+
+#[test]
+fn unchanged_values_ratchet_except_below_composite_schemas() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer", "maximum": 10},
+        "note": {"type": "string"},
+        "both": {"type": "object", "allOf": [{"properties": {"n": {"maximum": 10}}}],
+            "properties": {"n": {"type": "integer"}, "m": {"type": "integer"}}}}}}});
+    let old = json!({"spec": {"size": 50, "note": "a", "both": {"n": 50, "m": 1}}});
+    // Only `note` changed: the stored violations stay acceptable.
+    let note = json!({"spec": {"size": 50, "note": "b", "both": {"n": 50, "m": 1}}});
+    assert_eq!(
+        update_errs(&schema, note, old.clone()),
+        Vec::<String>::new()
+    );
+    // A changed invalid value is refused.
+    let size = json!({"spec": {"size": 51, "note": "a", "both": {"n": 50, "m": 1}}});
+    assert_eq!(
+        update_errs(&schema, size, old.clone()),
+        vec!["spec.size: Invalid value: 51: spec.size in body should be less than or equal to 10"]
+    );
+    // Below allOf nothing ratchets alone: `n` is unchanged but its parent is not.
+    let m = json!({"spec": {"size": 50, "note": "a", "both": {"n": 50, "m": 2}}});
+    assert_eq!(
+        update_errs(&schema, m, old),
+        vec![
+            "spec.both.n: Invalid value: 50: spec.both.n in body should be less than or equal to 10",
+            "<nil>: Invalid value: \"\": \"spec.both\" must validate all the schemas (allOf). None validated",
         ]
     );
 }
