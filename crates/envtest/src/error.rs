@@ -299,9 +299,31 @@ impl ApiError {
         .with_details(Details::default())
     }
 
-    /// 406 NotAcceptable.
+    /// 406 NotAcceptable from go-restful's routing: no media type of the
+    /// Accept header is one the route produces.
     pub fn not_acceptable() -> Self {
-        ApiError::new(406, "NotAcceptable", "406: Not Acceptable").with_details(Details::default())
+        ApiError::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "406: Not Acceptable\n\nAvailable representations: {}",
+                crate::http::negotiate::SERVED_MEDIA_TYPES
+            ),
+        )
+        .with_details(Details::default())
+    }
+
+    /// 406 NotAcceptable from a handler's negotiation (`media types` lists
+    /// what it serves).
+    pub fn not_acceptable_of(media_types: &str) -> Self {
+        Self::not_acceptable_message(format!(
+            "only the following media types are accepted: {media_types}"
+        ))
+    }
+
+    /// 406 NotAcceptable with `message` and no details.
+    pub fn not_acceptable_message(message: impl Into<String>) -> Self {
+        ApiError::new(406, "NotAcceptable", message)
     }
 
     /// 415 UnsupportedMediaType.
