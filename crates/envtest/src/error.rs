@@ -299,6 +299,15 @@ impl ApiError {
         .with_details(Details::default())
     }
 
+    /// 405 MethodNotAllowed for a verb a resource refuses (`NewMethodNotSupported`).
+    pub fn method_not_supported(group: &str, resource: &str, message: &str) -> Self {
+        ApiError::new(405, "MethodNotAllowed", message).with_details(Details {
+            group: group.to_string(),
+            kind: resource.to_string(),
+            ..Details::default()
+        })
+    }
+
     /// 406 NotAcceptable from go-restful's routing: no media type of the
     /// Accept header is one the route produces.
     pub fn not_acceptable() -> Self {

@@ -50,6 +50,9 @@ fn selected(all: Vec<Transcript>) -> Vec<Transcript> {
 async fn run_one(transcript: &Transcript, known: &BTreeMap<String, String>) -> FileReport {
     let config = Config {
         watch_history: WATCH_HISTORY,
+        // The recording's namespace controller waited 5 s before emptying a
+        // deleted namespace; 1 s is ample for the steps taken meanwhile.
+        namespace_deletion_grace: std::time::Duration::from_secs(1),
         ..Config::default()
     };
     let server = server::start(config).await;

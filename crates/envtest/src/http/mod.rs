@@ -326,6 +326,13 @@ async fn resource(
         }
         (Method::POST, None) => {
             check_verb(&res, "create")?;
+            if res.custom().is_some_and(|c| c.terminating) {
+                return Err(ApiError::method_not_supported(
+                    &res.group,
+                    &res.plural,
+                    "create not allowed while custom resource definition is terminating",
+                ));
+            }
             let acc = call.negotiate(endpoint)?;
             let bytes = read_body(body).await?;
             let opts = query::write_options(q, "CreateOptions", false)?;

@@ -1,7 +1,12 @@
 //! The details real clients depend on, each through a real client against
-//! the shared envtest server: metadata-only requests on every verb, the
-//! bytes of answers and errors, ... (one module per concern).
+//! the shared envtest server (one module per concern): metadata-only
+//! requests on every verb, custom resources in several versions with one
+//! storage version, and admission webhook certificates checked as Go
+//! checks them.
 
+#[allow(dead_code)]
+#[path = "../admission_support/mod.rs"]
+mod admission_support;
 #[allow(dead_code)]
 #[path = "../support/kube.rs"]
 mod kube_support;
@@ -10,3 +15,6 @@ mod kube_support;
 mod server;
 
 mod metadata;
+mod terminating;
+mod versions;
+mod webhook_tls;
