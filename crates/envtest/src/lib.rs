@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod api;
 pub mod authz;
+pub mod bootstrap;
 pub mod builtin;
 pub mod controllers;
 pub mod error;

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::admission::WebhookRoute;
-use crate::api::create::{Input, create, create_internal};
+use crate::api::create::{Input, create};
 use crate::api::{App, WriteCtx};
 use crate::controllers;
 
@@ -62,7 +62,6 @@ pub struct Envtest {
     controllers: JoinHandle<()>,
 }
 
-const NAMESPACES_AT_START: &[&str] = &["default", "kube-system", "kube-public"];
 /// The default of [`Config::namespace_deletion_grace`].
 pub const DEFAULT_NAMESPACE_DELETION_GRACE: Duration = Duration::from_millis(100);
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -76,7 +75,10 @@ impl Envtest {
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
         let controllers = controllers::spawn(app.clone(), config.namespace_deletion_grace);
-        bootstrap_namespaces(&app)?;
+        crate::bootstrap::create_all(&app)?;
+        // The bootstrap admin, edit and view roles are aggregated before the
+        // first request, as on a cluster that has been up for a moment.
+        controllers::aggregation::aggregate_all(&app);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", config.port))?;
@@ -177,29 +179,6 @@ impl Envtest {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
-}
-
-fn bootstrap_namespaces(app: &App) -> anyhow::Result<()> {
-    let reg = app.registry.load();
-    let Some(res) = reg.get("", "v1", "namespaces") else {
-        bail!("this server does not serve namespaces");
-    };
-    let ctx = WriteCtx::internal(controllers::APISERVER);
-    for name in NAMESPACES_AT_START {
-        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        create_internal(
-            app,
-            &res,
-            "",
-            Input::Body {
-                obj,
-                duplicates: Vec::new(),
-            },
-            &ctx,
-        )
-        .map_err(|e| anyhow::anyhow!("creating namespace {name}: {}", e.message))?;
-    }
-    Ok(())
 }
 
 /// Files named by `paths` (directories contribute their `.yaml`, `.yml` and

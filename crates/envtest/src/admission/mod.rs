@@ -73,7 +73,7 @@ mod matching;
 mod patching;
 mod review;
 pub mod routes;
-mod selector;
+pub(crate) mod selector;
 mod transport;
 mod validation;
 

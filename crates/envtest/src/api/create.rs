@@ -49,6 +49,7 @@ pub async fn create(
         user: &ctx.user,
     };
     let obj = admit::mutate(app, &req, staged.obj, None, ctx).await?;
+    super::check_escalation(app, res, ns, ctx, &obj, None)?;
     let ready = check(app, res, obj, staged.warnings, ctx)?;
     if let Err(e) = admit::validate(app, &req, &ready.obj, None, ctx).await {
         super::restore_allocation(app, res, &ready.obj, ctx.opts.dry_run);

@@ -486,6 +486,28 @@ pub(crate) fn unsupported_warnings(res: &Resource, obj: &Value) -> Vec<String> {
     out
 }
 
+/// The RBAC storage's escalation check of a Role, ClusterRole or binding
+/// written by `ctx.user` (after mutating admission, before validation).
+pub(crate) fn check_escalation(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    ctx: &WriteCtx,
+    obj: &Value,
+    old: Option<&Value>,
+) -> ApiResult<()> {
+    if res.builtin().is_none() || !crate::authz::escalation::applies_to(&res.group, &res.plural) {
+        return Ok(());
+    }
+    let write = crate::authz::escalation::Write {
+        plural: &res.plural,
+        namespace: ns,
+        obj,
+        old,
+    };
+    crate::authz::escalation::check(&app.store, &ctx.user, &write)
+}
+
 pub(crate) fn is_service(res: &Resource) -> bool {
     res.builtin()
         .is_some_and(|k| k.group.is_empty() && k.kind == "Service")

@@ -361,6 +361,7 @@ pub(crate) async fn update_once_admitted(
     };
     let staged_new = std::mem::take(&mut s.new);
     s.new = admit::mutate(app, &req, staged_new, Some(&s.old_view), c.ctx).await?;
+    super::check_escalation(app, c.res, c.ns, c.ctx, &s.new, Some(&*s.old_view))?;
     check(app, c, &mut s)?;
     if let Err(e) = admit::validate(app, &req, &s.new, Some(&s.old_view), c.ctx).await {
         super::restore_allocation(app, c.res, &s.new, c.ctx.opts.dry_run);

@@ -8,10 +8,11 @@
 //! generates. The `authorization.k8s.io` reviews (`kubectl auth can-i`) are
 //! answered from the same rules (see [`review`]).
 //!
-//! Not modelled: aggregated ClusterRoles (`aggregationRule`), the bootstrap
-//! roles beyond discovery and self-reviews, and the `escalate`/`bind`
-//! checks on writes of RBAC objects.
+//! The bootstrap policy (`crate::bootstrap`) is stored like any other RBAC
+//! object, so discovery, health and self-reviews are allowed to every
+//! authenticated user through its bindings, as on a real cluster.
 
+pub mod escalation;
 pub mod review;
 mod rules;
 
@@ -152,74 +153,6 @@ impl Decision {
     }
 }
 
-/// The bootstrap policy every cluster grants each authenticated user, by
-/// ClusterRole: reviews of their own access (`system:basic-user`),
-/// discovery (`system:discovery`), version and health paths
-/// (`system:public-info-viewer`).
-pub(crate) fn bootstrap_rules() -> Vec<(&'static str, Rule)> {
-    vec![
-        (
-            "system:basic-user",
-            Rule::on_resources(
-                &["create"],
-                "authentication.k8s.io",
-                &["selfsubjectreviews"],
-            ),
-        ),
-        (
-            "system:basic-user",
-            Rule::on_resources(
-                &["create"],
-                "authorization.k8s.io",
-                &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-            ),
-        ),
-        (
-            "system:discovery",
-            Rule::on_paths(
-                &["get"],
-                &[
-                    "/api",
-                    "/api/*",
-                    "/apis",
-                    "/apis/*",
-                    "/openapi",
-                    "/openapi/*",
-                ],
-            ),
-        ),
-        (
-            "system:public-info-viewer",
-            Rule::on_paths(
-                &["get"],
-                &[
-                    "/healthz",
-                    "/healthz/*",
-                    "/livez",
-                    "/livez/*",
-                    "/readyz",
-                    "/readyz/*",
-                    "/version",
-                    "/version/*",
-                ],
-            ),
-        ),
-    ]
-}
-
-/// The bootstrap grant that allows the request, if any.
-fn bootstrap_grant(user: &UserInfo, attrs: &Attributes) -> Option<Decision> {
-    if !user.groups.iter().any(|g| g == AUTHENTICATED) {
-        return None;
-    }
-    let (role, _) = bootstrap_rules()
-        .into_iter()
-        .find(|(_, rule)| rule.allows(attrs))?;
-    Some(Decision::allowed_by(format!(
-        "ClusterRoleBinding {role:?} of ClusterRole {role:?} to Group \"{AUTHENTICATED}\""
-    )))
-}
-
 /// Decides whether `user` may do what `attrs` describe.
 pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> Decision {
     if user.groups.iter().any(|g| g == "system:masters") {
@@ -227,9 +160,6 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> Decision
             allowed: true,
             reason: String::new(),
         };
-    }
-    if let Some(granted) = bootstrap_grant(user, attrs) {
-        return granted;
     }
     let mut decision = Decision::no_opinion();
     visit_rules(store, user, &attrs.namespace, |source, rule| {
@@ -242,21 +172,42 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> Decision
     decision
 }
 
+pub(crate) fn rbac_key(plural: &str) -> ResKey {
+    Arc::from(format!("rbac.authorization.k8s.io/{plural}"))
+}
+
 /// Calls `visit` with every rule granted to `user` cluster-wide and in
 /// `namespace`, and where it comes from (`ClusterRoleBinding "b" of
-/// ClusterRole "r" to User "u"`), until `visit` returns false.
+/// ClusterRole "r" to User "u"`), until `visit` returns false. Bindings
+/// whose role is missing are skipped.
 pub(crate) fn visit_rules(
     store: &Store,
     user: &UserInfo,
     namespace: &str,
     mut visit: impl FnMut(&str, &Rule) -> bool,
 ) {
-    let key = |plural: &str| -> ResKey { Arc::from(format!("rbac.authorization.k8s.io/{plural}")) };
-    let (cluster_bindings, _) = store.list(&key("clusterrolebindings"), None, None);
+    walk_bindings(store, user, namespace, |found| match found {
+        Ok((source, rule)) => visit(source, rule),
+        Err(_) => true,
+    });
+}
+
+/// [`visit_rules`], also visiting (as `Err`) the error of each binding of
+/// `user` whose role is missing (`clusterroles.rbac.authorization.k8s.io
+/// "x" not found`), as kube-apiserver's rule resolver reports them.
+pub(crate) fn walk_bindings(
+    store: &Store,
+    user: &UserInfo,
+    namespace: &str,
+    mut visit: impl FnMut(Result<(&str, &Rule), String>) -> bool,
+) {
+    let (cluster_bindings, _) = store.list(&rbac_key("clusterrolebindings"), None, None);
     let namespace_bindings = if namespace.is_empty() {
         Vec::new()
     } else {
-        store.list(&key("rolebindings"), Some(namespace), None).0
+        store
+            .list(&rbac_key("rolebindings"), Some(namespace), None)
+            .0
     };
     let bindings = cluster_bindings
         .iter()
@@ -269,12 +220,22 @@ pub(crate) fn visit_rules(
         };
         let role_kind = str_at(binding, &["roleRef", "kind"]);
         let role_name = str_at(binding, &["roleRef", "name"]);
-        let role = match role_kind {
-            "ClusterRole" => store.get(&key("clusterroles"), "", role_name),
-            "Role" if !cluster_wide => store.get(&key("roles"), binding_namespace, role_name),
-            _ => None,
+        let (plural, role) = match role_kind {
+            "ClusterRole" => (
+                "clusterroles",
+                store.get(&rbac_key("clusterroles"), "", role_name),
+            ),
+            "Role" if !cluster_wide => (
+                "roles",
+                store.get(&rbac_key("roles"), binding_namespace, role_name),
+            ),
+            _ => continue,
         };
         let Some(role) = role else {
+            let missing = format!("{plural}.rbac.authorization.k8s.io {role_name:?} not found");
+            if !visit(Err(missing)) {
+                return;
+            }
             continue;
         };
         let binding_name = crate::meta::name(binding);
@@ -285,7 +246,7 @@ pub(crate) fn visit_rules(
             format!("RoleBinding {qualified:?} of {role_kind} {role_name:?} to {subject}")
         };
         for rule in Rule::all_of(&role) {
-            if !visit(&source, &rule) {
+            if !visit(Ok((&source, &rule))) {
                 return;
             }
         }

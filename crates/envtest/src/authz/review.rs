@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Attributes, Decision, Rule, authorize, bootstrap_rules, visit_rules};
+use super::{Attributes, Decision, Rule, authorize, visit_rules};
 use crate::admission::UserInfo;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::Resource;
@@ -150,7 +150,7 @@ fn access_status(decision: &Decision) -> Value {
 }
 
 /// What `requester` may do in `spec.namespace`: every rule bound to them
-/// there and cluster-wide, plus what every authenticated user may do.
+/// there and cluster-wide (the bootstrap bindings included).
 fn rules_review(store: &Store, requester: &UserInfo, spec: &Value) -> Value {
     let namespace = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
     let mut resource_rules = Vec::new();
@@ -169,9 +169,6 @@ fn rules_review(store: &Store, requester: &UserInfo, spec: &Value) -> Value {
     if requester.groups.iter().any(|g| g == "system:masters") {
         add(&Rule::on_resources(&["*"], "*", &["*"]));
         add(&Rule::on_paths(&["*"], &["*"]));
-    }
-    for (_, rule) in bootstrap_rules() {
-        add(&rule);
     }
     visit_rules(store, requester, namespace, |_, rule| {
         add(rule);

@@ -117,6 +117,107 @@ impl Rule {
     }
 }
 
+/// Escalation checks: how one rule covers another (`Covers` of
+/// `k8s.io/component-helpers/auth/rbac/validation`).
+impl Rule {
+    /// The rule as rules of one group, resource, verb and name each (or one
+    /// path and verb each).
+    pub fn breakdown(&self) -> Vec<Rule> {
+        let mut out = Vec::new();
+        for group in &self.api_groups {
+            for resource in &self.resources {
+                for verb in &self.verbs {
+                    let one = |names: Vec<String>| Rule {
+                        verbs: vec![verb.clone()],
+                        api_groups: vec![group.clone()],
+                        resources: vec![resource.clone()],
+                        resource_names: names,
+                        non_resource_urls: Vec::new(),
+                    };
+                    if self.resource_names.is_empty() {
+                        out.push(one(Vec::new()));
+                    } else {
+                        out.extend(self.resource_names.iter().map(|n| one(vec![n.clone()])));
+                    }
+                }
+            }
+        }
+        for url in &self.non_resource_urls {
+            for verb in &self.verbs {
+                out.push(Rule {
+                    verbs: vec![verb.clone()],
+                    non_resource_urls: vec![url.clone()],
+                    ..Rule::default()
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether this rule grants everything `sub` (one of [`Rule::breakdown`]'s
+    /// rules) grants.
+    pub fn covers(&self, sub: &Rule) -> bool {
+        let verbs = has_all(&self.verbs, &sub.verbs);
+        let groups = has_all(&self.api_groups, &sub.api_groups);
+        let resources = self.resources.iter().any(|r| r == ALL)
+            || sub.resources.iter().all(|wanted| {
+                self.resources.contains(wanted)
+                    || wanted.split_once('/').is_some_and(|(_, subresource)| {
+                        self.resources.contains(&format!("*/{subresource}"))
+                    })
+            });
+        let urls = sub.non_resource_urls.iter().all(|path| {
+            self.non_resource_urls.iter().any(|owner| {
+                owner == path
+                    || owner
+                        .strip_suffix('*')
+                        .is_some_and(|prefix| path.starts_with(prefix.trim_end_matches('*')))
+            })
+        });
+        let names = if sub.resource_names.is_empty() {
+            self.resource_names.is_empty()
+        } else {
+            self.resource_names.is_empty()
+                || has_all_exact(&self.resource_names, &sub.resource_names)
+        };
+        verbs && groups && resources && urls && names
+    }
+
+    /// `{APIGroups:["apps"], Resources:["deployments"], Verbs:["get" "list"]}`,
+    /// as kube-apiserver names a rule in its messages.
+    pub fn compact_string(&self) -> String {
+        let list = |items: &[String]| {
+            let quoted: Vec<String> = items
+                .iter()
+                .map(|i| crate::patch::gofmt::quote(i))
+                .collect();
+            format!("[{}]", quoted.join(" "))
+        };
+        let mut parts = Vec::new();
+        for (label, items) in [
+            ("APIGroups", &self.api_groups),
+            ("Resources", &self.resources),
+            ("NonResourceURLs", &self.non_resource_urls),
+            ("ResourceNames", &self.resource_names),
+            ("Verbs", &self.verbs),
+        ] {
+            if !items.is_empty() {
+                parts.push(format!("{label}:{}", list(items)));
+            }
+        }
+        format!("{{{}}}", parts.join(", "))
+    }
+}
+
+/// `*` in `owner`, or every item of `wanted` in it.
+fn has_all(owner: &[String], wanted: &[String]) -> bool {
+    owner.iter().any(|o| o == ALL) || has_all_exact(owner, wanted)
+}
+
+fn has_all_exact(owner: &[String], wanted: &[String]) -> bool {
+    wanted.iter().all(|w| owner.contains(w))
+}
+
 fn has(list: &[String], wanted: &str) -> bool {
     list.iter().any(|item| item == ALL || item == wanted)
 }

@@ -6,8 +6,16 @@ use serde_json::{Value, json};
 use super::*;
 use crate::http::query::Query;
 
+/// A store holding `objects` and the bootstrap policy a cluster starts with.
 fn rbac_store(objects: &[(&str, &str, Value)]) -> Store {
-    let store = Store::new(100);
+    let store = Store::new(1000);
+    for object in crate::bootstrap::policy_objects() {
+        let key: ResKey = Arc::from(format!("rbac.authorization.k8s.io/{}", object.plural));
+        let name = crate::meta::name(&object.body).to_string();
+        store
+            .create(&key, &object.namespace, &name, object.body)
+            .expect("stored");
+    }
     for (plural, ns, obj) in objects {
         let key: ResKey = Arc::from(format!("rbac.authorization.k8s.io/{plural}"));
         let name = crate::meta::name(obj).to_string();
@@ -189,7 +197,7 @@ fn bindings_grant_their_roles_to_their_subjects_only() {
         r#"RBAC: allowed by ClusterRoleBinding "all-accounts-lease" of ClusterRole "lease-holder" to Group "system:serviceaccounts""#
     );
 
-    // Discovery and self-reviews come with being authenticated.
+    // Discovery and self-reviews come with being authenticated (bootstrap bindings).
     assert!(authorize(&store, &bot, &request(Method::GET, "/apis")).allowed);
     assert!(
         authorize(

@@ -1,9 +1,11 @@
 //! The controllers a test cluster needs and kube-apiserver alone lacks: the
 //! CRD registry (conditions and serving), the garbage collector, the
-//! namespace lifecycle and the serviceaccount controller. They share one task
+//! namespace lifecycle, the serviceaccount controller and the
+//! clusterrole-aggregation controller. They share one task
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
+pub mod aggregation;
 mod crds;
 mod gc;
 mod namespaces;
@@ -40,6 +42,8 @@ struct Controllers {
     dirty_crds: std::collections::BTreeSet<String>,
     /// A webhook configuration changed (e.g. the garbage collector deleted one).
     webhooks_changed: bool,
+    /// A ClusterRole changed: aggregated ClusterRoles may need new rules.
+    cluster_roles_changed: bool,
 }
 
 impl Controllers {
@@ -65,6 +69,9 @@ impl Controllers {
         if crate::api::admit::is_configuration_key(&ev.resource) {
             self.webhooks_changed = true;
         }
+        if &*ev.resource == aggregation::KEY {
+            self.cluster_roles_changed = true;
+        }
     }
 
     /// Work deferred to the end of a batch of changes, so that emptying a
@@ -78,6 +85,9 @@ impl Controllers {
         }
         if std::mem::take(&mut self.webhooks_changed) {
             crate::api::admit::refresh_configurations(&self.app);
+        }
+        if std::mem::take(&mut self.cluster_roles_changed) {
+            aggregation::aggregate_all(&self.app);
         }
     }
 }
@@ -102,6 +112,7 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         namespace_grace,
         grace_passed: grace_tx,
         webhooks_changed: false,
+        cluster_roles_changed: false,
     };
     crds::rebuild_registry(&app);
     let existing: Vec<Event> = app

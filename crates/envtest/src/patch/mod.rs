@@ -12,7 +12,7 @@
 
 mod apply;
 mod fieldpath;
-mod gofmt;
+pub(crate) mod gofmt;
 mod gosort;
 mod json;
 mod last_applied;
