@@ -41,9 +41,12 @@ fn self_signed_ca(names: &[&str]) -> Pki {
     Pki::from_parts(cert.pem(), cert.der().clone(), key.serialize_der())
 }
 
+/// A calendar day: (year, month, day).
+type Day = (i32, u8, u8);
+
 /// A serving certificate for `names` signed by a fresh CA, valid from
-/// `not_before` to `not_after` (year, month, day).
-fn ca_signed(names: &[&str], validity: Option<((i32, u8, u8), (i32, u8, u8))>) -> Pki {
+/// the first day to the second when given.
+fn ca_signed(names: &[&str], validity: Option<(Day, Day)>) -> Pki {
     let ca_key = KeyPair::generate().expect("CA key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
