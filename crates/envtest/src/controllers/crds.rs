@@ -45,26 +45,20 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) 
     json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message})
 }
 
-fn has_condition_reason(crd: &Value, type_: &str, reason: &str) -> bool {
+/// Whether the CRD has a condition of `type_` whose `field` is `value`.
+fn condition_with(crd: &Value, type_: &str, field: &str, value: &str) -> bool {
     crd.pointer("/status/conditions")
         .and_then(Value::as_array)
         .is_some_and(|cs| {
             cs.iter().any(|c| {
                 c.get("type").and_then(Value::as_str) == Some(type_)
-                    && c.get("reason").and_then(Value::as_str) == Some(reason)
+                    && c.get(field).and_then(Value::as_str) == Some(value)
             })
         })
 }
 
 fn has_condition(crd: &Value, type_: &str, status: &str) -> bool {
-    crd.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter().any(|c| {
-                c.get("type").and_then(Value::as_str) == Some(type_)
-                    && c.get("status").and_then(Value::as_str) == Some(status)
-            })
-        })
+    condition_with(crd, type_, "status", status)
 }
 
 /// Whether spec.names moved on from the accepted names (a CRD update).
@@ -187,7 +181,7 @@ fn cleanup(app: &App, crd: &Value) {
         return;
     };
     // As the apiextensions finalizer does before it deletes anything.
-    if !has_condition_reason(crd, "Terminating", "InstanceDeletionInProgress") {
+    if !condition_with(crd, "Terminating", "reason", "InstanceDeletionInProgress") {
         let _ = modify(
             app,
             &crd_res,
