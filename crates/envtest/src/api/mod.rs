@@ -40,6 +40,8 @@ pub struct App {
     pub server_address: std::sync::RwLock<String>,
     /// Set when the server stops: open watches end so connections can close.
     pub closing: tokio::sync::watch::Sender<bool>,
+    /// The request counters `/metrics` serves.
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl App {
@@ -61,6 +63,7 @@ impl App {
             allocator: Mutex::new(builtin::Allocator::default()),
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
+            metrics: crate::metrics::Metrics::default(),
         }
     }
 }

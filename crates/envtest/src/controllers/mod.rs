@@ -7,6 +7,7 @@
 
 pub mod aggregation;
 mod crds;
+mod events;
 mod gc;
 mod namespaces;
 
@@ -44,6 +45,8 @@ struct Controllers {
     webhooks_changed: bool,
     /// A ClusterRole changed: aggregated ClusterRoles may need new rules.
     cluster_roles_changed: bool,
+    /// A CRD changed: owner references to its kind may resolve now.
+    crds_changed: bool,
 }
 
 impl Controllers {
@@ -72,6 +75,9 @@ impl Controllers {
         if &*ev.resource == aggregation::KEY {
             self.cluster_roles_changed = true;
         }
+        if &*ev.resource == crds::CRD_KEY {
+            self.crds_changed = true;
+        }
     }
 
     /// Work deferred to the end of a batch of changes, so that emptying a
@@ -88,6 +94,9 @@ impl Controllers {
         }
         if std::mem::take(&mut self.cluster_roles_changed) {
             aggregation::aggregate_all(&self.app);
+        }
+        if std::mem::take(&mut self.crds_changed) {
+            self.gc.recheck_unresolved(&self.app);
         }
     }
 }
@@ -113,6 +122,7 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         grace_passed: grace_tx,
         webhooks_changed: false,
         cluster_roles_changed: false,
+        crds_changed: false,
     };
     crds::rebuild_registry(&app);
     let existing: Vec<Event> = app

@@ -61,10 +61,17 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         user: &impersonated.unwrap_or_default(),
         prefs: &prefs,
     };
-    match dispatch(&app, &call, &parts.uri, body).await {
+    let pending = app.metrics.begin(
+        &app.registry.load(),
+        &parts.method,
+        &parts.uri,
+        &parts.headers,
+    );
+    let resp = match dispatch(&app, &call, &parts.uri, body).await {
         Ok(resp) => resp,
         Err(err) => respond::error(&err, &prefs),
-    }
+    };
+    pending.finish(resp)
 }
 
 /// What the handlers need to know of a request besides its path and body.
@@ -146,6 +153,11 @@ async fn dispatch(
         // kube-apiserver writes /version with WriteRawJSON, whatever is accepted.
         Route::Version => Ok(respond::raw_json(200, &version_doc())),
         Route::Health => Ok(respond::text(200, "ok")),
+        Route::Metrics => Ok(respond::bytes(
+            200,
+            app.metrics.render().into_bytes(),
+            crate::metrics::CONTENT_TYPE,
+        )),
         Route::CoreRoot | Route::Groups => {
             let core = r == Route::CoreRoot;
             let acc = call.negotiate(Endpoint::Discovery)?;
@@ -269,14 +281,7 @@ async fn resource(
         return Err(ApiError::not_found_path());
     }
     let sub = p.subresource.as_deref();
-    let sub_ok = match sub {
-        None => true,
-        Some("status") => res.has_status,
-        Some("scale") => res.scale.is_some(),
-        Some("finalize") => res.group.is_empty() && res.plural == "namespaces",
-        Some(_) => false,
-    };
-    if !sub_ok {
+    if sub.is_some_and(|s| res.subresource_verbs(s).is_none()) {
         return Err(ApiError::not_found_path());
     }
     let ns = p.namespace.clone().unwrap_or_default();

@@ -1,0 +1,50 @@
+//! Events the controllers record, as client-go's event recorder writes them
+//! for kube-controller-manager: a core/v1 Event named `<object>.<hex
+//! nanoseconds>` in the object's namespace (`default` for cluster-scoped
+//! objects), with the controller as `source.component`.
+
+use serde_json::{Value, json};
+
+use super::{CONTROLLER_MANAGER, resource_for};
+use crate::api::create::{Input, create_internal};
+use crate::api::{App, WriteCtx};
+
+/// Records a Warning about `involved` (an ObjectReference) from `component`.
+pub fn record_warning(app: &App, component: &str, involved: Value, reason: &str, message: &str) {
+    let Some(res) = resource_for(app, "events") else {
+        return;
+    };
+    let now = jiff::Timestamp::now();
+    let namespace = match involved.get("namespace").and_then(Value::as_str) {
+        Some(ns) if !ns.is_empty() => ns.to_string(),
+        _ => "default".to_string(),
+    };
+    let object_name = involved.get("name").and_then(Value::as_str).unwrap_or("");
+    let name = format!("{object_name}.{:x}", now.as_nanosecond());
+    let time = crate::meta::now_rfc3339();
+    let event = json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": namespace},
+        "involvedObject": involved,
+        "reason": reason,
+        "message": message,
+        "source": {"component": component},
+        "firstTimestamp": time,
+        "lastTimestamp": time,
+        "count": 1,
+        "type": "Warning",
+    });
+    let input = Input::Body {
+        obj: event,
+        duplicates: Vec::new(),
+    };
+    // The event is a report; a namespace that is going away may refuse it.
+    let _ = create_internal(
+        app,
+        &res,
+        &namespace,
+        input,
+        &WriteCtx::internal(CONTROLLER_MANAGER),
+    );
+}
