@@ -33,6 +33,11 @@ pub struct Config {
     /// Where webhook Service references lead (`--webhook-route
     /// NS/NAME:PORT=HOST:PORT`); see `docs/envtest-webhooks.md`.
     pub webhook_routes: Vec<WebhookRoute>,
+    /// How long a deleted namespace stays Terminating with its content
+    /// before the namespace controller empties it (kube-controller-manager
+    /// waits 5 s; a short wait lets clients see the Terminating namespace
+    /// without slowing tests).
+    pub namespace_deletion_grace: Duration,
 }
 
 impl Default for Config {
@@ -43,6 +48,7 @@ impl Default for Config {
             watch_history: 10_000,
             read_history: 100_000,
             webhook_routes: Vec::new(),
+            namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
         }
     }
 }
@@ -56,6 +62,8 @@ pub struct Envtest {
     controllers: JoinHandle<()>,
 }
 
+/// The default of [`Config::namespace_deletion_grace`].
+pub const DEFAULT_NAMESPACE_DELETION_GRACE: Duration = Duration::from_millis(100);
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Envtest {
@@ -66,7 +74,7 @@ impl Envtest {
         let app = Arc::new(App::with_history(config.watch_history, config.read_history));
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
-        let controllers = controllers::spawn(app.clone());
+        let controllers = controllers::spawn(app.clone(), config.namespace_deletion_grace);
         crate::bootstrap::create_all(&app)?;
         // The bootstrap admin, edit and view roles are aggregated before the
         // first request, as on a cluster that has been up for a moment.
