@@ -206,7 +206,7 @@ async fn dispatch(
             let Some(text) = deprecation else {
                 return result;
             };
-            let mut response = result.unwrap_or_else(|e| respond::error(&e));
+            let mut response = result.unwrap_or_else(|e| respond::error(&e, call.prefs));
             // It is raised first, before anything the handling adds.
             let headers = response.headers_mut();
             let later: Vec<_> = headers.get_all(header::WARNING).iter().cloned().collect();
