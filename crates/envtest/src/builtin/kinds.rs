@@ -307,6 +307,12 @@ pub(super) static KINDS: &[KindInfo] = &[
         false,
     ),
     review(
+        "authentication.k8s.io",
+        "TokenReview",
+        "tokenreviews",
+        false,
+    ),
+    review(
         AUTHORIZATION,
         "LocalSubjectAccessReview",
         "localsubjectaccessreviews",

@@ -47,9 +47,12 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         parts.uri.query(),
         header_str(&parts.headers, header::USER_AGENT),
     );
-    // envtest's own user is an administrator; one it impersonates is held
-    // to the stored RBAC rules.
-    let impersonated = authz::impersonated_user(&parts.headers);
+    // envtest's own user is an administrator; a ServiceAccount token's
+    // user and one it impersonates are held to the stored RBAC rules.
+    let impersonated = match acting_user(&app, &parts.headers) {
+        Ok(user) => user,
+        Err(err) => return respond::error(&err, &prefs),
+    };
     if let Some(user) = &impersonated {
         let q = Query::parse(parts.uri.query());
         let attrs = authz::Attributes::of_request(&parts.method, parts.uri.path(), &q);
@@ -74,6 +77,31 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         Err(err) => respond::error(&err, &prefs),
     };
     pending.finish(resp)
+}
+
+/// Who a request acts as when it is not envtest's administrator: the
+/// ServiceAccount of its bearer token, or the user it impersonates (which a
+/// ServiceAccount may do only when RBAC lets it `impersonate`).
+fn acting_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
+    let token_user = crate::authn::service_account_user(app, headers)?;
+    let impersonated = authz::impersonated_user(headers);
+    match (token_user, impersonated) {
+        (Some(requester), Some(target)) => {
+            let attrs = authz::Attributes {
+                verb: "impersonate".into(),
+                resource_request: true,
+                resource: "users".into(),
+                name: target.username.clone(),
+                ..Default::default()
+            };
+            if !authz::authorize(&app.store, &requester, &attrs).allowed {
+                return Err(authz::forbidden(&requester, &attrs));
+            }
+            Ok(Some(target))
+        }
+        (Some(requester), None) => Ok(Some(requester)),
+        (None, impersonated) => Ok(impersonated),
+    }
 }
 
 /// What the handlers need to know of a request besides its path and body.
@@ -296,7 +324,22 @@ async fn resource(
         Endpoint::Resource
     };
     if authz::review::is_review(&res) {
-        return review(app, call, body, p, &res, &ns).await;
+        return review(app, call, body, (p, q), &res, &ns).await;
+    }
+    if sub == Some("token") {
+        return token_request(app, call, body, (p, q), &res, &ns).await;
+    }
+    if let (Some(stream @ ("log" | "exec")), Some(name)) = (sub, &p.name) {
+        let pod = api::read::get(app, &res, &ns, name)?;
+        let container = q.get("container");
+        if stream == "exec" {
+            return Err(crate::pod_streams::exec(&pod, name, container));
+        }
+        if *method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        let text = crate::pod_streams::log(&pod, name, container)?;
+        return Ok(respond::bytes(200, text.into_bytes(), "text/plain"));
     }
     let name = p.name.clone();
     match (method.clone(), name) {
@@ -470,7 +513,7 @@ async fn review(
     app: &App,
     call: &Call<'_>,
     body: Body,
-    p: &ResourcePath,
+    (p, q): (&ResourcePath, &Query),
     res: &Resource,
     ns: &str,
 ) -> ApiResult<Response> {
@@ -487,8 +530,41 @@ async fn review(
     let bytes = read_body(body).await?;
     let format = body::body_format(header_str(headers, header::CONTENT_TYPE))?;
     let decoded = body::decode_object(&bytes, format, &res.kind)?;
-    let answer = authz::review::answer(&app.store, res, ns, user, decoded.value)?;
+    let answer = if res.kind == "TokenReview" {
+        crate::authn::token_review(app, decoded.value, &answer_manager(call, q))?
+    } else {
+        authz::review::answer(&app.store, res, ns, user, decoded.value)?
+    };
     Ok(respond::object(201, &answer, &acc, &[]))
+}
+
+/// POST `serviceaccounts/<name>/token` (TokenRequest).
+async fn token_request(
+    app: &App,
+    call: &Call<'_>,
+    body: Body,
+    (p, q): (&ResourcePath, &Query),
+    res: &Resource,
+    ns: &str,
+) -> ApiResult<Response> {
+    let (Some(name), true) = (&p.name, *call.method == Method::POST) else {
+        return Err(ApiError::method_not_allowed());
+    };
+    let acc = call.negotiate(Endpoint::Plain)?;
+    let bytes = read_body(body).await?;
+    let format = object_body_format(res, header_str(call.headers, header::CONTENT_TYPE))?;
+    let decoded = body::decode_object(&bytes, format, "TokenRequest")?;
+    let manager = answer_manager(call, q);
+    let answer = crate::authn::token_request(app, ns, name, decoded.value, &manager)?;
+    Ok(respond::object(201, &answer, &acc, &[]))
+}
+
+/// Who a create that stores nothing is recorded as written by.
+fn answer_manager(call: &Call<'_>, q: &Query) -> String {
+    q.get("fieldManager")
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| api::manager_from_user_agent(header_str(call.headers, header::USER_AGENT)))
 }
 
 /// The body format of an object write: custom resources have no protobuf form.
