@@ -217,7 +217,12 @@ pub fn token_review(app: &App, mut body: Value, manager: &str) -> ApiResult<Valu
     let requested: Vec<String> = body
         .pointer("/spec/audiences")
         .and_then(Value::as_array)
-        .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
     let audiences = if requested.is_empty() {
         api_audiences()

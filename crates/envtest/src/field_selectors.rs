@@ -302,7 +302,10 @@ const KIND_LABELS: &[(&str, &str, &[(&str, &str)])] = &[
             ("regarding.name", "involvedObject.name"),
             ("regarding.uid", "involvedObject.uid"),
             ("regarding.apiVersion", "involvedObject.apiVersion"),
-            ("regarding.resourceVersion", "involvedObject.resourceVersion"),
+            (
+                "regarding.resourceVersion",
+                "involvedObject.resourceVersion",
+            ),
             ("regarding.fieldPath", "involvedObject.fieldPath"),
             ("reportingController", "reportingComponent"),
             ("type", ""),
@@ -374,7 +377,9 @@ mod tests {
         let obj = json!({"metadata": {"name": "cm-1"}});
         assert!(select("", "configmaps", "metadata.name!=cm-3", &obj).unwrap());
         assert_eq!(
-            select("", "configmaps", "data.n=1", &obj).unwrap_err().message,
+            select("", "configmaps", "data.n=1", &obj)
+                .unwrap_err()
+                .message,
             "\"data.n\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
         let err = select("apps", "replicasets", "status.replicas=0", &obj).unwrap_err();

@@ -48,9 +48,10 @@ fn taints_mut(node: &mut Value) -> Option<&mut Vec<Value>> {
 }
 
 fn has_taint(taints: &[Value], key: &str, effect: &str) -> bool {
-    taints
-        .iter()
-        .any(|t| t.get("key").and_then(Value::as_str) == Some(key) && t.get("effect").and_then(Value::as_str) == Some(effect))
+    taints.iter().any(|t| {
+        t.get("key").and_then(Value::as_str) == Some(key)
+            && t.get("effect").and_then(Value::as_str) == Some(effect)
+    })
 }
 
 /// The TaintNodesByCondition admission plugin: every new Node starts
@@ -225,18 +226,21 @@ impl Registration {
         }
         let info = status.entry("nodeInfo").or_insert_with(|| json!({}));
         if let Some(info) = info.as_object_mut() {
-            fill(info, &[
-                ("machineID", &machine_id(&name)),
-                ("systemUUID", &machine_id(&name)),
-                ("bootID", &machine_id(&format!("{name}/boot"))),
-                ("kernelVersion", "6.1.0"),
-                ("osImage", "envtest"),
-                ("containerRuntimeVersion", "envtest://1.0.0"),
-                ("kubeletVersion", &self.kubelet_version),
-                ("kubeProxyVersion", &self.kubelet_version),
-                ("operatingSystem", &self.operating_system),
-                ("architecture", &self.architecture),
-            ]);
+            fill(
+                info,
+                &[
+                    ("machineID", &machine_id(&name)),
+                    ("systemUUID", &machine_id(&name)),
+                    ("bootID", &machine_id(&format!("{name}/boot"))),
+                    ("kernelVersion", "6.1.0"),
+                    ("osImage", "envtest"),
+                    ("containerRuntimeVersion", "envtest://1.0.0"),
+                    ("kubeletVersion", &self.kubelet_version),
+                    ("kubeProxyVersion", &self.kubelet_version),
+                    ("operatingSystem", &self.operating_system),
+                    ("architecture", &self.architecture),
+                ],
+            );
         }
         if status
             .get("conditions")
@@ -246,10 +250,34 @@ impl Registration {
             status.insert(
                 "conditions".into(),
                 json!([
-                    condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available", now),
-                    condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure", now),
-                    condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available", now),
-                    condition("Ready", "False", "KubeletNotReady", "container runtime status check may not have completed yet", now),
+                    condition(
+                        "MemoryPressure",
+                        "False",
+                        "KubeletHasSufficientMemory",
+                        "kubelet has sufficient memory available",
+                        now
+                    ),
+                    condition(
+                        "DiskPressure",
+                        "False",
+                        "KubeletHasNoDiskPressure",
+                        "kubelet has no disk pressure",
+                        now
+                    ),
+                    condition(
+                        "PIDPressure",
+                        "False",
+                        "KubeletHasSufficientPID",
+                        "kubelet has sufficient PID available",
+                        now
+                    ),
+                    condition(
+                        "Ready",
+                        "False",
+                        "KubeletNotReady",
+                        "container runtime status check may not have completed yet",
+                        now
+                    ),
                 ]),
             );
         }
@@ -279,7 +307,11 @@ pub fn set_ready(node: &mut Value, ready: bool, now: &str) {
     let (status, reason, message) = if ready {
         ("True", "KubeletReady", "kubelet is posting ready status")
     } else {
-        ("False", "KubeletNotReady", "container runtime status check may not have completed yet")
+        (
+            "False",
+            "KubeletNotReady",
+            "container runtime status check may not have completed yet",
+        )
     };
     let Some(conditions) = node
         .pointer_mut("/status/conditions")
@@ -334,7 +366,10 @@ mod tests {
         Registration::default().register(&mut node, NOW);
         assert!(condition_taints(&mut node));
         assert_eq!(taint_keys(&node), ["dedicated", NOT_READY]);
-        assert!(!condition_taints(&mut node), "a second pass changes nothing");
+        assert!(
+            !condition_taints(&mut node),
+            "a second pass changes nothing"
+        );
         set_ready(&mut node, true, NOW);
         node["spec"]["unschedulable"] = json!(true);
         assert!(condition_taints(&mut node));
@@ -350,10 +385,22 @@ mod tests {
         let mut node = json!({"metadata": {"name": "n1", "labels": {"kubernetes.io/arch": "arm64"}},
             "status": {"capacity": {"cpu": "2"}, "nodeInfo": {"kernelVersion": ""}}});
         Registration::default().register(&mut node, NOW);
-        assert_eq!(node.pointer("/metadata/labels/kubernetes.io~1arch"), Some(&json!("arm64")));
+        assert_eq!(
+            node.pointer("/metadata/labels/kubernetes.io~1arch"),
+            Some(&json!("arm64"))
+        );
         assert_eq!(node.pointer("/status/capacity"), Some(&json!({"cpu": "2"})));
-        assert_eq!(node.pointer("/status/nodeInfo/kernelVersion"), Some(&json!("6.1.0")));
-        assert_eq!(node.pointer("/status/conditions/3/status"), Some(&json!("False")));
-        assert_eq!(node.pointer("/status/addresses/1/address"), Some(&json!("n1")));
+        assert_eq!(
+            node.pointer("/status/nodeInfo/kernelVersion"),
+            Some(&json!("6.1.0"))
+        );
+        assert_eq!(
+            node.pointer("/status/conditions/3/status"),
+            Some(&json!("False"))
+        );
+        assert_eq!(
+            node.pointer("/status/addresses/1/address"),
+            Some(&json!("n1"))
+        );
     }
 }

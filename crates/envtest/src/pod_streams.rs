@@ -63,7 +63,9 @@ fn no_kubelet(node: &str) -> ApiError {
     ApiError::new(
         500,
         "InternalError",
-        format!("envtest runs no kubelet: the logs and exec sessions of node {node:?} cannot be reached"),
+        format!(
+            "envtest runs no kubelet: the logs and exec sessions of node {node:?} cannot be reached"
+        ),
     )
 }
 
@@ -115,7 +117,8 @@ mod tests {
             exec(&pod, "p", Some("a")).message,
             "pod p does not have a host assigned"
         );
-        let done = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Succeeded"}});
+        let done =
+            json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Succeeded"}});
         assert_eq!(
             exec(&done, "p", None).message,
             "cannot exec into a container in a completed pod; current phase is Succeeded"

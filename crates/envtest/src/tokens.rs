@@ -79,7 +79,9 @@ pub struct Signer {
 
 impl std::fmt::Debug for Signer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Signer").field("key_id", &self.key_id).finish()
+        f.debug_struct("Signer")
+            .field("key_id", &self.key_id)
+            .finish()
     }
 }
 
@@ -139,7 +141,8 @@ impl Signer {
     /// exists is the caller's to check.
     pub fn verify(&self, token: &str, now: i64, audiences: &[String]) -> Result<Claims, Refused> {
         let mut parts = token.split('.');
-        let (Some(h), Some(p), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(h), Some(p), Some(s), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(Refused::NotOurs);
         };
@@ -152,7 +155,8 @@ impl Signer {
         if header.get("alg").and_then(Value::as_str) != Some("ES256") {
             return Err(Refused::BadSignature);
         }
-        let public = UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, self.key.public_key().as_ref());
+        let public =
+            UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, self.key.public_key().as_ref());
         public
             .verify(format!("{h}.{p}").as_bytes(), &decode(s)?)
             .map_err(|_| Refused::BadSignature)?;
@@ -225,23 +229,29 @@ mod tests {
         assert!(is_jwt(&token));
         let ours = [ISSUER.to_string()];
         assert_eq!(signer.verify(&token, 2_000, &ours), Ok(claims()));
-        assert_eq!(signer.verify(&token, 4_600 + 61, &ours), Err(Refused::Expired));
-        assert_eq!(signer.verify(&token, 900 - 61, &ours), Err(Refused::NotYetValid));
+        assert_eq!(
+            signer.verify(&token, 4_600 + 61, &ours),
+            Err(Refused::Expired)
+        );
+        assert_eq!(
+            signer.verify(&token, 900 - 61, &ours),
+            Err(Refused::NotYetValid)
+        );
         assert_eq!(
             signer.verify(&token, 2_000, &["other".to_string()]),
             Err(Refused::WrongAudience)
         );
-        assert_eq!(
-            claims().user().username,
-            "system:serviceaccount:ns:sa"
-        );
+        assert_eq!(claims().user().username, "system:serviceaccount:ns:sa");
     }
 
     #[test]
     fn another_servers_or_a_tampered_token_is_refused() {
         let token = Signer::new().issue(&claims());
         let ours = [ISSUER.to_string()];
-        assert_eq!(Signer::new().verify(&token, 2_000, &ours), Err(Refused::BadSignature));
+        assert_eq!(
+            Signer::new().verify(&token, 2_000, &ours),
+            Err(Refused::BadSignature)
+        );
         let (head, rest) = token.split_once('.').unwrap();
         let (_, sig) = rest.split_once('.').unwrap();
         let mut forged = claims();
@@ -250,7 +260,13 @@ mod tests {
         let payload = forged_payload.split('.').nth(1).unwrap();
         let tampered = format!("{head}.{payload}.{sig}");
         let signer = Signer::new();
-        assert_eq!(signer.verify(&tampered, 2_000, &ours), Err(Refused::BadSignature));
-        assert_eq!(signer.verify("garbage", 2_000, &ours), Err(Refused::NotOurs));
+        assert_eq!(
+            signer.verify(&tampered, 2_000, &ours),
+            Err(Refused::BadSignature)
+        );
+        assert_eq!(
+            signer.verify("garbage", 2_000, &ours),
+            Err(Refused::NotOurs)
+        );
     }
 }

@@ -564,7 +564,9 @@ fn answer_manager(call: &Call<'_>, q: &Query) -> String {
     q.get("fieldManager")
         .filter(|m| !m.is_empty())
         .map(str::to_string)
-        .unwrap_or_else(|| api::manager_from_user_agent(header_str(call.headers, header::USER_AGENT)))
+        .unwrap_or_else(|| {
+            api::manager_from_user_agent(header_str(call.headers, header::USER_AGENT))
+        })
 }
 
 /// The body format of an object write: custom resources have no protobuf form.

@@ -5,7 +5,6 @@
 
 pub mod crd;
 pub mod discovery;
-mod required;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -87,7 +86,9 @@ impl Resource {
             "status" if self.has_status => Some(READ_WRITE),
             "scale" if self.scale.is_some() => Some(READ_WRITE),
             "finalize" if self.group.is_empty() && self.plural == "namespaces" => Some(&["update"]),
-            "token" if self.group.is_empty() && self.plural == "serviceaccounts" => Some(&["create"]),
+            "token" if self.group.is_empty() && self.plural == "serviceaccounts" => {
+                Some(&["create"])
+            }
             "log" if self.group.is_empty() && self.plural == "pods" => Some(&["get"]),
             "exec" if self.group.is_empty() && self.plural == "pods" => Some(&["create", "get"]),
             _ => None,
@@ -138,7 +139,6 @@ pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
 pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
     builtin::kinds()
         .iter()
-        .chain(required::REQUIRED.iter())
         .any(|b| b.group == group && b.version == version && b.kind == kind)
 }
 
@@ -172,15 +172,8 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
-        let table = builtin::kinds();
-        let missing = required::REQUIRED.iter().filter(|r| {
-            !table
-                .iter()
-                .any(|k| k.group == r.group && k.version == r.version && k.plural == r.plural)
-        });
-        let mut resources: Vec<Arc<Resource>> = table
+        let mut resources: Vec<Arc<Resource>> = builtin::kinds()
             .iter()
-            .chain(missing)
             .map(|k| Arc::new(Resource::from_builtin(k)))
             .collect();
         let mut crd_map = HashMap::new();

@@ -49,7 +49,9 @@ where
     K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
     let obj: K = serde_json::from_value(body).expect("object");
-    api.create(&PostParams::default(), &obj).await.expect("create");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("create");
 }
 
 fn pod(name: &str, extra: serde_json::Value) -> serde_json::Value {
@@ -65,10 +67,20 @@ async fn pods_select_by_their_own_fields_and_absent_ones_as_zero_values() {
     let (client, ns) = setup("fs-pods").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     create(&pods, pod("plain", json!({}))).await;
-    create(&pods, pod("host", json!({"hostNetwork": true, "restartPolicy": "Never"}))).await;
+    create(
+        &pods,
+        pod(
+            "host",
+            json!({"hostNetwork": true, "restartPolicy": "Never"}),
+        ),
+    )
+    .await;
     create(&pods, pod("placed", json!({"nodeName": "node-a"}))).await;
 
-    assert_eq!(names(&pods, "spec.hostNetwork=false").await, ["placed", "plain"]);
+    assert_eq!(
+        names(&pods, "spec.hostNetwork=false").await,
+        ["placed", "plain"]
+    );
     assert_eq!(names(&pods, "spec.hostNetwork=true").await, ["host"]);
     assert_eq!(names(&pods, "spec.restartPolicy=Never").await, ["host"]);
     assert_eq!(names(&pods, "spec.nodeName=").await, ["host", "plain"]);
@@ -76,7 +88,11 @@ async fn pods_select_by_their_own_fields_and_absent_ones_as_zero_values() {
     // The old clients' name for spec.nodeName.
     assert_eq!(names(&pods, "spec.host=node-a").await, ["placed"]);
     assert_eq!(
-        names(&pods, "status.phase=Pending,spec.serviceAccountName=default").await,
+        names(
+            &pods,
+            "status.phase=Pending,spec.serviceAccountName=default"
+        )
+        .await,
         ["host", "placed", "plain"]
     );
     assert_eq!(
@@ -96,9 +112,15 @@ async fn a_watch_sends_only_objects_its_field_selector_takes() {
         .metadata
         .resource_version
         .unwrap_or_default();
-    let params = WatchParams::default().fields("type=kubernetes.io/tls").timeout(5);
+    let params = WatchParams::default()
+        .fields("type=kubernetes.io/tls")
+        .timeout(5);
     let mut stream = secrets.watch(&params, &rv).await.expect("watch").boxed();
-    create(&secrets, json!({"metadata": {"name": "opaque"}, "stringData": {"a": "b"}})).await;
+    create(
+        &secrets,
+        json!({"metadata": {"name": "opaque"}, "stringData": {"a": "b"}}),
+    )
+    .await;
     create(
         &secrets,
         json!({"metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
@@ -135,11 +157,17 @@ async fn events_select_by_involved_object_source_and_type() {
     )
     .await;
     assert_eq!(names(&events, "involvedObject.name=p1").await, ["e1"]);
-    assert_eq!(names(&events, "type=Warning,involvedObject.kind=Pod").await, ["e2"]);
+    assert_eq!(
+        names(&events, "type=Warning,involvedObject.kind=Pod").await,
+        ["e2"]
+    );
     assert_eq!(names(&events, "source=kubelet").await, ["e1"]);
     // An Event with no source selects by its reporting controller.
     assert_eq!(names(&events, "source=my-operator").await, ["e2"]);
-    assert_eq!(names(&events, "reportingComponent=my-operator").await, ["e2"]);
+    assert_eq!(
+        names(&events, "reportingComponent=my-operator").await,
+        ["e2"]
+    );
 }
 
 #[tokio::test]

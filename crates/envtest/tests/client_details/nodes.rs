@@ -41,23 +41,46 @@ async fn a_created_node_is_registered_and_tainted_until_ready() {
     let nodes: Api<Node> = Api::all(client);
     let name = server::unique_name("node-reg");
     let node: Node = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    let created = nodes.create(&PostParams::default(), &node).await.expect("create");
+    let created = nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("create");
 
-    assert_eq!(taint_keys(&created), ["node.kubernetes.io/not-ready:NoSchedule"]);
+    assert_eq!(
+        taint_keys(&created),
+        ["node.kubernetes.io/not-ready:NoSchedule"]
+    );
     let status = created.status.clone().expect("status");
     let capacity = status.capacity.expect("capacity");
-    assert_eq!(Some(&capacity), status.allocatable.as_ref(), "allocatable defaults to capacity");
+    assert_eq!(
+        Some(&capacity),
+        status.allocatable.as_ref(),
+        "allocatable defaults to capacity"
+    );
     for resource in ["cpu", "memory", "pods", "ephemeral-storage"] {
         assert!(capacity.contains_key(resource), "capacity lacks {resource}");
     }
     let info = status.node_info.expect("nodeInfo");
     assert_eq!(info.kubelet_version, "v1.32.13");
-    assert_eq!((info.operating_system.as_str(), info.architecture.as_str()), ("linux", "amd64"));
+    assert_eq!(
+        (info.operating_system.as_str(), info.architecture.as_str()),
+        ("linux", "amd64")
+    );
     let addresses = status.addresses.expect("addresses");
-    assert!(addresses.iter().any(|a| a.type_ == "Hostname" && a.address == name));
+    assert!(
+        addresses
+            .iter()
+            .any(|a| a.type_ == "Hostname" && a.address == name)
+    );
     let conditions = status.conditions.expect("conditions");
-    let ready = conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
-    assert_eq!((ready.status.as_str(), ready.reason.as_deref()), ("False", Some("KubeletNotReady")));
+    let ready = conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_deref()),
+        ("False", Some("KubeletNotReady"))
+    );
     let labels = created.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels.get("kubernetes.io/hostname"), Some(&name));
 
@@ -88,7 +111,10 @@ async fn a_created_node_is_registered_and_tainted_until_ready() {
         .await
         .expect("cordon");
     let cordoned = eventually(&nodes, &name, |n| !taint_keys(n).is_empty()).await;
-    assert_eq!(taint_keys(&cordoned), ["node.kubernetes.io/unschedulable:NoSchedule"]);
+    assert_eq!(
+        taint_keys(&cordoned),
+        ["node.kubernetes.io/unschedulable:NoSchedule"]
+    );
     let names = |list: kube::core::ObjectList<Node>| {
         list.items
             .into_iter()
@@ -100,7 +126,10 @@ async fn a_created_node_is_registered_and_tainted_until_ready() {
         .await
         .expect("list");
     assert!(names(unschedulable).contains(&name));
-    nodes.delete(&name, &DeleteParams::default()).await.expect("delete");
+    nodes
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete");
 }
 
 #[tokio::test]
@@ -109,9 +138,15 @@ async fn nodes_that_never_set_unschedulable_select_as_false() {
     let nodes: Api<Node> = Api::all(client);
     let name = server::unique_name("node-sel");
     let node: Node = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    nodes.create(&PostParams::default(), &node).await.expect("create");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("create");
     let schedulable = nodes
-        .list(&ListParams::default().fields(&format!("spec.unschedulable=false,metadata.name={name}")))
+        .list(
+            &ListParams::default()
+                .fields(&format!("spec.unschedulable=false,metadata.name={name}")),
+        )
         .await
         .expect("list");
     assert_eq!(schedulable.items.len(), 1);
@@ -122,9 +157,15 @@ async fn nodes_that_never_set_unschedulable_select_as_false() {
     match err {
         kube::Error::Api(status) => {
             assert_eq!(status.code, 400);
-            assert_eq!(status.message, "field label not supported: metadata.namespace");
+            assert_eq!(
+                status.message,
+                "field label not supported: metadata.namespace"
+            );
         }
         other => panic!("expected a 400, got {other:?}"),
     }
-    nodes.delete(&name, &DeleteParams::default()).await.expect("delete");
+    nodes
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete");
 }

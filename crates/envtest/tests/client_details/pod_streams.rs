@@ -14,7 +14,13 @@ fn logs_and_exec_of_a_pod_without_a_node() {
 
     assert_eq!(k.ok(&["logs", "web", "-n", &ns]), "");
     let wrong = k.fails(&["logs", "web", "-n", &ns, "-c", "sidecar"]);
-    assert!(wrong.contains("container sidecar is not valid for pod web"), "{wrong}");
+    assert!(
+        wrong.contains("container sidecar is not valid for pod web"),
+        "{wrong}"
+    );
     let exec = k.fails(&["exec", "web", "-n", &ns, "--", "true"]);
-    assert!(exec.contains("pod web does not have a host assigned"), "{exec}");
+    assert!(
+        exec.contains("pod web does not have a host assigned"),
+        "{exec}"
+    );
 }

@@ -45,6 +45,9 @@ fn kubectl_create_token_issues_a_token_for_the_service_account() {
 
     k.ok(&["delete", "serviceaccount", "builder", "-n", &ns]);
     let answer = review(&k, token);
-    assert_eq!(answer["status"]["error"], "invalid bearer token", "{answer}");
+    assert_eq!(
+        answer["status"]["error"], "invalid bearer token",
+        "{answer}"
+    );
     assert_eq!(answer["status"].get("authenticated"), None);
 }

@@ -91,7 +91,11 @@ pub(super) fn go_zero_values(kind: &KindInfo, obj: &mut Value) {
             ensure(root, "spec", json!({}));
             ensure(root, "status", json!({}));
             if let Some(status) = object_at(obj, "status") {
-                ensure(status, "daemonEndpoints", json!({"kubeletEndpoint": {"Port": 0}}));
+                ensure(
+                    status,
+                    "daemonEndpoints",
+                    json!({"kubeletEndpoint": {"Port": 0}}),
+                );
                 ensure(status, "nodeInfo", json!({}));
                 if let Some(info) = status.get_mut("nodeInfo").and_then(Value::as_object_mut) {
                     for field in NODE_INFO {
