@@ -194,12 +194,15 @@ impl Selectable {
     }
 }
 
+/// Field labels, each with the field it selects ("" for itself).
+type Labels = &'static [(&'static str, &'static str)];
+
 /// The kinds with a field-label conversion of their own in kube-apiserver
 /// v1.32, as (group, plural, [(label, field it selects or "" for itself)]).
 /// Every other built-in kind takes only `metadata.name` and
 /// `metadata.namespace` — apps/v1 ReplicaSets included, whose
 /// `status.replicas` the server refuses although its storage could match it.
-const KIND_LABELS: &[(&str, &str, &[(&str, &str)])] = &[
+const KIND_LABELS: &[(&str, &str, Labels)] = &[
     (
         "",
         "pods",
