@@ -327,7 +327,7 @@ async fn resource(
         return review(app, call, body, (p, q), &res, &ns).await;
     }
     if sub == Some("token") {
-        return token_request(app, call, body, (p, q), &res, &ns).await;
+        return review(app, call, body, (p, q), &res, &ns).await;
     }
     if let (Some(stream @ ("log" | "exec")), Some(name)) = (sub, &p.name) {
         let pod = api::read::get(app, &res, &ns, name)?;
@@ -508,7 +508,8 @@ async fn resource(
     }
 }
 
-/// POST of a review (`kubectl auth can-i`, `whoami`): answered, not stored.
+/// POST of a review (`kubectl auth can-i`, `whoami`, TokenReview) or of a
+/// TokenRequest (`serviceaccounts/<name>/token`): answered, not stored.
 async fn review(
     app: &App,
     call: &Call<'_>,
@@ -523,39 +524,33 @@ async fn review(
         user,
         ..
     } = *call;
-    if *method != Method::POST || p.name.is_some() || p.subresource.is_some() {
+    let token_request = p.subresource.as_deref() == Some("token");
+    let addressed = if token_request {
+        p.name.is_some()
+    } else {
+        p.name.is_none() && p.subresource.is_none()
+    };
+    if *method != Method::POST || !addressed {
         return Err(ApiError::method_not_allowed());
     }
     let acc = call.negotiate(Endpoint::Plain)?;
     let bytes = read_body(body).await?;
-    let format = body::body_format(header_str(headers, header::CONTENT_TYPE))?;
-    let decoded = body::decode_object(&bytes, format, &res.kind)?;
-    let answer = if res.kind == "TokenReview" {
-        crate::authn::token_review(app, decoded.value, &answer_manager(call, q))?
+    let format = object_body_format(res, header_str(headers, header::CONTENT_TYPE))?;
+    let kind = if token_request {
+        "TokenRequest"
     } else {
-        authz::review::answer(&app.store, res, ns, user, decoded.value)?
+        &res.kind
     };
-    Ok(respond::object(201, &answer, &acc, &[]))
-}
-
-/// POST `serviceaccounts/<name>/token` (TokenRequest).
-async fn token_request(
-    app: &App,
-    call: &Call<'_>,
-    body: Body,
-    (p, q): (&ResourcePath, &Query),
-    res: &Resource,
-    ns: &str,
-) -> ApiResult<Response> {
-    let (Some(name), true) = (&p.name, *call.method == Method::POST) else {
-        return Err(ApiError::method_not_allowed());
-    };
-    let acc = call.negotiate(Endpoint::Plain)?;
-    let bytes = read_body(body).await?;
-    let format = object_body_format(res, header_str(call.headers, header::CONTENT_TYPE))?;
-    let decoded = body::decode_object(&bytes, format, "TokenRequest")?;
+    let decoded = body::decode_object(&bytes, format, kind)?;
     let manager = answer_manager(call, q);
-    let answer = crate::authn::token_request(app, ns, name, decoded.value, &manager)?;
+    let answer = match (token_request, res.kind.as_str()) {
+        (true, _) => {
+            let name = p.name.as_deref().unwrap_or_default();
+            crate::authn::token_request(app, ns, name, decoded.value, &manager)?
+        }
+        (false, "TokenReview") => crate::authn::token_review(app, decoded.value, &manager)?,
+        _ => authz::review::answer(&app.store, res, ns, user, decoded.value)?,
+    };
     Ok(respond::object(201, &answer, &acc, &[]))
 }
 
