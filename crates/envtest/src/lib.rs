@@ -12,6 +12,7 @@ pub mod bootstrap;
 pub mod builtin;
 pub mod controllers;
 pub mod error;
+pub mod faults;
 pub mod http;
 pub mod jsonpath;
 pub mod meta;
@@ -26,4 +27,5 @@ pub mod table;
 pub mod typeinfo;
 
 pub use error::{ApiError, ApiResult, Cause};
+pub use faults::FaultSpec;
 pub use server::{Config, Envtest};
