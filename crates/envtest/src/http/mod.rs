@@ -31,8 +31,10 @@ use negotiate::{Accepted, Endpoint, Format, Shape, negotiate};
 use path::{ResourcePath, Route, route};
 use query::Query;
 
-/// The version this server reports (`/version`).
-pub const KUBE_VERSION: (&str, &str) = ("1", "33");
+/// The kube-apiserver release whose behaviour this server implements (its
+/// recorded transcripts are the ground truth), as `/version` reports it.
+pub const KUBE_VERSION: (&str, &str) = ("1", "32");
+pub const KUBE_GIT_VERSION: &str = "v1.32.13";
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
@@ -96,12 +98,14 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 fn version_doc() -> Value {
     json!({
         "major": KUBE_VERSION.0, "minor": KUBE_VERSION.1,
-        "gitVersion": format!("v{}.{}.0", KUBE_VERSION.0, KUBE_VERSION.1),
+        "gitVersion": KUBE_GIT_VERSION,
+        // No Kubernetes commit is built here; the build fields only keep
+        // the shape clients parse (`compiler` as every release reports it).
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
-        "buildDate": "2025-04-23T00:00:00Z",
-        "goVersion": "go1.24.2",
-        "compiler": "opctl-envtest",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.23.12",
+        "compiler": "gc",
         "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
     })
 }
