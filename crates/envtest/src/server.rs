@@ -37,6 +37,11 @@ pub struct Config {
     /// Faults to inject (`--faults`); see `docs/envtest.md`. Parse one with
     /// `"default,seed=42".parse::<FaultSpec>()`.
     pub faults: FaultSpec,
+    /// How long a deleted namespace stays Terminating with its content
+    /// before the namespace controller empties it (kube-controller-manager
+    /// waits 5 s; a short wait lets clients see the Terminating namespace
+    /// without slowing tests).
+    pub namespace_deletion_grace: Duration,
 }
 
 impl Default for Config {
@@ -48,6 +53,7 @@ impl Default for Config {
             read_history: 100_000,
             webhook_routes: Vec::new(),
             faults: FaultSpec::default(),
+            namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
         }
     }
 }
@@ -62,6 +68,8 @@ pub struct Envtest {
     controllers: Vec<JoinHandle<()>>,
 }
 
+/// The default of [`Config::namespace_deletion_grace`].
+pub const DEFAULT_NAMESPACE_DELETION_GRACE: Duration = Duration::from_millis(100);
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Envtest {
@@ -74,7 +82,10 @@ impl Envtest {
         let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
-        let mut controllers = vec![controllers::spawn(app.clone())];
+        let mut controllers = vec![controllers::spawn(
+            app.clone(),
+            config.namespace_deletion_grace,
+        )];
         if let Some(period) = app.faults.compaction_period() {
             controllers.push(tokio::spawn(compact_every(app.clone(), period)));
         }

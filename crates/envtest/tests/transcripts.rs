@@ -50,6 +50,11 @@ fn selected(all: Vec<Transcript>) -> Vec<Transcript> {
 async fn run_one(transcript: &Transcript, known: &BTreeMap<String, String>) -> FileReport {
     let config = Config {
         watch_history: WATCH_HISTORY,
+        // The recording's namespace controller waited 5 s before emptying a
+        // deleted namespace, and the steps taken meanwhile (11 #5-#7) expect
+        // it untouched: wait as long, since a loaded machine can take over a
+        // second for them.
+        namespace_deletion_grace: std::time::Duration::from_secs(5),
         ..Config::default()
     };
     let server = server::start(config).await;

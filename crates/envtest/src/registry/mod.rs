@@ -104,13 +104,8 @@ impl Resource {
             set_type_meta(&mut out, &self.api_version(), &self.kind);
             return Arc::new(out);
         }
-        if self.is_custom() {
-            let api_version = self.api_version();
-            if stored.get("apiVersion").and_then(Value::as_str) != Some(api_version.as_str()) {
-                let mut out = (**stored).clone();
-                set_type_meta(&mut out, &api_version, &self.kind);
-                return Arc::new(out);
-            }
+        if let Some(custom) = self.custom() {
+            return Arc::new(custom.read_as(stored, &self.version));
         }
         stored.clone()
     }
@@ -122,15 +117,10 @@ impl Resource {
             set_type_meta(&mut out, "v1", "Event");
             return out;
         }
-        if let Some(custom) = self.custom()
-            && custom.storage_version != self.version
-        {
-            let mut out = obj;
-            let av = crate::meta::api_version(&self.group, &custom.storage_version);
-            set_type_meta(&mut out, &av, &self.kind);
-            return out;
+        match self.custom() {
+            Some(custom) => custom.storage_form(obj, &self.version),
+            None => obj,
         }
-        obj
     }
 }
 
