@@ -45,6 +45,8 @@ pub struct Target<'a> {
     pub labels: &'a RequestLabels,
     pub method: &'a str,
     pub path: &'a str,
+    /// How the client wants errors written (Accept, `pretty`).
+    pub prefs: &'a crate::http::respond::Preferences,
 }
 
 impl Faults {
@@ -247,7 +249,7 @@ fn status_response(code: FaultCode, rule: &FaultRule, target: &Target<'_>) -> Re
                 causes: vec![Cause::new("", "", why)],
                 ..Details::default()
             });
-            respond::error(&err)
+            respond::error(&err, target.prefs)
         }
         // API Priority and Fairness rejecting the request: plain text.
         FaultCode::TooManyRequests => {
@@ -266,11 +268,10 @@ fn status_response(code: FaultCode, rule: &FaultRule, target: &Target<'_>) -> Re
                 crate::http::path::Route::Resource(p) => p.name.unwrap_or_default(),
                 _ => String::new(),
             };
-            respond::error(&ApiError::stale(
-                &target.labels.group,
-                &target.labels.resource,
-                &name,
-            ))
+            respond::error(
+                &ApiError::stale(&target.labels.group, &target.labels.resource, &name),
+                target.prefs,
+            )
         }
         // The request-timeout filter: the Status without kind or apiVersion,
         // sent before any Content-Type was set (so Go sniffs text/plain).
@@ -294,6 +295,7 @@ fn status_response(code: FaultCode, rule: &FaultRule, target: &Target<'_>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::respond::Preferences;
 
     fn labels(verb: &str, resource: &str, scope: &str) -> RequestLabels {
         RequestLabels {
@@ -317,6 +319,7 @@ mod tests {
                         labels: &l,
                         method: "PUT",
                         path: p,
+                        prefs: &Preferences::default(),
                     })
                     .map(|r| r.status().as_u16())
             })
@@ -364,6 +367,7 @@ mod tests {
                     labels: l,
                     method: "POST",
                     path: "/p",
+                    prefs: &Preferences::default(),
                 })
                 .map(|r| r.status().as_u16())
         };

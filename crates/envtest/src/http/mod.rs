@@ -74,6 +74,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         labels,
         method: parts.method.as_str(),
         path: parts.uri.path(),
+        prefs: &prefs,
     });
     // An injected fault answers instead of the server: nothing is applied.
     if let Some(injected) = target.as_ref().and_then(|t| app.faults.answer(t)) {
