@@ -13,6 +13,7 @@ pub mod bootstrap;
 pub mod builtin;
 pub mod controllers;
 pub mod error;
+pub mod faults;
 pub mod field_selectors;
 pub mod http;
 pub mod jsonpath;
@@ -31,4 +32,5 @@ pub mod tokens;
 pub mod typeinfo;
 
 pub use error::{ApiError, ApiResult, Cause};
+pub use faults::FaultSpec;
 pub use server::{Config, Envtest};

@@ -44,6 +44,8 @@ pub struct App {
     pub metrics: crate::metrics::Metrics,
     /// Signs and checks the ServiceAccount tokens this server issues.
     pub tokens: crate::tokens::Signer,
+    /// Faults to inject into requests and watches (none unless configured).
+    pub faults: crate::faults::Faults,
 }
 
 impl App {
@@ -67,6 +69,7 @@ impl App {
             closing: tokio::sync::watch::Sender::new(false),
             metrics: crate::metrics::Metrics::default(),
             tokens: crate::tokens::Signer::new(),
+            faults: crate::faults::Faults::default(),
         }
     }
 }
