@@ -7,23 +7,30 @@
 
 pub mod admission;
 pub mod api;
+pub mod authn;
 pub mod authz;
 pub mod bootstrap;
 pub mod builtin;
 pub mod controllers;
 pub mod error;
+pub mod faults;
+pub mod field_selectors;
 pub mod http;
 pub mod jsonpath;
 pub mod meta;
 pub mod metrics;
+pub mod nodes;
 pub mod patch;
+pub mod pod_streams;
 pub mod registry;
 pub mod schema;
 pub mod selectors;
 pub mod server;
 pub mod store;
 pub mod table;
+pub mod tokens;
 pub mod typeinfo;
 
 pub use error::{ApiError, ApiResult, Cause};
+pub use faults::FaultSpec;
 pub use server::{Config, Envtest};

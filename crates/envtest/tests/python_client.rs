@@ -144,3 +144,8 @@ fn python_client_watch_sees_added_modified_deleted() {
 fn python_client_sees_the_bytes_kube_apiserver_writes() {
     run_script("wire_bytes.py");
 }
+
+#[test]
+fn python_client_authenticates_with_service_account_tokens() {
+    run_script("service_account_tokens.py");
+}

@@ -42,6 +42,10 @@ pub struct App {
     pub closing: tokio::sync::watch::Sender<bool>,
     /// The request counters `/metrics` serves.
     pub metrics: crate::metrics::Metrics,
+    /// Signs and checks the ServiceAccount tokens this server issues.
+    pub tokens: crate::tokens::Signer,
+    /// Faults to inject into requests and watches (none unless configured).
+    pub faults: crate::faults::Faults,
 }
 
 impl App {
@@ -64,6 +68,8 @@ impl App {
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
             metrics: crate::metrics::Metrics::default(),
+            tokens: crate::tokens::Signer::new(),
+            faults: crate::faults::Faults::default(),
         }
     }
 }

@@ -9,9 +9,10 @@ use serde_json::{Map, Value, json};
 
 use super::{App, not_found};
 use crate::error::{ApiError, ApiResult, Cause, Details};
+use crate::field_selectors::{FieldSelector, Selectable, field_value};
 use crate::http::query::{ListOptions, parse_resource_version};
 use crate::registry::Resource;
-use crate::selectors::{FieldSelector, LabelSelector, check_fields, field_value, supported_fields};
+use crate::selectors::LabelSelector;
 use crate::store::ObjKey;
 
 /// How long a read of a future resourceVersion waits before 504.
@@ -29,19 +30,30 @@ pub fn get(app: &App, res: &Resource, ns: &str, name: &str) -> ApiResult<Arc<Val
 pub struct Selectors {
     pub labels: LabelSelector,
     pub fields: FieldSelector,
+    /// The resource's group and plural, which say what a field's value is.
+    group: String,
+    plural: String,
 }
 
 impl Selectors {
     pub fn parse(res: &Resource, opts: &ListOptions) -> ApiResult<Selectors> {
         let labels = LabelSelector::parse(&opts.label_selector)?;
-        let fields = FieldSelector::parse(&opts.field_selector)?;
-        let extra = res
-            .custom()
-            .and_then(|c| c.version(&res.version))
-            .map(|v| v.selectable_fields.clone())
-            .unwrap_or_default();
-        check_fields(&fields, &supported_fields(&res.group, &res.plural, &extra))?;
-        Ok(Selectors { labels, fields })
+        let accepted = match res.custom() {
+            Some(c) => Selectable::custom(
+                res.namespaced,
+                c.version(&res.version)
+                    .map(|v| v.selectable_fields.as_slice())
+                    .unwrap_or_default(),
+            ),
+            None => Selectable::builtin(&res.group, &res.plural),
+        };
+        let fields = FieldSelector::parse(&opts.field_selector)?.resolve(&accepted)?;
+        Ok(Selectors {
+            labels,
+            fields,
+            group: res.group.clone(),
+            plural: res.plural.clone(),
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -50,7 +62,10 @@ impl Selectors {
 
     /// `stored` is the object as stored (fields), `shown` as served (labels).
     pub fn matches(&self, stored: &Value) -> bool {
-        self.labels.matches_object(stored) && self.fields.matches(|f| field_value(stored, f))
+        self.labels.matches_object(stored)
+            && self
+                .fields
+                .matches(|f| field_value(&self.group, &self.plural, stored, f))
     }
 }
 

@@ -16,7 +16,8 @@ use crate::store::Store;
 pub fn is_review(res: &Resource) -> bool {
     matches!(
         (res.group.as_str(), res.kind.as_str()),
-        ("authentication.k8s.io", "SelfSubjectReview") | ("authorization.k8s.io", _)
+        ("authentication.k8s.io", "SelfSubjectReview" | "TokenReview")
+            | ("authorization.k8s.io", _)
     )
 }
 

@@ -194,6 +194,7 @@ pub(super) static KINDS: &[KindInfo] = &[
         .scale(),
     // authentication.k8s.io/v1, authorization.k8s.io/v1
     review::<authentication::SelfSubjectReview>(),
+    review::<authentication::TokenReview>(),
     review::<authorization::LocalSubjectAccessReview>(),
     review::<authorization::SelfSubjectAccessReview>(),
     review::<authorization::SelfSubjectRulesReview>(),

@@ -107,6 +107,12 @@ pub(crate) fn for_create(kind: &KindInfo, obj: &mut Value) {
             generate_job_selector(obj);
             super::defaults::job_labels(obj);
         }
+        ("", "Node") => {
+            // envtest has no kubelet: a new Node is registered as its
+            // kubelet would register it, then admitted (TaintNodesByCondition).
+            crate::nodes::Registration::default().register(obj, &crate::meta::now_rfc3339());
+            crate::nodes::admit_create(obj);
+        }
         _ => {}
     }
     if let Some(status) = initial_status(kind, obj)

@@ -10,6 +10,7 @@ mod crds;
 mod events;
 mod gc;
 mod namespaces;
+mod node_lifecycle;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,6 +70,7 @@ impl Controllers {
             None => {}
         }
         self.gc.on_event(&self.app, ev);
+        node_lifecycle::on_event(&self.app, ev);
         if crate::api::admit::is_configuration_key(&ev.resource) {
             self.webhooks_changed = true;
         }

@@ -23,6 +23,7 @@ use crate::admission::UserInfo;
 use crate::api::{self, App, WriteCtx, Written};
 use crate::authz;
 use crate::error::{ApiError, ApiResult};
+use crate::faults;
 use crate::meta;
 use crate::patch::PatchType;
 use crate::registry::{Resource, discovery};
@@ -47,9 +48,12 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         parts.uri.query(),
         header_str(&parts.headers, header::USER_AGENT),
     );
-    // envtest's own user is an administrator; one it impersonates is held
-    // to the stored RBAC rules.
-    let impersonated = authz::impersonated_user(&parts.headers);
+    // envtest's own user is an administrator; a ServiceAccount token's
+    // user and one it impersonates are held to the stored RBAC rules.
+    let impersonated = match acting_user(&app, &parts.headers) {
+        Ok(user) => user,
+        Err(err) => return respond::error(&err, &prefs),
+    };
     if let Some(user) = &impersonated {
         let q = Query::parse(parts.uri.query());
         let attrs = authz::Attributes::of_request(&parts.method, parts.uri.path(), &q);
@@ -69,11 +73,50 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         &parts.uri,
         &parts.headers,
     );
+    let target = pending.labels().map(|labels| faults::Target {
+        labels,
+        method: parts.method.as_str(),
+        path: parts.uri.path(),
+        prefs: &prefs,
+    });
+    // An injected fault answers instead of the server: nothing is applied.
+    if let Some(injected) = target.as_ref().and_then(|t| app.faults.answer(t)) {
+        return pending.finish(injected);
+    }
     let resp = match dispatch(&app, &call, &parts.uri, body).await {
         Ok(resp) => resp,
         Err(err) => respond::error(&err, &prefs),
     };
+    let resp = match &target {
+        Some(t) if t.labels.is_watch() && resp.status() == 200 => app.faults.cut_watch(t, resp),
+        _ => resp,
+    };
     pending.finish(resp)
+}
+
+/// Who a request acts as when it is not envtest's administrator: the
+/// ServiceAccount of its bearer token, or the user it impersonates (which a
+/// ServiceAccount may do only when RBAC lets it `impersonate`).
+fn acting_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
+    let token_user = crate::authn::service_account_user(app, headers)?;
+    let impersonated = authz::impersonated_user(headers);
+    match (token_user, impersonated) {
+        (Some(requester), Some(target)) => {
+            let attrs = authz::Attributes {
+                verb: "impersonate".into(),
+                resource_request: true,
+                resource: "users".into(),
+                name: target.username.clone(),
+                ..Default::default()
+            };
+            if !authz::authorize(&app.store, &requester, &attrs).allowed {
+                return Err(authz::forbidden(&requester, &attrs));
+            }
+            Ok(Some(target))
+        }
+        (Some(requester), None) => Ok(Some(requester)),
+        (None, impersonated) => Ok(impersonated),
+    }
 }
 
 /// What the handlers need to know of a request besides its path and body.
@@ -314,7 +357,22 @@ async fn resource(
         Endpoint::Resource
     };
     if authz::review::is_review(&res) {
-        return review(app, call, body, p, &res, &ns).await;
+        return review(app, call, body, (p, q), &res, &ns).await;
+    }
+    if sub == Some("token") {
+        return review(app, call, body, (p, q), &res, &ns).await;
+    }
+    if let (Some(stream @ ("log" | "exec")), Some(name)) = (sub, &p.name) {
+        let pod = api::read::get(app, &res, &ns, name)?;
+        let container = q.get("container");
+        if stream == "exec" {
+            return Err(crate::pod_streams::exec(&pod, name, container));
+        }
+        if *method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        let text = crate::pod_streams::log(&pod, name, container)?;
+        return Ok(respond::bytes(200, text.into_bytes(), "text/plain"));
     }
     let name = p.name.clone();
     match (method.clone(), name) {
@@ -489,12 +547,13 @@ async fn resource(
     }
 }
 
-/// POST of a review (`kubectl auth can-i`, `whoami`): answered, not stored.
+/// POST of a review (`kubectl auth can-i`, `whoami`, TokenReview) or of a
+/// TokenRequest (`serviceaccounts/<name>/token`): answered, not stored.
 async fn review(
     app: &App,
     call: &Call<'_>,
     body: Body,
-    p: &ResourcePath,
+    (p, q): (&ResourcePath, &Query),
     res: &Resource,
     ns: &str,
 ) -> ApiResult<Response> {
@@ -504,15 +563,44 @@ async fn review(
         user,
         ..
     } = *call;
-    if *method != Method::POST || p.name.is_some() || p.subresource.is_some() {
+    let token_request = p.subresource.as_deref() == Some("token");
+    let addressed = if token_request {
+        p.name.is_some()
+    } else {
+        p.name.is_none() && p.subresource.is_none()
+    };
+    if *method != Method::POST || !addressed {
         return Err(ApiError::method_not_allowed());
     }
     let acc = call.negotiate(Endpoint::Plain)?;
     let bytes = read_body(body).await?;
-    let format = body::body_format(header_str(headers, header::CONTENT_TYPE))?;
-    let decoded = body::decode_object(&bytes, format, &res.kind)?;
-    let answer = authz::review::answer(&app.store, res, ns, user, decoded.value)?;
+    let format = object_body_format(res, header_str(headers, header::CONTENT_TYPE))?;
+    let kind = if token_request {
+        "TokenRequest"
+    } else {
+        &res.kind
+    };
+    let decoded = body::decode_object(&bytes, format, kind)?;
+    let manager = answer_manager(call, q);
+    let answer = match (token_request, res.kind.as_str()) {
+        (true, _) => {
+            let name = p.name.as_deref().unwrap_or_default();
+            crate::authn::token_request(app, ns, name, decoded.value, &manager)?
+        }
+        (false, "TokenReview") => crate::authn::token_review(app, decoded.value, &manager)?,
+        _ => authz::review::answer(&app.store, res, ns, user, decoded.value)?,
+    };
     Ok(respond::object(201, &answer, &acc, &[]))
+}
+
+/// Who a create that stores nothing is recorded as written by.
+fn answer_manager(call: &Call<'_>, q: &Query) -> String {
+    q.get("fieldManager")
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            api::manager_from_user_agent(header_str(call.headers, header::USER_AGENT))
+        })
 }
 
 /// The body format of an object write: custom resources have no protobuf form.

@@ -192,6 +192,22 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
             "kind": r.kind, "verbs": ["get", "patch", "update"],
         }));
     }
+    if r.group.is_empty() && r.plural == "pods" {
+        out.push(json!({
+            "name": "pods/exec", "singularName": "", "namespaced": true,
+            "kind": "PodExecOptions", "verbs": ["create", "get"],
+        }));
+        out.push(json!({
+            "name": "pods/log", "singularName": "", "namespaced": true,
+            "kind": "Pod", "verbs": ["get"],
+        }));
+    }
+    if r.group.is_empty() && r.plural == "serviceaccounts" {
+        out.push(json!({
+            "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"],
+        }));
+    }
     if r.group.is_empty() && r.plural == "namespaces" {
         out.push(json!({
             "name": "namespaces/finalize", "singularName": "", "namespaced": false,
@@ -240,6 +256,25 @@ fn aggregated_resource(r: &Resource) -> Value {
             "verbs": ["get", "patch", "update"],
         }));
     }
+    if r.group.is_empty() && r.plural == "pods" {
+        subresources.push(json!({
+            "subresource": "exec",
+            "responseKind": {"group": "", "version": "v1", "kind": "PodExecOptions"},
+            "verbs": ["create", "get"],
+        }));
+        subresources.push(json!({
+            "subresource": "log",
+            "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "verbs": ["get"],
+        }));
+    }
+    if r.group.is_empty() && r.plural == "serviceaccounts" {
+        subresources.push(json!({
+            "subresource": "token",
+            "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
+            "verbs": ["create"],
+        }));
+    }
     let mut doc = json!({
         "resource": r.plural,
         "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
@@ -255,6 +290,7 @@ fn aggregated_resource(r: &Resource) -> Value {
             m.insert("categories".into(), json!(r.categories));
         }
         if !subresources.is_empty() {
+            subresources.sort_by(|a, b| a["subresource"].as_str().cmp(&b["subresource"].as_str()));
             m.insert("subresources".into(), Value::Array(subresources));
         }
     }

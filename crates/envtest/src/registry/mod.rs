@@ -86,6 +86,11 @@ impl Resource {
             "status" if self.has_status => Some(READ_WRITE),
             "scale" if self.scale.is_some() => Some(READ_WRITE),
             "finalize" if self.group.is_empty() && self.plural == "namespaces" => Some(&["update"]),
+            "token" if self.group.is_empty() && self.plural == "serviceaccounts" => {
+                Some(&["create"])
+            }
+            "log" if self.group.is_empty() && self.plural == "pods" => Some(&["get"]),
+            "exec" if self.group.is_empty() && self.plural == "pods" => Some(&["create", "get"]),
             _ => None,
         }
     }

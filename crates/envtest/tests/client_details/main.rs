@@ -1,8 +1,8 @@
 //! The details real clients depend on, each through a real client against
 //! the shared envtest server (one module per concern): metadata-only
 //! requests on every verb, custom resources in several versions with one
-//! storage version, and admission webhook certificates checked as Go
-//! checks them.
+//! storage version, admission webhook certificates checked as Go
+//! checks them, Nodes, field selectors and ServiceAccount tokens.
 
 #[allow(dead_code)]
 #[path = "../admission_support/mod.rs"]
@@ -11,10 +11,17 @@ mod admission_support;
 #[path = "../support/kube.rs"]
 mod kube_support;
 #[allow(dead_code)]
+#[path = "../support/kubectl.rs"]
+mod kubectl_support;
+#[allow(dead_code)]
 #[path = "../support/server.rs"]
 mod server;
 
+mod field_selectors;
 mod metadata;
+mod nodes;
+mod pod_streams;
 mod terminating;
+mod tokens;
 mod versions;
 mod webhook_tls;

@@ -43,6 +43,20 @@ fn pod_spec(spec: &mut Map<String, Value>) {
 }
 
 /// Adds what Go would write for `kind` and k8s-openapi left out.
+/// The fields of a Node's `nodeInfo`, all written by Go even when empty.
+const NODE_INFO: [&str; 10] = [
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+];
+
 pub(super) fn go_zero_values(kind: &KindInfo, obj: &mut Value) {
     if let Some(pointer) = template_pointer(kind)
         && let Some(template) = obj.pointer_mut(pointer)
@@ -71,6 +85,27 @@ pub(super) fn go_zero_values(kind: &KindInfo, obj: &mut Value) {
             ensure(root, "spec", json!({}));
             if let Some(status) = object_at(obj, "status") {
                 ensure(status, "loadBalancer", json!({}));
+            }
+        }
+        ("", "Node") => {
+            ensure(root, "spec", json!({}));
+            ensure(root, "status", json!({}));
+            if let Some(status) = object_at(obj, "status") {
+                ensure(
+                    status,
+                    "daemonEndpoints",
+                    json!({"kubeletEndpoint": {"Port": 0}}),
+                );
+                ensure(status, "nodeInfo", json!({}));
+                if let Some(info) = status.get_mut("nodeInfo").and_then(Value::as_object_mut) {
+                    for field in NODE_INFO {
+                        ensure(info, field, json!(""));
+                    }
+                }
+                for cond in objects_mut(status, "conditions") {
+                    ensure(cond, "lastHeartbeatTime", Value::Null);
+                    ensure(cond, "lastTransitionTime", Value::Null);
+                }
             }
         }
         ("", "LimitRange") | ("coordination.k8s.io", "Lease") => {

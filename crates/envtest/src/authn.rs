@@ -1,0 +1,255 @@
+//! Authentication of ServiceAccount tokens and the two endpoints around
+//! them: `serviceaccounts/<name>/token` (TokenRequest, what `kubectl create
+//! token` calls) and `authentication.k8s.io/v1` TokenReview.
+//!
+//! A request whose bearer token is a JSON Web Token from this server's
+//! issuer acts as its ServiceAccount (`system:serviceaccount:NS:NAME`, in
+//! `system:serviceaccounts` and `system:serviceaccounts:NS`) and is held to
+//! the stored RBAC rules; an expired, tampered or foreign-signed one, or
+//! one whose ServiceAccount is gone (or was recreated), gets kube-apiserver's
+//! 401. Any other credential is left to the server's own authentication.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, header};
+use serde_json::{Value, json};
+
+use crate::admission::UserInfo;
+use crate::api::App;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::meta;
+use crate::store::ResKey;
+use crate::tokens::{Claims, ISSUER, Refused, is_jwt};
+
+const SERVICE_ACCOUNTS: &str = "serviceaccounts";
+/// TokenRequest's default lifetime, and the bounds validation puts on it.
+const DEFAULT_EXPIRATION: i64 = 3600;
+const MIN_EXPIRATION: i64 = 600;
+const MAX_EXPIRATION: i64 = 1 << 32;
+
+/// The audiences this server accepts tokens for.
+fn api_audiences() -> Vec<String> {
+    vec![ISSUER.to_string()]
+}
+
+fn now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// kube-apiserver's answer to a credential it does not accept.
+pub fn unauthorized() -> ApiError {
+    ApiError::new(401, "Unauthorized", "Unauthorized")
+}
+
+/// The bearer token of a request, if it carries one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// The ServiceAccount a request's bearer token names: `Ok(None)` when the
+/// request carries no ServiceAccount token, 401 when it carries one this
+/// server does not accept.
+pub fn service_account_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
+    let Some(token) = bearer(headers).filter(|t| is_jwt(t)) else {
+        return Ok(None);
+    };
+    match check(app, token, &api_audiences()) {
+        Ok(claims) => Ok(Some(claims.user())),
+        Err(Refused::NotOurs) => Ok(None),
+        Err(_) => Err(unauthorized()),
+    }
+}
+
+/// A token's claims when it is valid now and its ServiceAccount still
+/// exists with the uid it was issued for.
+fn check(app: &App, token: &str, audiences: &[String]) -> Result<Claims, Refused> {
+    let claims = app.tokens.verify(token, now(), audiences)?;
+    let key: ResKey = Arc::from(SERVICE_ACCOUNTS);
+    let current = app.store.get(&key, &claims.namespace, &claims.name);
+    let alive = current.as_ref().is_some_and(|sa| {
+        meta::uid(sa) == claims.uid && sa.pointer("/metadata/deletionTimestamp").is_none()
+    });
+    if alive {
+        Ok(claims)
+    } else {
+        Err(Refused::Malformed)
+    }
+}
+
+fn invalid_request(detail_field: &str, value: i64, detail: &str) -> ApiError {
+    ApiError::invalid(
+        "authentication.k8s.io",
+        "TokenRequest",
+        "",
+        vec![Cause::invalid(detail_field, &json!(value), detail)],
+    )
+}
+
+/// The `fieldsV1` of what a review or token request sets: every field of
+/// these specs is a scalar, an atomic list or a struct.
+fn fields_v1(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (format!("f:{k}"), fields_v1(v)))
+                .collect(),
+        ),
+        _ => json!({}),
+    }
+}
+
+/// The managedFields kube-apiserver records on the answer to a create that
+/// stores nothing: the request's `spec`, as an Update by `manager`.
+fn answer_metadata(meta: &mut Value, manager: &str, spec: &Value, subresource: Option<&str>) {
+    let set = fields_v1(spec);
+    if set.as_object().is_none_or(|m| m.is_empty()) {
+        return;
+    }
+    let mut entry = json!({
+        "manager": manager, "operation": "Update", "apiVersion": "authentication.k8s.io/v1",
+        "time": meta::now_rfc3339(), "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": set},
+    });
+    if let Some(sub) = subresource {
+        entry["subresource"] = json!(sub);
+    }
+    if let Some(m) = meta.as_object_mut() {
+        m.insert("managedFields".into(), json!([entry]));
+    }
+}
+
+/// POST `serviceaccounts/<name>/token`: a token for the ServiceAccount, with
+/// the request's audiences (this server's when it names none) and lifetime,
+/// answered as written by `manager`.
+pub fn token_request(
+    app: &App,
+    ns: &str,
+    name: &str,
+    mut body: Value,
+    manager: &str,
+) -> ApiResult<Value> {
+    let spec = body.get("spec").cloned().unwrap_or(json!({}));
+    let expiration = match spec.get("expirationSeconds") {
+        None | Some(Value::Null) => DEFAULT_EXPIRATION,
+        Some(v) => v
+            .as_i64()
+            .ok_or_else(|| ApiError::bad_request("spec.expirationSeconds must be an integer"))?,
+    };
+    if expiration < MIN_EXPIRATION {
+        return Err(invalid_request(
+            "spec.expirationSeconds",
+            expiration,
+            "may not specify a duration less than 10 minutes",
+        ));
+    }
+    if expiration > MAX_EXPIRATION {
+        return Err(invalid_request(
+            "spec.expirationSeconds",
+            expiration,
+            "may not specify a duration larger than 2^32 seconds",
+        ));
+    }
+    if spec.get("boundObjectRef").is_some_and(|v| !v.is_null()) {
+        // Tokens bound to a Pod or Secret need those objects' lifecycles
+        // checked on every use; envtest refuses rather than ignore the binding.
+        return Err(ApiError::bad_request(
+            "envtest does not issue tokens bound to an object (spec.boundObjectRef); request an unbound token",
+        ));
+    }
+    let audiences: Vec<String> = match spec.get("audiences").and_then(Value::as_array) {
+        Some(list) if !list.is_empty() => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => api_audiences(),
+    };
+    let key: ResKey = Arc::from(SERVICE_ACCOUNTS);
+    let Some(sa) = app.store.get(&key, ns, name) else {
+        return Err(ApiError::not_found("", SERVICE_ACCOUNTS, name));
+    };
+    let issued_at = now();
+    let claims = Claims {
+        namespace: ns.to_string(),
+        name: name.to_string(),
+        uid: meta::uid(&sa).to_string(),
+        audiences: audiences.clone(),
+        issued_at,
+        expires_at: issued_at + expiration,
+        id: uuid::Uuid::new_v4().to_string(),
+    };
+    let token = app.tokens.issue(&claims);
+    let expires = jiff::Timestamp::from_second(claims.expires_at)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    let map = body
+        .as_object_mut()
+        .ok_or_else(|| ApiError::bad_request("the TokenRequest must be an object"))?;
+    map.insert("apiVersion".into(), json!("authentication.k8s.io/v1"));
+    map.insert("kind".into(), json!("TokenRequest"));
+    let mut metadata =
+        json!({"name": name, "namespace": ns, "creationTimestamp": meta::now_rfc3339()});
+    answer_metadata(&mut metadata, manager, &spec, Some("token"));
+    map.insert("metadata".into(), metadata);
+    map.insert(
+        "spec".into(),
+        json!({"audiences": audiences, "expirationSeconds": expiration, "boundObjectRef": null}),
+    );
+    map.insert(
+        "status".into(),
+        json!({"token": token, "expirationTimestamp": expires}),
+    );
+    Ok(body)
+}
+
+/// POST `tokenreviews`: who a token authenticates as, for the audiences the
+/// review names (this server's when it names none), answered as written by
+/// `manager`.
+pub fn token_review(app: &App, mut body: Value, manager: &str) -> ApiResult<Value> {
+    let spec = body.get("spec").cloned().unwrap_or(json!({}));
+    let token = body
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let requested: Vec<String> = body
+        .pointer("/spec/audiences")
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let audiences = if requested.is_empty() {
+        api_audiences()
+    } else {
+        requested
+    };
+    let status = match check(app, &token, &audiences) {
+        Ok(claims) => {
+            let granted: Vec<&String> = claims
+                .audiences
+                .iter()
+                .filter(|a| audiences.contains(a))
+                .collect();
+            json!({"authenticated": true, "user": claims.user().to_json(), "audiences": granted})
+        }
+        Err(_) => json!({"user": {}, "error": "invalid bearer token"}),
+    };
+    let map = body
+        .as_object_mut()
+        .ok_or_else(|| ApiError::bad_request("the TokenReview must be an object"))?;
+    map.insert("apiVersion".into(), json!("authentication.k8s.io/v1"));
+    map.insert("kind".into(), json!("TokenReview"));
+    let metadata = map.entry("metadata").or_insert_with(|| json!({}));
+    if let Some(m) = metadata.as_object_mut() {
+        m.entry("creationTimestamp").or_insert(Value::Null);
+    }
+    answer_metadata(metadata, manager, &spec, None);
+    map.insert("status".into(), status);
+    Ok(body)
+}

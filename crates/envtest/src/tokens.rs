@@ -1,0 +1,272 @@
+//! ServiceAccount tokens as kube-apiserver issues and checks them: JSON Web
+//! Tokens signed by a key made when the server starts (ES256), issued by
+//! `serviceaccounts/<name>/token` (TokenRequest) with audiences and an
+//! expiry, and accepted as bearer tokens while they are unexpired, meant for
+//! this server's audience and their ServiceAccount still exists with the
+//! same uid. TokenReview answers from the same check.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::rand::SystemRandom;
+use ring::signature::{
+    ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair,
+    UnparsedPublicKey,
+};
+use serde_json::{Value, json};
+
+use crate::admission::UserInfo;
+
+/// The issuer, and the audience tokens get when the request names none (the
+/// `--service-account-issuer` of the recorded cluster).
+pub const ISSUER: &str = "https://kubernetes.default.svc";
+
+/// kube-apiserver's leeway on `exp` and `nbf` (go-jose's default).
+const LEEWAY_SECONDS: i64 = 60;
+
+/// What a token says about its ServiceAccount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claims {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub audiences: Vec<String>,
+    /// Seconds since the epoch.
+    pub issued_at: i64,
+    pub expires_at: i64,
+    /// The token's id (`jti`), reported as its credential id.
+    pub id: String,
+}
+
+impl Claims {
+    /// The user a request with this token acts as.
+    pub fn user(&self) -> UserInfo {
+        UserInfo {
+            username: format!("system:serviceaccount:{}:{}", self.namespace, self.name),
+            uid: self.uid.clone(),
+            groups: vec![
+                "system:serviceaccounts".to_string(),
+                format!("system:serviceaccounts:{}", self.namespace),
+                "system:authenticated".to_string(),
+            ],
+            extra: [(
+                "authentication.kubernetes.io/credential-id".to_string(),
+                vec![format!("JTI={}", self.id)],
+            )]
+            .into_iter()
+            .collect(),
+        }
+    }
+}
+
+/// Why a token is refused (kube-apiserver answers every case with 401, and
+/// a TokenReview with `invalid bearer token`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Not a token this server issued (or not a JWT at all).
+    NotOurs,
+    Malformed,
+    BadSignature,
+    Expired,
+    NotYetValid,
+    WrongAudience,
+}
+
+/// The signing key of one server.
+pub struct Signer {
+    key: EcdsaKeyPair,
+    key_id: String,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer")
+            .field("key_id", &self.key_id)
+            .finish()
+    }
+}
+
+impl Default for Signer {
+    fn default() -> Signer {
+        Signer::new()
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+impl Signer {
+    /// A fresh P-256 key (a server's tokens are good for that server only).
+    pub fn new() -> Signer {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+            .expect("the system random source works");
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .expect("a key ring just generated parses");
+        use sha2::{Digest, Sha256};
+        let key_id = b64(&Sha256::digest(key.public_key().as_ref()));
+        Signer { key, key_id }
+    }
+
+    /// A signed token carrying `claims`.
+    pub fn issue(&self, claims: &Claims) -> String {
+        let header = json!({"alg": "ES256", "kid": self.key_id});
+        let payload = json!({
+            "aud": claims.audiences,
+            "exp": claims.expires_at,
+            "iat": claims.issued_at,
+            "iss": ISSUER,
+            "jti": claims.id,
+            "kubernetes.io": {
+                "namespace": claims.namespace,
+                "serviceaccount": {"name": claims.name, "uid": claims.uid},
+            },
+            "nbf": claims.issued_at,
+            "sub": format!("system:serviceaccount:{}:{}", claims.namespace, claims.name),
+        });
+        let signing_input = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(payload.to_string().as_bytes())
+        );
+        let signature = self
+            .key
+            .sign(&SystemRandom::new(), signing_input.as_bytes())
+            .expect("signing with a valid key succeeds");
+        format!("{signing_input}.{}", b64(signature.as_ref()))
+    }
+
+    /// The claims of `token` if this server issued it, it is valid at `now`
+    /// and meant for one of `audiences`. Whether its ServiceAccount still
+    /// exists is the caller's to check.
+    pub fn verify(&self, token: &str, now: i64, audiences: &[String]) -> Result<Claims, Refused> {
+        let mut parts = token.split('.');
+        let (Some(h), Some(p), Some(s), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(Refused::NotOurs);
+        };
+        let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).map_err(|_| Refused::NotOurs);
+        let header: Value = serde_json::from_slice(&decode(h)?).map_err(|_| Refused::NotOurs)?;
+        let payload: Value = serde_json::from_slice(&decode(p)?).map_err(|_| Refused::NotOurs)?;
+        if payload.get("iss").and_then(Value::as_str) != Some(ISSUER) {
+            return Err(Refused::NotOurs);
+        }
+        if header.get("alg").and_then(Value::as_str) != Some("ES256") {
+            return Err(Refused::BadSignature);
+        }
+        let public =
+            UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, self.key.public_key().as_ref());
+        public
+            .verify(format!("{h}.{p}").as_bytes(), &decode(s)?)
+            .map_err(|_| Refused::BadSignature)?;
+        let number = |key: &str| payload.get(key).and_then(Value::as_i64);
+        let text = |path: &str| {
+            payload
+                .pointer(path)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or(Refused::Malformed)
+        };
+        let expires_at = number("exp").ok_or(Refused::Malformed)?;
+        let issued_at = number("iat").unwrap_or(0);
+        if now > expires_at + LEEWAY_SECONDS {
+            return Err(Refused::Expired);
+        }
+        if number("nbf").is_some_and(|nbf| now + LEEWAY_SECONDS < nbf) {
+            return Err(Refused::NotYetValid);
+        }
+        let token_audiences: Vec<String> = match payload.get("aud") {
+            Some(Value::String(a)) => vec![a.clone()],
+            Some(Value::Array(list)) => list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !token_audiences.iter().any(|a| audiences.contains(a)) {
+            return Err(Refused::WrongAudience);
+        }
+        Ok(Claims {
+            namespace: text("/kubernetes.io/namespace")?,
+            name: text("/kubernetes.io/serviceaccount/name")?,
+            uid: text("/kubernetes.io/serviceaccount/uid")?,
+            audiences: token_audiences,
+            issued_at,
+            expires_at,
+            id: text("/jti").unwrap_or_default(),
+        })
+    }
+}
+
+/// Whether `token` looks like a JSON Web Token (three base64url parts), the
+/// only kind of bearer token this module judges.
+pub fn is_jwt(token: &str) -> bool {
+    token.starts_with("eyJ") && token.split('.').count() == 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims() -> Claims {
+        Claims {
+            namespace: "ns".into(),
+            name: "sa".into(),
+            uid: "u-1".into(),
+            audiences: vec![ISSUER.into()],
+            issued_at: 1_000,
+            expires_at: 4_600,
+            id: "j-1".into(),
+        }
+    }
+
+    #[test]
+    fn an_issued_token_verifies_until_it_expires() {
+        let signer = Signer::new();
+        let token = signer.issue(&claims());
+        assert!(is_jwt(&token));
+        let ours = [ISSUER.to_string()];
+        assert_eq!(signer.verify(&token, 2_000, &ours), Ok(claims()));
+        assert_eq!(
+            signer.verify(&token, 4_600 + 61, &ours),
+            Err(Refused::Expired)
+        );
+        assert_eq!(
+            signer.verify(&token, 900 - 61, &ours),
+            Err(Refused::NotYetValid)
+        );
+        assert_eq!(
+            signer.verify(&token, 2_000, &["other".to_string()]),
+            Err(Refused::WrongAudience)
+        );
+        assert_eq!(claims().user().username, "system:serviceaccount:ns:sa");
+    }
+
+    #[test]
+    fn another_servers_or_a_tampered_token_is_refused() {
+        let token = Signer::new().issue(&claims());
+        let ours = [ISSUER.to_string()];
+        assert_eq!(
+            Signer::new().verify(&token, 2_000, &ours),
+            Err(Refused::BadSignature)
+        );
+        let (head, rest) = token.split_once('.').unwrap();
+        let (_, sig) = rest.split_once('.').unwrap();
+        let mut forged = claims();
+        forged.name = "admin".into();
+        let forged_payload = Signer::new().issue(&forged);
+        let payload = forged_payload.split('.').nth(1).unwrap();
+        let tampered = format!("{head}.{payload}.{sig}");
+        let signer = Signer::new();
+        assert_eq!(
+            signer.verify(&tampered, 2_000, &ours),
+            Err(Refused::BadSignature)
+        );
+        assert_eq!(
+            signer.verify("garbage", 2_000, &ours),
+            Err(Refused::NotOurs)
+        );
+    }
+}
