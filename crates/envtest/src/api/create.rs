@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::admit;
 use super::{
     App, WriteCtx, Written, check_namespace_accepts_create, check_type_meta, decode,
-    field_validation, internal_no_reason, invalid, random_suffix, type_info, validate_create,
+    field_validation, internal_no_reason, invalid, type_info, validate_create,
 };
 use crate::admission::Operation;
 use crate::builtin;
@@ -251,7 +251,7 @@ fn store(app: &App, res: &Resource, ns: &str, ready: Ready, ctx: &WriteCtx) -> A
                 if !matches!(result, Err(WriteError::AlreadyExists)) {
                     break;
                 }
-                name = format!("{prefix}{}", random_suffix());
+                name = format!("{prefix}{}", meta::random_suffix());
                 let mut again = stored.clone();
                 meta::set_meta(&mut again, "name", Value::String(name.clone()));
                 result = app.store.create(&res.store_key, ns, &name, again);
@@ -309,7 +309,7 @@ fn prepare(res: &Resource, obj: &mut Value) {
     if let (Some(prefix), true) = (generate, name_empty) {
         m.insert(
             "name".into(),
-            Value::String(format!("{prefix}{}", random_suffix())),
+            Value::String(format!("{prefix}{}", meta::random_suffix())),
         );
     }
     m.insert(

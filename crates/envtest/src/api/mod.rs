@@ -257,24 +257,6 @@ pub(crate) fn check_type_meta(res: &Resource, obj: &mut Value) -> ApiResult<()> 
     Ok(())
 }
 
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// Decodes into the kind's shape: built-ins through `builtin::decode`, custom
 /// resources by pruning against their schema. Returns the unknown fields.
 pub(crate) fn decode(res: &Resource, obj: Value) -> ApiResult<(Value, Vec<String>)> {
@@ -286,7 +268,7 @@ pub(crate) fn decode(res: &Resource, obj: Value) -> ApiResult<(Value, Vec<String
     if let Some(Value::Object(m)) = obj.get_mut("metadata") {
         let extra: Vec<String> = m
             .keys()
-            .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
+            .filter(|k| !meta::OBJECT_META_FIELDS.contains(&k.as_str()))
             .cloned()
             .collect();
         for k in extra {
@@ -547,16 +529,6 @@ pub(crate) fn restore_allocation(app: &App, res: &Resource, obj: &Value, dry_run
         }
         None => alloc.release_service(obj),
     }
-}
-
-/// Random suffix of generated names (kube's alphabet without vowels).
-pub(crate) fn random_suffix() -> String {
-    use rand::Rng;
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut rng = rand::rng();
-    (0..5)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect()
 }
 
 /// Whether PUT without resourceVersion is allowed (custom resources and CRDs refuse it).
