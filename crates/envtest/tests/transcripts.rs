@@ -1,5 +1,5 @@
 //! Replays the kube-apiserver v1.32 transcripts (tests/fixtures/transcripts)
-//! against envtest and compares every answer (DESIGN.md section 4).
+//! against envtest and compares every answer (docs/envtest-conformance.md).
 //!
 //! Run one scenario with its report:
 //!     TRANSCRIPT=07 cargo test -p opctl-envtest --test transcripts -- --nocapture

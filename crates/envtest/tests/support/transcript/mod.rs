@@ -1,4 +1,4 @@
-//! Replay of the kube-apiserver transcripts (DESIGN.md section 4).
+//! Replay of the kube-apiserver transcripts (docs/envtest-conformance.md).
 
 pub mod fake;
 pub mod known;
