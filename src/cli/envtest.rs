@@ -5,7 +5,7 @@ use std::process::ExitStatus;
 
 use anyhow::Context;
 use opctl_envtest::admission::WebhookRoute;
-use opctl_envtest::{Config, Envtest};
+use opctl_envtest::{Config, Envtest, FaultSpec};
 
 const RUN_EXAMPLES: &str = "Examples:
   # Run the e2e tests of a generated operator against a fresh server
@@ -16,7 +16,22 @@ const RUN_EXAMPLES: &str = "Examples:
 
   # Send the calls of webhooks behind Service system/webhook-service (port 443)
   # to a manager listening on 127.0.0.1:9443
-  opctl envtest run --webhook-route system/webhook-service:443=127.0.0.1:9443 -- make test-e2e";
+  opctl envtest run --webhook-route system/webhook-service:443=127.0.0.1:9443 -- make test-e2e
+
+  # The e2e tests under faults: about 10% of writes fail, watches are cut every 5 s
+  opctl envtest run --faults default -- cargo test --test e2e
+
+  # Fail 20% of Pod creates with 500 and every other Deployment update with 409,
+  # repeatably (each injected fault is logged to stderr and counted in /metrics)
+  opctl envtest run --faults 'create@pods:500=20%,update@deployments.apps:409=50%' --faults-seed 42 -- make test-e2e
+
+Fault spec: comma-separated items, each a profile (default), seed=N, or a rule
+  VERBS[@RESOURCES]:FAULT=AMOUNT
+  VERBS      * | reads | writes | get list watch create update patch apply delete deletecollection, joined by +
+  RESOURCES  plural[.group][/subresource], joined by + (default: every resource)
+  FAULT      500, 429 (with Retry-After), 409 (not on create), 504: AMOUNT is a percentage (10%)
+             cut (watch only): AMOUNT is a lifetime (5s, 500ms) or a number of events (20events)
+             compact (watch only): AMOUNT is how often the watch history is dropped (30s)";
 
 const START_EXAMPLES: &str = "Examples:
   # Serve on a random port; the printed line says where the kubeconfig is
@@ -42,24 +57,9 @@ pub enum Command {
     Start(StartArgs),
 }
 
+/// What `run` and `start` share: how the server is set up.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
-    /// Port on 127.0.0.1 (0: any free port).
-    #[arg(long, default_value_t = 0)]
-    pub port: u16,
-    /// Directory (or file) of CRD YAML to install before COMMAND starts.
-    #[arg(long, value_name = "DIR")]
-    pub crds: Option<PathBuf>,
-    /// Send admission webhook calls for a Service port to HOST:PORT (repeatable).
-    #[arg(long = "webhook-route", value_name = "NS/NAME:PORT=HOST:PORT")]
-    pub webhook_routes: Vec<WebhookRoute>,
-    /// The command to run, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct StartArgs {
+pub struct ServerArgs {
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -69,27 +69,72 @@ pub struct StartArgs {
     /// Send admission webhook calls for a Service port to HOST:PORT (repeatable).
     #[arg(long = "webhook-route", value_name = "NS/NAME:PORT=HOST:PORT")]
     pub webhook_routes: Vec<WebhookRoute>,
+    /// Inject faults: a profile (default) and/or rules VERBS[@RESOURCES]:FAULT=AMOUNT
+    /// such as writes:500=10%,watch:cut=5s (docs/envtest.md, "Fault injection").
+    #[arg(long, value_name = "SPEC")]
+    pub faults: Option<String>,
+    /// Seed of the fault draws; the same seed fails the same requests again.
+    #[arg(long = "faults-seed", value_name = "N")]
+    pub faults_seed: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// The command to run, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StartArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
     /// Where to write the kubeconfig (default: a file in the temp directory).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
 }
 
-fn config(
-    port: u16,
-    crds: Option<PathBuf>,
-    webhook_routes: Vec<WebhookRoute>,
-) -> anyhow::Result<Config> {
-    if let Some(dir) = &crds
+fn config(args: ServerArgs) -> anyhow::Result<Config> {
+    if let Some(dir) = &args.crds
         && !dir.exists()
     {
         anyhow::bail!("--crds {}: no such file or directory", dir.display());
     }
+    let mut faults = match &args.faults {
+        Some(spec) => spec
+            .parse::<FaultSpec>()
+            .map_err(|e| anyhow::anyhow!("invalid --faults {e}; see `opctl envtest run --help`"))?,
+        None => FaultSpec::default(),
+    };
+    if let Some(seed) = &args.faults_seed {
+        if args.faults.is_none() {
+            anyhow::bail!("--faults-seed {seed} without --faults: add --faults default (or rules)");
+        }
+        faults.seed = Some(seed.parse().map_err(|_| {
+            anyhow::anyhow!("invalid --faults-seed {seed:?}: expected a whole number, e.g. 42")
+        })?);
+    }
     Ok(Config {
-        port,
-        crd_paths: crds.into_iter().collect(),
-        webhook_routes,
+        port: args.port,
+        crd_paths: args.crds.into_iter().collect(),
+        webhook_routes: args.webhook_routes,
+        faults,
         ..Config::default()
     })
+}
+
+/// envtest logs to stderr (injected faults, failing webhooks); `OPCTL_LOG`
+/// filters, e.g. `OPCTL_LOG=warn` hides the fault lines.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("OPCTL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,opctl_envtest=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -100,6 +145,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<()> {
+    init_logging();
     match cmd {
         Command::Run(args) => {
             let code = runtime()?.block_on(run_command(args))?;
@@ -150,7 +196,7 @@ async fn terminate_signal() {
 }
 
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
-    let config = config(args.port, args.crds, args.webhook_routes)?;
+    let config = config(args.server)?;
     let env = Envtest::start(config).await?;
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let kubeconfig = dir.path().join("kubeconfig");
@@ -183,7 +229,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 }
 
 async fn serve(args: StartArgs) -> anyhow::Result<()> {
-    let config = config(args.port, args.crds, args.webhook_routes)?;
+    let config = config(args.server)?;
     let env = Envtest::start(config).await?;
     let (path, temporary) = match args.kubeconfig {
         Some(p) => (p, false),
@@ -237,7 +283,7 @@ mod tests {
         .expect("parses");
         match cli.cmd {
             Command::Run(args) => {
-                assert_eq!(args.port, 8080);
+                assert_eq!(args.server.port, 8080);
                 assert_eq!(args.command, vec!["kubectl", "get", "ns"]);
             }
             other => panic!("parsed as {other:?}"),
@@ -262,7 +308,12 @@ mod tests {
         let Command::Start(args) = cli.cmd else {
             panic!("parsed as {:?}", cli.cmd);
         };
-        let routes: Vec<String> = args.webhook_routes.iter().map(|r| r.to_string()).collect();
+        let routes: Vec<String> = args
+            .server
+            .webhook_routes
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
         assert_eq!(
             routes,
             [
@@ -281,11 +332,44 @@ mod tests {
 
     #[test]
     fn missing_crd_directory_is_named_in_the_error() {
-        let err = config(0, Some(PathBuf::from("/no/such/dir")), Vec::new()).unwrap_err();
+        let err = config(server_args(&["--crds", "/no/such/dir"])).unwrap_err();
         assert_eq!(
             err.to_string(),
             "--crds /no/such/dir: no such file or directory"
         );
+    }
+
+    fn server_args(args: &[&str]) -> ServerArgs {
+        let mut argv = vec!["opctl", "start"];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv).expect("parses").cmd {
+            Command::Start(args) => args.server,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn fault_specs_and_seeds_reach_the_config_or_are_refused() {
+        let valid =
+            config(server_args(&["--faults", "default", "--faults-seed", "7"])).expect("valid");
+        assert_eq!(valid.faults.seed, Some(7));
+        assert_eq!(valid.faults.rules.len(), 5);
+        for (args, message) in [
+            (
+                &["--faults", "writes:500=200%"][..],
+                "invalid --faults \"writes:500=200%\": \"200%\" is not a percentage above 0 and at most 100, e.g. 10%; see `opctl envtest run --help`",
+            ),
+            (
+                &["--faults", "default", "--faults-seed", "x"][..],
+                "invalid --faults-seed \"x\": expected a whole number, e.g. 42",
+            ),
+            (
+                &["--faults-seed", "3"][..],
+                "--faults-seed 3 without --faults: add --faults default (or rules)",
+            ),
+        ] {
+            assert_eq!(config(server_args(args)).unwrap_err().to_string(), message);
+        }
     }
 
     #[test]

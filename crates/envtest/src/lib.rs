@@ -12,6 +12,7 @@ pub mod bootstrap;
 pub mod builtin;
 pub mod controllers;
 pub mod error;
+pub mod faults;
 mod gofmt;
 pub mod http;
 pub mod jsonpath;
@@ -28,4 +29,5 @@ pub mod table;
 pub mod typeinfo;
 
 pub use error::{ApiError, ApiResult, Cause};
+pub use faults::FaultSpec;
 pub use server::{Config, Envtest};

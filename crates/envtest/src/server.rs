@@ -15,6 +15,7 @@ use crate::admission::WebhookRoute;
 use crate::api::create::{Input, create};
 use crate::api::{App, WriteCtx};
 use crate::controllers;
+use crate::faults::{FaultSpec, Faults};
 
 /// How the server starts.
 #[derive(Debug, Clone)]
@@ -33,6 +34,9 @@ pub struct Config {
     /// Where webhook Service references lead (`--webhook-route
     /// NS/NAME:PORT=HOST:PORT`); see `docs/envtest-webhooks.md`.
     pub webhook_routes: Vec<WebhookRoute>,
+    /// Faults to inject (`--faults`); see `docs/envtest.md`. Parse one with
+    /// `"default,seed=42".parse::<FaultSpec>()`.
+    pub faults: FaultSpec,
     /// How long a deleted namespace stays Terminating with its content
     /// before the namespace controller empties it (kube-controller-manager
     /// waits 5 s; a short wait lets clients see the Terminating namespace
@@ -48,6 +52,7 @@ impl Default for Config {
             watch_history: 10_000,
             read_history: 100_000,
             webhook_routes: Vec::new(),
+            faults: FaultSpec::default(),
             namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
         }
     }
@@ -59,7 +64,8 @@ pub struct Envtest {
     port: u16,
     shutdown: Option<oneshot::Sender<()>>,
     server: JoinHandle<()>,
-    controllers: JoinHandle<()>,
+    /// The controllers, and the task dropping the watch history when faults ask for it.
+    controllers: Vec<JoinHandle<()>>,
 }
 
 /// The default of [`Config::namespace_deletion_grace`].
@@ -71,10 +77,18 @@ impl Envtest {
     /// CRD from `config.crd_paths` Established.
     pub async fn start(config: Config) -> anyhow::Result<Envtest> {
         let crds = load_crd_documents(&config.crd_paths)?;
-        let app = Arc::new(App::with_history(config.watch_history, config.read_history));
+        let mut app = App::with_history(config.watch_history, config.read_history);
+        app.faults = Faults::new(config.faults.clone(), app.metrics.clone());
+        let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
-        let controllers = controllers::spawn(app.clone(), config.namespace_deletion_grace);
+        let mut controllers = vec![controllers::spawn(
+            app.clone(),
+            config.namespace_deletion_grace,
+        )];
+        if let Some(period) = app.faults.compaction_period() {
+            controllers.push(tokio::spawn(compact_every(app.clone(), period)));
+        }
         crate::bootstrap::create_all(&app)?;
         // The bootstrap admin, edit and view roles are aggregated before the
         // first request, as on a cluster that has been up for a moment.
@@ -137,7 +151,9 @@ impl Envtest {
         {
             self.server.abort();
         }
-        self.controllers.abort();
+        for task in &self.controllers {
+            task.abort();
+        }
     }
 
     async fn install_crds(&self, crds: Vec<(String, Value)>) -> anyhow::Result<()> {
@@ -178,6 +194,16 @@ impl Envtest {
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+    }
+}
+
+/// Drops the watch history every `period` (the `watch:compact` fault).
+async fn compact_every(app: Arc<App>, period: Duration) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        tick.tick().await;
+        let rv = app.store.compact_watch_history();
+        app.faults.compacted(rv);
     }
 }
 

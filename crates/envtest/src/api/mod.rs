@@ -42,6 +42,8 @@ pub struct App {
     pub closing: tokio::sync::watch::Sender<bool>,
     /// The request counters `/metrics` serves.
     pub metrics: crate::metrics::Metrics,
+    /// Faults to inject into requests and watches (none unless configured).
+    pub faults: crate::faults::Faults,
 }
 
 impl App {
@@ -64,6 +66,7 @@ impl App {
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
             metrics: crate::metrics::Metrics::default(),
+            faults: crate::faults::Faults::default(),
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::admission::UserInfo;
 use crate::api::{self, App, WriteCtx, Written};
 use crate::authz;
 use crate::error::{ApiError, ApiResult};
+use crate::faults;
 use crate::meta;
 use crate::patch::PatchType;
 use crate::registry::{Resource, discovery};
@@ -69,9 +70,23 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         &parts.uri,
         &parts.headers,
     );
+    let target = pending.labels().map(|labels| faults::Target {
+        labels,
+        method: parts.method.as_str(),
+        path: parts.uri.path(),
+        prefs: &prefs,
+    });
+    // An injected fault answers instead of the server: nothing is applied.
+    if let Some(injected) = target.as_ref().and_then(|t| app.faults.answer(t)) {
+        return pending.finish(injected);
+    }
     let resp = match dispatch(&app, &call, &parts.uri, body).await {
         Ok(resp) => resp,
         Err(err) => respond::error(&err, &prefs),
+    };
+    let resp = match &target {
+        Some(t) if t.labels.is_watch() && resp.status() == 200 => app.faults.cut_watch(t, resp),
+        _ => resp,
     };
     pending.finish(resp)
 }

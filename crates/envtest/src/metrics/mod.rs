@@ -187,6 +187,11 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// What the request is counted as, if it is counted.
+    pub fn labels(&self) -> Option<&RequestLabels> {
+        self.labels.as_ref()
+    }
+
     /// Counts the request answered by `resp`. A watch is counted when its
     /// stream ends (kube-apiserver counts once the handler returns) and
     /// meanwhile shows in `apiserver_longrunning_requests`.

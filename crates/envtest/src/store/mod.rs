@@ -92,6 +92,8 @@ pub(crate) struct Inner {
     watch_cap: usize,
     /// Every change ever evicted from the history has a resourceVersion <= this.
     evicted_up_to: u64,
+    /// Watches cannot resume from before this (the history was dropped).
+    compacted_to: u64,
     watchers: watchers::Watchers,
 }
 
@@ -125,6 +127,7 @@ impl Store {
                 history_cap,
                 watch_cap,
                 evicted_up_to: 0,
+                compacted_to: 0,
                 watchers: watchers::Watchers::default(),
             }),
         }
@@ -376,6 +379,15 @@ impl Store {
     pub fn unsubscribe(&self, id: u64) {
         self.lock().watchers.remove(id);
     }
+
+    /// Drops the watch history (fault injection): a watch from before the
+    /// current resourceVersion gets 410 Gone, as after kube-apiserver's
+    /// watch cache moved on. Returns that resourceVersion.
+    pub fn compact_watch_history(&self) -> u64 {
+        let mut inner = self.lock();
+        inner.compacted_to = inner.rv;
+        inner.rv
+    }
 }
 
 fn collect_range(
@@ -402,13 +414,14 @@ impl Inner {
     /// it is among the last `watch_cap` changes.
     fn watch_oldest(&self) -> u64 {
         let len = self.history.len();
-        if len > self.watch_cap {
+        let kept_from = if len > self.watch_cap {
             self.history
                 .get(len - self.watch_cap - 1)
                 .map_or(self.evicted_up_to, |e| e.rv)
         } else {
             self.evicted_up_to
-        }
+        };
+        kept_from.max(self.compacted_to)
     }
 
     /// Appends to the history (evicting the oldest change when full) and

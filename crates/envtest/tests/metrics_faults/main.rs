@@ -12,6 +12,7 @@ mod server;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod faults;
 mod metrics;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,21 @@ async fn client_of(env: &Envtest) -> Client {
         .await
         .expect("kube-rs accepts the kubeconfig");
     Client::try_from(config).expect("client")
+}
+
+/// Creates namespace `name` through `client`.
+async fn create_namespace(client: &Client, name: &str) {
+    let namespace: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).expect("namespace");
+    kube::Api::all(client.clone())
+        .create(&kube::api::PostParams::default(), &namespace)
+        .await
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+}
+
+/// The value of the series `series` in `/metrics`, read through `client`.
+async fn sample(client: &Client, series: &str) -> i64 {
+    scrape(client).await.get(series)
 }
 
 /// The samples of a Prometheus text exposition: series → value.

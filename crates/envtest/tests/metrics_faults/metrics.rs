@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use opctl_envtest::Config;
 use serde_json::json;
 
 use super::support::kubectl::Kubectl;
-use super::{Samples, client_of, scrape, server};
+use super::{Samples, client_of, create_namespace, scrape, server};
 
 /// The series of one request to a resource, as kube-apiserver labels it.
 fn series(verb: &str, resource: &str, sub: &str, scope: &str, dry_run: &str, code: u16) -> String {
@@ -31,13 +31,7 @@ async fn each_request_moves_exactly_its_series() {
     let env = server::start_default().await;
     let client = client_of(&env).await;
     let ns = "metrics";
-    Api::<Namespace>::all(client.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace"),
-        )
-        .await
-        .expect("namespace created");
+    create_namespace(&client, ns).await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
 
     let before = scrape(&client).await;
