@@ -6,6 +6,26 @@
 
 use serde_json::{Map, Value};
 
+/// The fields of ObjectMeta: metadata of custom resources and of embedded
+/// resources keeps only these.
+pub(crate) const OBJECT_META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
 /// `metadata` of `obj`, if it is an object.
 pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata").and_then(Value::as_object)
@@ -122,6 +142,18 @@ pub fn owner_references(obj: &Value) -> Vec<&Map<String, Value>> {
         .and_then(Value::as_array)
         .map(|refs| refs.iter().filter_map(Value::as_object).collect())
         .unwrap_or_default()
+}
+
+/// The five random characters of a generated name (`generateName`, a Pod's
+/// `kube-api-access-*` volume): apimachinery's `utilrand.String` alphabet,
+/// without vowels so that no word is spelt.
+pub(crate) fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
+        .collect()
 }
 
 /// The current time as kube-apiserver writes `metav1.Time` (seconds, UTC).

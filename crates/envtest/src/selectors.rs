@@ -1,7 +1,7 @@
 //! Label selectors (equality- and set-based, with kube-apiserver's parse
 //! errors). Field selectors are in [`crate::field_selectors`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
@@ -276,6 +276,44 @@ fn validate_key(key: &str) -> Result<(), String> {
 }
 
 impl LabelSelector {
+    /// Parses a `metav1.LabelSelector` object (`matchLabels` and
+    /// `matchExpressions`, ANDed). `null` or absent is the empty selector;
+    /// errors follow apimachinery's `labels.NewRequirement`.
+    pub fn from_object(value: Option<&Value>) -> Result<LabelSelector, String> {
+        let value = match value {
+            None | Some(Value::Null) => return Ok(LabelSelector::default()),
+            Some(Value::Object(map)) => map,
+            Some(other) => return Err(format!("label selector must be an object, got {other}")),
+        };
+        let mut reqs = Vec::new();
+        match value.get("matchLabels") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(labels)) => {
+                for (key, val) in labels {
+                    let val = val
+                        .as_str()
+                        .ok_or_else(|| format!("matchLabels[{key:?}] must be a string"))?;
+                    reqs.push(Requirement {
+                        key: key.clone(),
+                        op: Op::Eq,
+                        values: BTreeSet::from([val.to_string()]),
+                    });
+                }
+            }
+            Some(_) => return Err("matchLabels must be an object".to_string()),
+        }
+        match value.get("matchExpressions") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(exprs)) => {
+                for expr in exprs {
+                    reqs.push(object_expression(expr)?);
+                }
+            }
+            Some(_) => return Err("matchExpressions must be a list".to_string()),
+        }
+        Ok(LabelSelector { reqs })
+    }
+
     /// Parses a `labelSelector` parameter; errors are the real server's 400s.
     pub fn parse(input: &str) -> ApiResult<LabelSelector> {
         let mut p = Parser {
@@ -326,8 +364,17 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+        self.matches_with(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
+    }
+
+    /// Matches labels held as a string map.
+    pub fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_with(|key| labels.get(key).map(String::as_str))
+    }
+
+    fn matches_with<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.reqs.iter().all(|r| {
-            let v = labels.and_then(|l| l.get(&r.key)).and_then(Value::as_str);
+            let v = label(&r.key);
             match r.op {
                 Op::Exists => v.is_some(),
                 Op::DoesNotExist => v.is_none(),
@@ -348,6 +395,45 @@ impl LabelSelector {
 
     pub fn matches_object(&self, obj: &Value) -> bool {
         self.is_empty() || self.matches(crate::meta::labels(obj))
+    }
+}
+
+/// One `matchExpressions` entry of a `metav1.LabelSelector`.
+fn object_expression(expr: &Value) -> Result<Requirement, String> {
+    let key = expr
+        .get("key")
+        .and_then(Value::as_str)
+        .ok_or("matchExpressions entries need a string key")?
+        .to_string();
+    let operator = expr.get("operator").and_then(Value::as_str).unwrap_or("");
+    let values: BTreeSet<String> = match expr.get("values") {
+        None | Some(Value::Null) => BTreeSet::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("values of {key:?} must be strings"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(format!("values of {key:?} must be a list")),
+    };
+    let op = match operator {
+        "In" => Op::In,
+        "NotIn" => Op::NotIn,
+        "Exists" => Op::Exists,
+        "DoesNotExist" => Op::DoesNotExist,
+        other => return Err(format!("{other:?} is not a valid label selector operator")),
+    };
+    match op {
+        Op::In | Op::NotIn if values.is_empty() => Err(format!(
+            "values: Invalid value: []string{{}}: for 'in', 'notin' operators, values set can't be empty (key {key:?})"
+        )),
+        Op::Exists | Op::DoesNotExist if !values.is_empty() => Err(format!(
+            "values: Invalid value: {:?}: values set must be empty for exists and does not exist (key {key:?})",
+            values.iter().collect::<Vec<_>>()
+        )),
+        _ => Ok(Requirement { key, op, values }),
     }
 }
 
@@ -402,5 +488,71 @@ mod tests {
             msg("!app=web"),
             "found '=', expected: ',' or 'end of string'"
         );
+    }
+
+
+    fn label_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn object_selectors_empty_and_absent_selectors_match_everything() {
+        for v in [None, Some(&Value::Null), Some(&json!({}))] {
+            let s = LabelSelector::from_object(v).unwrap();
+            assert!(s.is_empty());
+            assert!(s.matches_labels(&label_map(&[])));
+        }
+    }
+
+    #[test]
+    fn object_selectors_and_their_terms() {
+        let s = LabelSelector::from_object(Some(&json!({
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["a", "b"]},
+                {"key": "skip", "operator": "DoesNotExist"},
+                {"key": "env", "operator": "NotIn", "values": ["prod"]},
+            ]
+        })))
+        .unwrap();
+        assert!(s.matches_labels(&label_map(&[("app", "web"), ("tier", "a")])));
+        assert!(s.matches_labels(&label_map(&[("app", "web"), ("tier", "b"), ("env", "dev")])));
+        assert!(!s.matches_labels(&label_map(&[("app", "web"), ("tier", "c")])));
+        assert!(!s.matches_labels(&label_map(&[("app", "web"), ("tier", "a"), ("skip", "")])));
+        assert!(!s.matches_labels(&label_map(&[
+            ("app", "web"),
+            ("tier", "a"),
+            ("env", "prod")
+        ])));
+        assert!(!s.matches_labels(&label_map(&[("tier", "a")])));
+    }
+
+    #[test]
+    fn object_selector_exists_requires_the_key() {
+        let s = LabelSelector::from_object(Some(&json!({
+            "matchExpressions": [{"key": "k", "operator": "Exists"}]
+        })))
+        .unwrap();
+        assert!(s.matches_labels(&label_map(&[("k", "")])));
+        assert!(!s.matches_labels(&label_map(&[])));
+    }
+
+    #[test]
+    fn malformed_object_selectors_are_errors_not_panics() {
+        for bad in [
+            json!("x"),
+            json!({"matchLabels": []}),
+            json!({"matchLabels": {"a": 1}}),
+            json!({"matchExpressions": [{"key": "k", "operator": "In"}]}),
+            json!({"matchExpressions": [{"key": "k", "operator": "Exists", "values": ["v"]}]}),
+            json!({"matchExpressions": [{"key": "k", "operator": "Foo"}]}),
+            json!({"matchExpressions": [{"operator": "Exists"}]}),
+            json!({"matchExpressions": {}}),
+        ] {
+            assert!(LabelSelector::from_object(Some(&bad)).is_err(), "{bad}");
+        }
     }
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::conditions::MatchConditions;
-use super::selector::LabelSelector;
 use super::transport::ClientSpec;
+use crate::selectors::LabelSelector;
 
 /// Default `timeoutSeconds` of the v1 API.
 pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
@@ -163,8 +163,8 @@ fn compile_webhook(config_name: &str, index: usize, hook: &Value, hook_type: Hoo
             .unwrap_or_default(),
         ignore_failures: text("failurePolicy") == Some("Ignore"),
         match_equivalent: text("matchPolicy") != Some("Exact"),
-        namespace_selector: LabelSelector::parse(hook.get("namespaceSelector")),
-        object_selector: LabelSelector::parse(hook.get("objectSelector")),
+        namespace_selector: LabelSelector::from_object(hook.get("namespaceSelector")),
+        object_selector: LabelSelector::from_object(hook.get("objectSelector")),
         side_effects: text("sideEffects").map(str::to_string),
         timeout: Duration::from_secs(timeout_seconds),
         review_versions: strings(hook.get("admissionReviewVersions")),

@@ -158,7 +158,7 @@ fn match_namespace(
             .namespace_labels(&attrs.namespace)
             .ok_or_else(|| namespace_not_found(&attrs.namespace))?
     };
-    Ok(selector.matches(&labels))
+    Ok(selector.matches_labels(&labels))
 }
 
 fn match_object(
@@ -174,7 +174,7 @@ fn match_object(
         return Ok(true);
     }
     let matches = |o: Option<&Value>| {
-        AdmissionAttributes::labels_of(o).is_some_and(|labels| selector.matches(&labels))
+        AdmissionAttributes::labels_of(o).is_some_and(|labels| selector.matches_labels(&labels))
     };
     Ok(matches(object) || matches(attrs.old_object.as_ref()))
 }

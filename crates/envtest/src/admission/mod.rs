@@ -73,7 +73,6 @@ mod matching;
 mod patching;
 mod review;
 pub mod routes;
-pub(crate) mod selector;
 mod transport;
 mod validation;
 

@@ -293,24 +293,6 @@ fn custom_type_meta(
     Ok(())
 }
 
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// Decodes into the kind's shape: built-ins through `builtin::decode`, custom
 /// resources by pruning against their schema. Returns the unknown fields.
 pub(crate) fn decode(res: &Resource, obj: Value) -> ApiResult<(Value, Vec<String>)> {
@@ -322,7 +304,7 @@ pub(crate) fn decode(res: &Resource, obj: Value) -> ApiResult<(Value, Vec<String
     if let Some(Value::Object(m)) = obj.get_mut("metadata") {
         let extra: Vec<String> = m
             .keys()
-            .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
+            .filter(|k| !meta::OBJECT_META_FIELDS.contains(&k.as_str()))
             .cloned()
             .collect();
         for k in extra {
@@ -597,7 +579,7 @@ pub(crate) fn restore_allocation(app: &App, res: &Resource, obj: &Value, dry_run
 /// A name generated from `generateName`: the prefix cut to 58 bytes, so
 /// that with the 5 random characters it fits 63 (kube's name generator).
 pub(crate) fn generate_name(generate_name: &str) -> String {
-    format!("{}{}", generated_name_base(generate_name), random_suffix())
+    format!("{}{}", generated_name_base(generate_name), meta::random_suffix())
 }
 
 /// The part of `generateName` a generated name starts with.
@@ -608,16 +590,6 @@ pub(crate) fn generated_name_base(generate_name: &str) -> &str {
         cut -= 1;
     }
     &generate_name[..cut]
-}
-
-/// Random suffix of generated names (kube's alphabet without vowels).
-pub(crate) fn random_suffix() -> String {
-    use rand::Rng;
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut rng = rand::rng();
-    (0..5)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect()
 }
 
 /// Whether PUT without resourceVersion is allowed (custom resources and CRDs refuse it).

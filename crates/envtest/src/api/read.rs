@@ -97,7 +97,7 @@ pub fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
         let first = raw.first().map(|b| char::from(*b)).unwrap_or(' ');
         bad_continue(&format!(
             "continue key is not valid: invalid character {} looking for beginning of value",
-            crate::http::body::go_quote_char(first)
+            crate::gofmt::quote_char(first)
         ))
     })?;
     if doc.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::{Attributes, Rule, authorize, walk_bindings};
 use crate::admission::UserInfo;
 use crate::error::{ApiError, ApiResult};
+use crate::gofmt::quote;
 use crate::meta;
-use crate::patch::gofmt::quote;
 use crate::store::Store;
 
 const GROUP: &str = "rbac.authorization.k8s.io";

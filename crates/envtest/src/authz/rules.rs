@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::Attributes;
+use crate::gofmt;
 
 const ALL: &str = "*";
 
@@ -187,10 +188,7 @@ impl Rule {
     /// as kube-apiserver names a rule in its messages.
     pub fn compact_string(&self) -> String {
         let list = |items: &[String]| {
-            let quoted: Vec<String> = items
-                .iter()
-                .map(|i| crate::patch::gofmt::quote(i))
-                .collect();
+            let quoted: Vec<String> = items.iter().map(|i| gofmt::quote(i)).collect();
             format!("[{}]", quoted.join(" "))
         };
         let mut parts = Vec::new();

@@ -12,7 +12,6 @@ pub mod events;
 mod kinds;
 mod listtypes;
 mod prepare;
-mod quantity;
 mod shape;
 mod tables;
 mod validation;

@@ -2,13 +2,12 @@
 //! the Pod admission plugins (ServiceAccount, DefaultTolerationSeconds,
 //! Priority) change before validation.
 
-use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use super::KindInfo;
 use super::defaults::pod::pod_spec as pod_spec_defaults;
-use super::quantity;
 use super::shape::{object_at, objects_mut, str_of};
+use crate::quantity;
 
 /// Kinds whose strategy sets `generation: 1` and bumps it on spec changes.
 fn tracks_generation(kind: &KindInfo) -> bool {
@@ -518,15 +517,6 @@ fn generate_job_selector(obj: &mut Value) {
 
 const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// The random suffix of generated names (`utilrand.String`).
-pub(crate) fn random_suffix(len: usize) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut rng = rand::rng();
-    (0..len)
-        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
-        .collect()
-}
-
 /// See [`super::admit_create`].
 pub(crate) fn admit_create(kind: &KindInfo, obj: &mut Value, service_account: Option<&Value>) {
     if (kind.group, kind.kind) == ("", "Pod") {
@@ -659,7 +649,7 @@ fn mount_service_account_token(spec: &mut Map<String, Value>) {
         .map(str::to_string);
     let volume_name = existing
         .clone()
-        .unwrap_or_else(|| format!("kube-api-access-{}", random_suffix(5)));
+        .unwrap_or_else(|| format!("kube-api-access-{}", crate::meta::random_suffix()));
     let mut mounted = false;
     for list in ["initContainers", "containers"] {
         for container in objects_mut(spec, list) {

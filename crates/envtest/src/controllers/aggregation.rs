@@ -4,17 +4,16 @@
 //! by server-side apply as `clusterrole-aggregation-controller` owning
 //! `rules`. It runs again whenever a ClusterRole changes.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::resource_for;
-use crate::admission::selector::LabelSelector;
 use crate::api::update::{Change, Fail, update_once, with_retries};
 use crate::api::{App, WriteCtx};
 use crate::meta;
 use crate::patch::{ApplyRequest, server_side_apply};
+use crate::selectors::LabelSelector;
 use crate::store::ResKey;
 
 pub const MANAGER: &str = "clusterrole-aggregation-controller";
@@ -43,12 +42,12 @@ fn aggregated_rules(name: &str, selectors: &Value, roles: &[Arc<Value>]) -> Vec<
     for selector in selectors.as_array().into_iter().flatten() {
         // A selector the validation let through always parses; one that
         // does not selects nothing.
-        let Ok(selector) = LabelSelector::parse(Some(selector)) else {
+        let Ok(selector) = LabelSelector::from_object(Some(selector)) else {
             continue;
         };
         // `roles` comes from the store ordered by name.
         for role in roles {
-            if meta::name(role) == name || !selector.matches(&labels(role)) {
+            if meta::name(role) == name || !selector.matches_object(role) {
                 continue;
             }
             for rule in role
@@ -64,16 +63,6 @@ fn aggregated_rules(name: &str, selectors: &Value, roles: &[Arc<Value>]) -> Vec<
         }
     }
     rules
-}
-
-fn labels(obj: &Value) -> BTreeMap<String, String> {
-    meta::metadata(obj)
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect()
 }
 
 /// Equal as Go's semantic equality compares them: no rules and an empty

@@ -9,6 +9,7 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, ApiResult, Details};
+use crate::gofmt;
 
 /// kube-apiserver's request body limit (3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -125,47 +126,6 @@ impl<'de> Visitor<'de> for Seed<'_> {
     }
 }
 
-/// Go's JSON error text for a serde_json error on `body`.
-fn go_json_error(body: &[u8], err: &serde_json::Error) -> String {
-    if err.is_eof() {
-        return "unexpected end of JSON input".to_string();
-    }
-    // Locate the offending character from serde_json's line/column.
-    let mut line = 1;
-    let mut col = 0;
-    let mut found = None;
-    for &b in body {
-        if b == b'\n' {
-            line += 1;
-            col = 0;
-            continue;
-        }
-        col += 1;
-        if line == err.line() && col == err.column() {
-            found = Some(b as char);
-            break;
-        }
-    }
-    match found {
-        Some(c) => format!(
-            "invalid character {} looking for beginning of value",
-            go_quote_char(c)
-        ),
-        None => err.to_string(),
-    }
-}
-
-/// A character quoted as Go's encoding/json does in syntax errors.
-pub fn go_quote_char(c: char) -> String {
-    match c {
-        '\'' => "'\\''".to_string(),
-        '"' => "'\"'".to_string(),
-        c if (' '..='~').contains(&c) => format!("'{c}'"),
-        c if (c as u32) < 0x10000 => format!("'\\u{:04x}'", c as u32),
-        c => format!("'\\U{:08x}'", c as u32),
-    }
-}
-
 /// Parses JSON, recording duplicate fields. `Err` is Go's message.
 pub fn parse_json(body: &[u8]) -> Result<Decoded, String> {
     let dups = RefCell::new(Vec::new());
@@ -175,8 +135,8 @@ pub fn parse_json(body: &[u8]) -> Result<Decoded, String> {
         dups: &dups,
     }
     .deserialize(&mut de)
-    .map_err(|e| go_json_error(body, &e))?;
-    de.end().map_err(|e| go_json_error(body, &e))?;
+    .map_err(|e| gofmt::syntax_error(body, &e))?;
+    de.end().map_err(|e| gofmt::syntax_error(body, &e))?;
     Ok(Decoded {
         value,
         duplicates: dups.into_inner(),
@@ -207,18 +167,6 @@ pub fn parse_yaml(body: &[u8]) -> Result<Decoded, String> {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
-}
-
-/// How Go's encoding/json names a JSON value's type in unmarshal errors.
-fn go_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Array(_) => "array",
-        Value::String(_) => "string",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "bool",
-        Value::Object(_) => "object",
-        Value::Null => "null",
-    }
 }
 
 /// kube-apiserver's summary of a body in "unrecognized" errors.
@@ -278,7 +226,7 @@ pub fn decode_object(body: &[u8], format: BodyFormat, expected_kind: &str) -> Ap
             expected_kind,
             &format!(
                 "json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
-                go_type_name(other)
+                gofmt::json_kind(other)
             ),
             body,
         )),

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::gofmt;
+use crate::gofmt;
 
 /// One step of a field path.
 #[derive(Debug, Clone)]

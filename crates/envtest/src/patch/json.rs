@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use super::gofmt;
 use crate::error::{ApiError, ApiResult, Details};
+use crate::gofmt;
 
 /// The most operations the real server accepts in one JSON patch.
 const MAX_OPERATIONS: usize = 10_000;

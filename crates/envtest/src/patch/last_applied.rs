@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::ApplyRequest;
 use super::fieldpath::Set;
-use super::gofmt;
 use super::shape::Shape;
 use super::walk;
 use super::zero::typed_view;
+use crate::gofmt;
 
 /// The only manager these rules apply to.
 pub const KUBECTL: &str = "kubectl";

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::fieldpath::{PathElement, Set};
-use super::gofmt;
+use crate::gofmt;
 
 pub const APPLY: &str = "Apply";
 pub const UPDATE: &str = "Update";

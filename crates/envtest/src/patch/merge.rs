@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::gofmt;
 use crate::error::{ApiError, ApiResult};
+use crate::gofmt;
 
 pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
     let patch = gofmt::parse_json(body)

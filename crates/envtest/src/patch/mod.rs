@@ -12,7 +12,6 @@
 
 mod apply;
 mod fieldpath;
-pub(crate) mod gofmt;
 mod gosort;
 mod json;
 mod last_applied;

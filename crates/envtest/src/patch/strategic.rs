@@ -5,11 +5,11 @@
 
 use serde_json::{Map, Value};
 
-use super::gofmt::{self, go_v};
 use super::gosort::slice_stable;
 use super::shape::Shape;
 use super::{MAX_DEPTH, exceeds_depth};
 use crate::error::{ApiError, ApiResult, Details};
+use crate::gofmt::{self, go_v};
 use crate::typeinfo::{PatchStrategy, TypeInfo};
 
 const DIRECTIVE: &str = "$patch";

@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use super::cellib;
 use super::celvalues::to_cel;
-use super::fielderr::{BadValue, FieldError, FieldPath, go_json};
+use super::fielderr::{BadValue, FieldError, FieldPath};
 use super::node::{Rule, Schema};
+use crate::gofmt;
 
 /// Largest message a `messageExpression` may produce.
 const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
@@ -132,9 +133,9 @@ fn compile_rule(rule: &Rule, s: &Schema) -> CompiledRule {
 fn rule_value(rule: &Rule) -> BadValue {
     let mut parts = vec![format!(
         "\"rule\":{}",
-        go_json(&Value::String(rule.rule.clone()))
+        gofmt::json(&Value::String(rule.rule.clone()))
     )];
-    let mut push = |k: &str, v: Value| parts.push(format!("\"{k}\":{}", go_json(&v)));
+    let mut push = |k: &str, v: Value| parts.push(format!("\"{k}\":{}", gofmt::json(&v)));
     if !rule.message.is_empty() {
         push("message", Value::String(rule.message.clone()));
     }

@@ -11,10 +11,11 @@ use serde_json::{Map, Value};
 use super::crdparts::{
     api_approval, column, conversion, immutable_fields, stored_versions, subresources,
 };
-use super::fielderr::{BadValue, FieldError, FieldPath, go_quote, into_causes};
+use super::fielderr::{BadValue, FieldError, FieldPath, into_causes};
 use super::names;
 use super::schema_errors;
 use crate::error::Cause;
+use crate::gofmt;
 
 pub(crate) const PRINTER_COLUMN_TYPES: &str = "boolean,date,integer,number,string";
 pub(crate) const PRINTER_COLUMN_FORMATS: &str =
@@ -104,12 +105,12 @@ fn go_versions(versions: &[Value]) -> String {
                     cols.iter()
                         .map(|c| format!(
                             "apiextensions.CustomResourceColumnDefinition{{Name:{}, Type:{}, Format:{}, Description:{}, Priority:{}, JSONPath:{}}}",
-                            go_quote(s(c, "name")),
-                            go_quote(s(c, "type")),
-                            go_quote(s(c, "format")),
-                            go_quote(s(c, "description")),
+                            gofmt::quote(s(c, "name")),
+                            gofmt::quote(s(c, "type")),
+                            gofmt::quote(s(c, "format")),
+                            gofmt::quote(s(c, "description")),
                             c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                            go_quote(s(c, "jsonPath")),
+                            gofmt::quote(s(c, "jsonPath")),
                         ))
                         .collect::<Vec<_>>()
                         .join(", ")
@@ -123,7 +124,7 @@ fn go_versions(versions: &[Value]) -> String {
                         .iter()
                         .map(|f| format!(
                             "apiextensions.SelectableField{{JSONPath:{}}}",
-                            go_quote(s(f, "jsonPath"))
+                            gofmt::quote(s(f, "jsonPath"))
                         ))
                         .collect::<Vec<_>>()
                         .join(", ")
@@ -132,7 +133,7 @@ fn go_versions(versions: &[Value]) -> String {
             };
             format!(
                 "apiextensions.CustomResourceDefinitionVersion{{Name:{}, Served:{}, Storage:{}, Deprecated:{}, DeprecationWarning:{warning}, Schema:{schema}, Subresources:{sub}, AdditionalPrinterColumns:{cols}, SelectableFields:{fields}}}",
-                go_quote(s(v, "name")),
+                gofmt::quote(s(v, "name")),
                 b(v, "served"),
                 b(v, "storage"),
                 b(v, "deprecated"),
@@ -152,7 +153,7 @@ pub(crate) fn go_strings(list: &[String]) -> String {
     format!(
         "[]string{{{}}}",
         list.iter()
-            .map(|x| go_quote(x))
+            .map(|x| gofmt::quote(x))
             .collect::<Vec<_>>()
             .join(", ")
     )

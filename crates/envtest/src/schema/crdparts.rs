@@ -4,7 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::crd::{PRINTER_COLUMN_FORMATS, PRINTER_COLUMN_TYPES, b, go_strings, s};
-use super::fielderr::{BadValue, FieldError, FieldPath, go_quote};
+use super::fielderr::{BadValue, FieldError, FieldPath};
+use crate::gofmt;
 
 fn simple_json_path(p: &str, path: &FieldPath) -> Vec<FieldError> {
     if p.is_empty() {
@@ -279,7 +280,7 @@ pub(crate) fn api_approval(crd: &Value, group: &str, old: Option<&Value>) -> Vec
             &path,
             &format!(
                 "protected groups must have approval annotation {}, see https://github.com/kubernetes/enhancements/pull/1111",
-                go_quote(APPROVAL_ANNOTATION)
+                gofmt::quote(APPROVAL_ANNOTATION)
             ),
         )],
         Some(v)
@@ -294,7 +295,7 @@ pub(crate) fn api_approval(crd: &Value, group: &str, old: Option<&Value>) -> Vec
             BadValue::str(&v),
             &format!(
                 "protected groups must have approval annotation {}, with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111",
-                go_quote(APPROVAL_ANNOTATION)
+                gofmt::quote(APPROVAL_ANNOTATION)
             ),
         )],
     }

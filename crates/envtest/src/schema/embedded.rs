@@ -8,25 +8,6 @@ use super::fielderr::{BadValue, FieldError, FieldPath};
 use super::names;
 use super::node::Schema;
 
-/// The fields of ObjectMeta; others are dropped from embedded metadata.
-pub(crate) const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// Validates embedded resources in `x` (and `x` itself when `is_resource_root`).
 pub(crate) fn validate(
     x: &Value,

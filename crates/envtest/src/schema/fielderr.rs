@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use crate::error::Cause;
+use crate::gofmt;
 
 /// A `field.Path`. `None` is Go's nil path, printed `<nil>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -122,8 +123,8 @@ impl BadValue {
             // v1.24 turns nil into the string "null" before quoting it.
             Value::Null => BadValue::Str("null".to_string()),
             Value::Bool(b) => BadValue::Raw(b.to_string()),
-            Value::Number(_) => BadValue::Raw(go_number(v)),
-            other => BadValue::Raw(go_sharp_v(other)),
+            Value::Number(n) => BadValue::Raw(gofmt::number(n)),
+            other => BadValue::Raw(gofmt::sharp_v(other)),
         }
     }
 
@@ -180,7 +181,7 @@ impl FieldError {
                 "supported values: {}",
                 supported
                     .iter()
-                    .map(|s| go_quote(s))
+                    .map(|s| gofmt::quote(s))
                     .collect::<Vec<_>>()
                     .join(", ")
             )
@@ -222,7 +223,7 @@ impl FieldError {
             _ => match &self.value {
                 BadValue::Omit => self.kind.text().to_string(),
                 BadValue::Raw(v) => format!("{}: {v}", self.kind.text()),
-                BadValue::Str(v) => format!("{}: {}", self.kind.text(), go_quote(v)),
+                BadValue::Str(v) => format!("{}: {}", self.kind.text(), gofmt::quote(v)),
             },
         };
         if !self.detail.is_empty() {
@@ -245,192 +246,6 @@ impl FieldError {
 
 pub(crate) fn into_causes(errs: Vec<FieldError>) -> Vec<Cause> {
     errs.into_iter().map(FieldError::into_cause).collect()
-}
-
-/// Go's `strconv.Quote`.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if is_go_unprintable(c) => {
-                let n = c as u32;
-                if n < 0x10000 {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// An approximation of `!unicode.IsPrint` for characters above ASCII.
-fn is_go_unprintable(c: char) -> bool {
-    let n = c as u32;
-    (0x80..=0xa0).contains(&n)
-        || n == 0xad
-        || (0x2000..=0x200f).contains(&n) && n != 0x2010
-        || (0x2028..=0x202f).contains(&n)
-        || (0x205f..=0x206f).contains(&n)
-        || n == 0x3000
-        || n == 0xfeff
-        || (0xfff9..=0xfffb).contains(&n)
-        || (0xd800..=0xdfff).contains(&n)
-        || (0xe000..=0xf8ff).contains(&n)
-}
-
-/// A JSON number as Go decodes it into `interface{}` (int64 when it fits,
-/// float64 otherwise) and prints it with `%v`.
-pub(crate) fn go_number(v: &Value) -> String {
-    match v {
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.to_string()
-            } else {
-                go_float(n.as_f64().unwrap_or(0.0))
-            }
-        }
-        _ => String::new(),
-    }
-}
-
-/// Go's `%v` for a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`: shortest
-/// digits, exponent form below 1e-4 and from 1e6).
-pub(crate) fn go_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".to_string();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_string();
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0" } else { "0" }.to_string();
-    }
-    // Shortest round-trip digits and decimal exponent.
-    let e_repr = format!("{f:e}");
-    let (mantissa, exp) = match e_repr.split_once('e') {
-        Some((m, e)) => (m.to_string(), e.parse::<i32>().unwrap_or(0)),
-        None => (e_repr.clone(), 0),
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        let abs = exp.unsigned_abs();
-        if abs < 10 {
-            format!("{mantissa}e{sign}0{abs}")
-        } else {
-            format!("{mantissa}e{sign}{abs}")
-        }
-    } else {
-        // Rust's Display never uses an exponent and is shortest round-trip.
-        format!("{f}")
-    }
-}
-
-/// Go's `%#v` of a JSON value decoded into `interface{}`.
-pub(crate) fn go_sharp_v(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let inner = keys
-                .iter()
-                .map(|k| format!("{}:{}", go_quote(k), go_sharp_v_elem(&m[k.as_str()])))
-                .collect::<Vec<_>>()
-                .join(", ");
-            format!("map[string]interface {{}}{{{inner}}}")
-        }
-        Value::Array(a) => {
-            let inner = a.iter().map(go_sharp_v_elem).collect::<Vec<_>>().join(", ");
-            format!("[]interface {{}}{{{inner}}}")
-        }
-        Value::String(s) => go_quote(s),
-        Value::Null => "interface {}(nil)".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(_) => go_number(v),
-    }
-}
-
-/// `%#v` of an element inside a container (typed `interface{}` elements).
-fn go_sharp_v_elem(v: &Value) -> String {
-    match v {
-        Value::Number(n) if n.as_i64().is_none() => {
-            let s = go_float(n.as_f64().unwrap_or(0.0));
-            // %#v of a float64 always shows a decimal point or exponent.
-            if s.contains('.') || s.contains('e') || s.contains("Inf") || s == "NaN" {
-                s
-            } else {
-                format!("{s}.0")
-            }
-        }
-        other => go_sharp_v(other),
-    }
-}
-
-/// Go's `json.Marshal` of a JSON value (keys sorted, `<>&` escaped), as the
-/// current `field.Error` prints compound values.
-pub(crate) fn go_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_go_json(v, &mut out);
-    out
-}
-
-fn write_go_json(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json_str(k, out);
-                out.push(':');
-                write_go_json(&m[k.as_str()], out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, e) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json(e, out);
-            }
-            out.push(']');
-        }
-        Value::String(s) => write_go_json_str(s, out),
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-fn write_go_json_str(s: &str, out: &mut String) {
-    let quoted = serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
-    for c in quoted.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            c => out.push(c),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -457,17 +272,6 @@ mod tests {
     }
 
     #[test]
-    fn go_float_formatting() {
-        assert_eq!(go_float(1.0), "1");
-        assert_eq!(go_float(1.5), "1.5");
-        assert_eq!(go_float(1e21), "1e+21");
-        assert_eq!(go_float(123456789.0), "1.23456789e+08");
-        assert_eq!(go_float(100000.0), "100000");
-        assert_eq!(go_float(0.00001), "1e-05");
-        assert_eq!(go_float(-2.5), "-2.5");
-    }
-
-    #[test]
     fn bodies_match_v124() {
         let e = FieldError::invalid(&FieldPath::new("x"), BadValue::of(&json!(0)), "d");
         assert_eq!(e.body(), "Invalid value: 0: d");
@@ -475,14 +279,5 @@ mod tests {
         assert_eq!(e.body(), "Required value");
         let e = FieldError::invalid(&FieldPath::new("x"), BadValue::of(&Value::Null), "d");
         assert_eq!(e.body(), "Invalid value: \"null\": d");
-        assert_eq!(
-            go_sharp_v(&json!({"b": [1, "x"], "a": 1.5})),
-            "map[string]interface {}{\"a\":1.5, \"b\":[]interface {}{1, \"x\"}}"
-        );
-        assert_eq!(go_quote("a\"b\n\u{1}"), "\"a\\\"b\\n\\x01\"");
-        assert_eq!(
-            go_json(&json!({"b": "<", "a": 1})),
-            "{\"a\":1,\"b\":\"\\u003c\"}"
-        );
     }
 }

@@ -4,8 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::fielderr::{BadValue, FieldError, FieldPath, go_json};
+use super::fielderr::{BadValue, FieldError, FieldPath};
 use super::node::Schema;
+use crate::gofmt;
 use crate::typeinfo::{ListType, TypeInfo, Untyped};
 
 /// The schema at `path` (field names, list positions left out).
@@ -92,7 +93,7 @@ fn key_value(fields: &[(&str, &Value)]) -> BadValue {
 fn array(path: &FieldPath, s: &Schema, items: &[Value], errs: &mut Vec<FieldError>) {
     match s.x_list_type.as_deref() {
         Some("set") => {
-            for i in non_unique(items.iter().map(|v| Some(go_json(v))).collect()) {
+            for i in non_unique(items.iter().map(|v| Some(gofmt::json(v))).collect()) {
                 errs.push(FieldError::duplicate(
                     &path.index(i),
                     BadValue::of(&items[i]),
@@ -126,7 +127,7 @@ fn array(path: &FieldPath, s: &Schema, items: &[Value], errs: &mut Vec<FieldErro
                         Some(
                             fields
                                 .iter()
-                                .map(|(k, v)| format!("{k}={}", go_json(v)))
+                                .map(|(k, v)| format!("{k}={}", gofmt::json(v)))
                                 .collect::<Vec<_>>()
                                 .join(","),
                         )

@@ -4,7 +4,6 @@
 
 use serde_json::{Map, Value};
 
-use super::embedded;
 use super::node::Schema;
 
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
@@ -256,7 +255,7 @@ fn coerce_metadata(m: &mut Map<String, Value>, parent: &[String], out: &mut Vec<
     };
     let keys: Vec<String> = meta.keys().cloned().collect();
     for k in keys {
-        if !embedded::OBJECT_META_FIELDS.contains(&k.as_str()) {
+        if !crate::meta::OBJECT_META_FIELDS.contains(&k.as_str()) {
             meta.remove(&k);
             let mut p = parent.to_vec();
             push_key(&mut p, "metadata");

@@ -1,5 +1,5 @@
-//! Kubernetes resource quantities (`500Mi`, `1.5`, `2e3`) for the CEL
-//! `quantity` library: parsed exactly into nano-units.
+//! The CEL `quantity` library over Kubernetes resource quantities (`500Mi`,
+//! `1.5`, `2e3`), parsed by `crate::quantity` into nano-units.
 
 use std::sync::Arc;
 
@@ -21,57 +21,12 @@ impl Opaque for Quantity {
     }
 }
 
-/// Parses `resource.ParseQuantity` syntax.
+/// Parses `resource.ParseQuantity` syntax with the one parser envtest has
+/// (`crate::quantity`), keeping only the value.
 pub(crate) fn parse(s: &str) -> Option<Quantity> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let num_end = body
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(body.len());
-    let (num, suffix) = body.split_at(num_end);
-    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-        return None;
-    }
-    let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
-    let digits = format!("{int_part}{frac_part}");
-    let mantissa: i128 = digits.parse().ok()?;
-    let (binary_shift, decimal_exp): (u32, i32) = match suffix {
-        "" => (0, 0),
-        "n" => (0, -9),
-        "u" => (0, -6),
-        "m" => (0, -3),
-        "k" => (0, 3),
-        "M" => (0, 6),
-        "G" => (0, 9),
-        "T" => (0, 12),
-        "P" => (0, 15),
-        "E" => (0, 18),
-        "Ki" => (10, 0),
-        "Mi" => (20, 0),
-        "Gi" => (30, 0),
-        "Ti" => (40, 0),
-        "Pi" => (50, 0),
-        "Ei" => (60, 0),
-        e if e.starts_with(['e', 'E']) => {
-            let exp: i32 = e[1..].parse().ok()?;
-            if e[1..].is_empty() || exp.abs() > 30 {
-                return None;
-            }
-            (0, exp)
-        }
-        _ => return None,
-    };
-    let exp = 9 + decimal_exp - frac_part.len() as i32;
-    let scaled = if exp >= 0 {
-        mantissa.checked_mul(10i128.checked_pow(exp as u32)?)?
-    } else {
-        mantissa / 10i128.checked_pow((-exp) as u32)?
-    };
-    let value = scaled.checked_mul(1i128.checked_shl(binary_shift)?)?;
-    Some(Quantity(if neg { -value } else { value }))
+    crate::quantity::Quantity::parse(s)
+        .ok()
+        .map(|q| Quantity(q.nanos()))
 }
 
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
@@ -153,7 +108,7 @@ fn quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Executi
         Some(q) => owned(wrap(q)),
         None => Err(ExecutionError::function_error(
             "quantity",
-            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            crate::quantity::FORMAT_ERROR,
         )),
     }
 }

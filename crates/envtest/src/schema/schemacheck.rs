@@ -6,6 +6,7 @@
 use super::cel;
 use super::fielderr::{BadValue, FieldError, FieldPath};
 use super::node::{AdditionalProperties, Schema};
+use crate::gofmt;
 
 const OPENAPI_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
 const META_FIELDS: [&str; 3] = ["metadata", "kind", "apiVersion"];
@@ -369,7 +370,7 @@ fn list_map_checks(s: &Schema, path: &FieldPath, errs: &mut Vec<FieldError>) {
         "[]string{{{}}}",
         s.x_list_map_keys
             .iter()
-            .map(|k| super::fielderr::go_quote(k))
+            .map(|k| gofmt::quote(k))
             .collect::<Vec<_>>()
             .join(", ")
     ));

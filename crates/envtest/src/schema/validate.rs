@@ -6,9 +6,10 @@
 
 use serde_json::Value;
 
-use super::fielderr::{BadValue, FieldError, FieldPath, go_float, go_number};
+use super::fielderr::{BadValue, FieldError, FieldPath};
 use super::formats;
 use super::node::{AdditionalProperties, Schema};
+use crate::gofmt;
 
 /// Which check failed (kube-openapi error codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +112,7 @@ fn invalid_type(name: &str, type_name: &str, data_type: &str) -> VErr {
         Some(BadValue::str(data_type)),
         format!(
             "{name} in {IN} must be of type {type_name}: {}",
-            super::fielderr::go_quote(data_type)
+            gofmt::quote(data_type)
         ),
     )
 }
@@ -167,7 +168,7 @@ fn to_field_error(e: VErr, fld_path: &FieldPath) -> FieldError {
                         .iter()
                         .map(|v| match v {
                             Value::String(s) => s.clone(),
-                            other => super::fielderr::go_json(other),
+                            other => gofmt::json(other),
                         })
                         .collect();
                     let v = value.unwrap_or_else(|| BadValue::Str("null".into()));
@@ -373,7 +374,7 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
         if !succeeded {
             main.add(VErr::Plain(format!(
                 "{} must validate at least one schema (anyOf)",
-                super::fielderr::go_quote(path)
+                gofmt::quote(path)
             )));
         }
         if let Some(b) = best {
@@ -408,7 +409,7 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
             };
             main.add(VErr::Plain(format!(
                 "{} must validate one and only one schema (oneOf). {extra}",
-                super::fielderr::go_quote(path)
+                gofmt::quote(path)
             )));
             if let Some(b) = best {
                 main.merge(b);
@@ -434,7 +435,7 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
             };
             main.add(VErr::Plain(format!(
                 "{} must validate all the schemas (allOf){extra}",
-                super::fielderr::go_quote(path)
+                gofmt::quote(path)
             )));
         }
     }
@@ -443,7 +444,7 @@ fn props_check(s: &Schema, data: &Value, path: &str) -> VResult {
     {
         main.add(VErr::Plain(format!(
             "{} must not validate the schema (not)",
-            super::fielderr::go_quote(path)
+            gofmt::quote(path)
         )));
     }
     main.match_count += 1;
@@ -507,7 +508,7 @@ fn format_check(format: &str, data: &str, path: &str) -> VResult {
         Some(BadValue::str(data)),
         format!(
             "{path} in {IN} must be of type {format}: {}",
-            super::fielderr::go_quote(data)
+            gofmt::quote(data)
         ),
     ))
 }
@@ -515,7 +516,7 @@ fn format_check(format: &str, data: &str, path: &str) -> VResult {
 fn num_value(n: &Num) -> BadValue {
     match n {
         Num::Int(i) => BadValue::Raw(i.to_string()),
-        Num::Float(f) => BadValue::Raw(go_float(*f)),
+        Num::Float(f) => BadValue::Raw(gofmt::float(*f)),
     }
 }
 
@@ -530,10 +531,10 @@ fn number_check(s: &Schema, n: &Num, data: &Value, path: &str) -> VResult {
             multiple.add(verr(
                 Code::MultipleOfMustBePositive,
                 path,
-                Some(BadValue::Raw(go_float(factor))),
+                Some(BadValue::Raw(gofmt::float(factor))),
                 format!(
                     "factor MultipleOf declared for {path} must be positive: {}",
-                    go_float(factor)
+                    gofmt::float(factor)
                 ),
             ));
         } else {
@@ -569,7 +570,7 @@ fn number_check(s: &Schema, n: &Num, data: &Value, path: &str) -> VResult {
                             value.clone(),
                             format!(
                                 "{path} in {IN} should be a multiple of {}",
-                                go_float(factor)
+                                gofmt::float(factor)
                             ),
                         ));
                     }
@@ -584,7 +585,10 @@ fn number_check(s: &Schema, n: &Num, data: &Value, path: &str) -> VResult {
                 let m = max as i64;
                 ((!excl && *i > m) || (excl && *i >= m), m.to_string())
             }
-            Num::Float(d) => ((!excl && *d > max) || (excl && *d >= max), go_float(max)),
+            Num::Float(d) => (
+                (!excl && *d > max) || (excl && *d >= max),
+                gofmt::float(max),
+            ),
         };
         if fails {
             let op = if excl {
@@ -607,7 +611,10 @@ fn number_check(s: &Schema, n: &Num, data: &Value, path: &str) -> VResult {
                 let m = min as i64;
                 ((!excl && *i < m) || (excl && *i <= m), m.to_string())
             }
-            Num::Float(d) => ((!excl && *d < min) || (excl && *d <= min), go_float(min)),
+            Num::Float(d) => (
+                (!excl && *d < min) || (excl && *d <= min),
+                gofmt::float(min),
+            ),
         };
         if fails {
             let op = if excl {
@@ -764,7 +771,7 @@ fn go_enum_elem(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => "<nil>".to_string(),
-        Value::Number(_) => go_number(v),
+        Value::Number(n) => gofmt::number(n),
         other => other.to_string(),
     }
 }

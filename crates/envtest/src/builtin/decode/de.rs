@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use super::gotime;
 use super::gotype::{self, go_json_kind};
-use crate::builtin::quantity::Quantity;
+use crate::quantity::Quantity;
 
 /// Go's limit on accumulated strict errors.
 const MAX_UNKNOWN: usize = 100;
@@ -429,9 +429,8 @@ impl<'de, 'r> Deserializer<'de> for ValueDe<'de, 'r> {
                     Value::Null => "0".to_string(),
                     other => other.to_string(),
                 };
-                let q = Quantity::parse(&raw).map_err(|_| {
-                    DeError::Final(crate::builtin::quantity::FORMAT_ERROR.to_string())
-                })?;
+                let q = Quantity::parse(&raw)
+                    .map_err(|_| DeError::Final(crate::quantity::FORMAT_ERROR.to_string()))?;
                 visitor.visit_newtype_struct(StrDe(&q.canonical()))
             }
             _ => visitor

@@ -9,8 +9,8 @@ use super::names::{
     is_config_map_key, is_env_var_name, is_qualified_name, is_valid_port_name, is_valid_port_num,
 };
 use super::volumes::relative_path;
-use crate::builtin::quantity;
 use crate::error::Cause;
+use crate::quantity;
 
 pub(super) fn containers(
     spec: &Value,

@@ -1,10 +1,12 @@
-//! Label selectors: `ValidateLabelSelector` and matching a label set.
+//! Label selectors of built-in kinds: `ValidateLabelSelector`, whether one
+//! selects a label set (matched by `crate::selectors`), and its Go rendering.
 
 use serde_json::Value;
 
 use super::meta::labels;
 use super::names::is_qualified_name;
 use crate::error::Cause;
+use crate::selectors::LabelSelector;
 
 /// `ValidateLabelSelector` (nothing for an absent selector).
 pub(crate) fn validate(selector: Option<&Value>, field: &str) -> Vec<Cause> {
@@ -76,37 +78,11 @@ pub(crate) fn selects(selector: Option<&Value>, labels: Option<&Value>) -> Selec
     let Some(selector) = selector.filter(|s| !s.is_null()) else {
         return Selects::Nothing;
     };
-    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
-    let expressions = selector.get("matchExpressions").and_then(Value::as_array);
-    if match_labels.is_none_or(|m| m.is_empty()) && expressions.is_none_or(|e| e.is_empty()) {
-        return Selects::Everything;
+    match LabelSelector::from_object(Some(selector)) {
+        Err(_) => Selects::Invalid,
+        Ok(selector) if selector.is_empty() => Selects::Everything,
+        Ok(selector) => Selects::Matches(selector.matches(labels.and_then(Value::as_object))),
     }
-    let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-    let mut matches = true;
-    for (key, value) in match_labels.into_iter().flatten() {
-        if label(key) != value.as_str() {
-            matches = false;
-        }
-    }
-    for expr in expressions.into_iter().flatten() {
-        let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&str> = expr
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let ok = match expr.get("operator").and_then(Value::as_str).unwrap_or("") {
-            "In" if !values.is_empty() => label(key).is_some_and(|v| values.contains(&v)),
-            "NotIn" if !values.is_empty() => label(key).is_none_or(|v| !values.contains(&v)),
-            "Exists" if values.is_empty() => label(key).is_some(),
-            "DoesNotExist" if values.is_empty() => label(key).is_none(),
-            _ => return Selects::Invalid,
-        };
-        matches &= ok;
-    }
-    Selects::Matches(matches)
 }
 
 /// The rendering of a `*metav1.LabelSelector` in messages.

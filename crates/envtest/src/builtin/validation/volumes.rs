@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::fields::{dns_label, list, present, s};
-use crate::builtin::quantity;
 use crate::error::Cause;
+use crate::quantity;
 
 /// `ValidateVolumes`; returns the names of the valid volumes.
 pub(super) fn volumes(spec: &Value, path: &str, causes: &mut Vec<Cause>) -> HashSet<String> {

@@ -88,12 +88,16 @@ fn json_number(n: &Number) -> String {
     }
 }
 
-/// Go's `%v` of a JSON number.
+/// Go's `%v` of a JSON number decoded into `interface{}` (int64 when it
+/// fits, float64 otherwise).
 pub fn number(n: &Number) -> String {
-    json_number(n)
+    match n.as_i64() {
+        Some(i) => i.to_string(),
+        None => float(n.as_f64().unwrap_or(0.0)),
+    }
 }
 
-/// Go's `%q` of a string.
+/// Go's `strconv.Quote`.
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -101,14 +105,22 @@ pub fn quote(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                if (c as u32) < 0x80 {
-                    out.push_str(&format!("\\x{:02x}", c as u32));
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if is_go_unprintable(c) => {
+                let n = c as u32;
+                if n < 0x10000 {
+                    out.push_str(&format!("\\u{n:04x}"));
                 } else {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
+                    out.push_str(&format!("\\U{n:08x}"));
                 }
             }
             c => out.push(c),
@@ -116,6 +128,93 @@ pub fn quote(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// An approximation of `!unicode.IsPrint` for characters above ASCII.
+fn is_go_unprintable(c: char) -> bool {
+    let n = c as u32;
+    (0x80..=0xa0).contains(&n)
+        || n == 0xad
+        || (0x2000..=0x200f).contains(&n) && n != 0x2010
+        || (0x2028..=0x202f).contains(&n)
+        || (0x205f..=0x206f).contains(&n)
+        || n == 0x3000
+        || n == 0xfeff
+        || (0xfff9..=0xfffb).contains(&n)
+        || (0xd800..=0xdfff).contains(&n)
+        || (0xe000..=0xf8ff).contains(&n)
+}
+
+/// Go's `%v` for a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`: shortest
+/// digits, exponent form below 1e-4 and from 1e6).
+pub fn float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    // Shortest round-trip digits and decimal exponent.
+    let e_repr = format!("{f:e}");
+    let (mantissa, exp) = match e_repr.split_once('e') {
+        Some((m, e)) => (m.to_string(), e.parse::<i32>().unwrap_or(0)),
+        None => (e_repr.clone(), 0),
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        let abs = exp.unsigned_abs();
+        if abs < 10 {
+            format!("{mantissa}e{sign}0{abs}")
+        } else {
+            format!("{mantissa}e{sign}{abs}")
+        }
+    } else {
+        // Rust's Display never uses an exponent and is shortest round-trip.
+        format!("{f}")
+    }
+}
+
+/// Go's `%#v` of a JSON value decoded into `interface{}`.
+pub fn sharp_v(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let inner = keys
+                .iter()
+                .map(|k| format!("{}:{}", quote(k), sharp_v_elem(&m[k.as_str()])))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("map[string]interface {{}}{{{inner}}}")
+        }
+        Value::Array(a) => {
+            let inner = a.iter().map(sharp_v_elem).collect::<Vec<_>>().join(", ");
+            format!("[]interface {{}}{{{inner}}}")
+        }
+        Value::String(s) => quote(s),
+        Value::Null => "interface {}(nil)".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => number(n),
+    }
+}
+
+/// `%#v` of an element inside a container (typed `interface{}` elements).
+fn sharp_v_elem(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.as_i64().is_none() => {
+            let s = float(n.as_f64().unwrap_or(0.0));
+            // %#v of a float64 always shows a decimal point or exponent.
+            if s.contains('.') || s.contains('e') || s.contains("Inf") || s == "NaN" {
+                s
+            } else {
+                format!("{s}.0")
+            }
+        }
+        other => sharp_v(other),
+    }
 }
 
 /// Go's `%v` of a decoded JSON value (`map[a:1 b:[x y]]`).
@@ -170,7 +269,8 @@ pub fn parse_json(body: &[u8]) -> Result<Value, String> {
     serde_json::from_slice::<Value>(body).map_err(|e| syntax_error(body, &e))
 }
 
-fn syntax_error(body: &[u8], err: &serde_json::Error) -> String {
+/// Go's decoder error for the serde_json error `err` on `body`.
+pub fn syntax_error(body: &[u8], err: &serde_json::Error) -> String {
     if err.is_eof() {
         return "unexpected end of JSON input".to_string();
     }
@@ -178,12 +278,11 @@ fn syntax_error(body: &[u8], err: &serde_json::Error) -> String {
         // Only raised for things like numbers out of range or nesting limits.
         return format!("json: {err}");
     }
-    let text = String::from_utf8_lossy(body);
-    let Some((before, c)) = char_at(&text, err.line(), err.column()) else {
+    let Some((before, c)) = char_at(body, err.line(), err.column()) else {
         return format!("invalid JSON: {err}");
     };
     if err.to_string().contains("trailing") {
-        return format!("invalid character {} after top-level value", go_char(c));
+        return format!("invalid character {} after top-level value", quote_char(c));
     }
     // Inside `null`, `true` or `false`, Go names the literal and the letter it wanted.
     let word: String = before
@@ -201,35 +300,37 @@ fn syntax_error(body: &[u8], err: &serde_json::Error) -> String {
             {
                 return format!(
                     "invalid character {} in literal {literal} (expecting {})",
-                    go_char(c),
-                    go_char(expected)
+                    quote_char(c),
+                    quote_char(expected)
                 );
             }
         }
     }
     format!(
         "invalid character {} looking for beginning of value",
-        go_char(c)
+        quote_char(c)
     )
 }
 
-/// The character at a 1-based line and (byte) column of `text`, with the
-/// text of that line before it.
-fn char_at(text: &str, line: usize, column: usize) -> Option<(&str, char)> {
-    let line_text = text.split('\n').nth(line.checked_sub(1)?)?;
+/// The byte at a 1-based line and (byte) column of `body`, as the character
+/// Go's scanner names (it reads bytes), with the line's text before it.
+fn char_at(body: &[u8], line: usize, column: usize) -> Option<(String, char)> {
+    let line_bytes = body.split(|b| *b == b'\n').nth(line.checked_sub(1)?)?;
     let start = column.saturating_sub(1);
-    let c = line_text
-        .get(start..)
-        .and_then(|rest| rest.chars().next())?;
-    Some((line_text.get(..start).unwrap_or(""), c))
+    let byte = *line_bytes.get(start)?;
+    let before = String::from_utf8_lossy(&line_bytes[..start]).into_owned();
+    Some((before, char::from(byte)))
 }
 
-fn go_char(c: char) -> String {
+/// A character as Go's JSON errors quote it (`quoteChar`).
+pub fn quote_char(c: char) -> String {
     match c {
         '\'' => "'\\''".to_string(),
         '"' => "'\"'".to_string(),
-        c if c.is_control() => format!("'\\x{:02x}'", c as u32),
-        c => format!("'{c}'"),
+        c => {
+            let quoted = quote(&c.to_string());
+            format!("'{}'", &quoted[1..quoted.len() - 1])
+        }
     }
 }
 
@@ -255,6 +356,32 @@ mod tests {
         assert_eq!(json(&json!(1.5)), "1.5");
         assert_eq!(json(&json!(1e21)), "1e+21");
         assert_eq!(json(&json!(1e-7)), "1e-7");
+    }
+
+    #[test]
+    fn floats_print_as_go_v() {
+        assert_eq!(float(1.0), "1");
+        assert_eq!(float(1.5), "1.5");
+        assert_eq!(float(1e21), "1e+21");
+        assert_eq!(float(123456789.0), "1.23456789e+08");
+        assert_eq!(float(100000.0), "100000");
+        assert_eq!(float(0.00001), "1e-05");
+        assert_eq!(float(-2.5), "-2.5");
+    }
+
+    #[test]
+    fn sharp_v_and_quote_match_go() {
+        assert_eq!(
+            sharp_v(&json!({"b": [1, "x"], "a": 1.5})),
+            "map[string]interface {}{\"a\":1.5, \"b\":[]interface {}{1, \"x\"}}"
+        );
+        assert_eq!(quote("a\"b\n\u{1}"), "\"a\\\"b\\n\\x01\"");
+        assert_eq!(
+            json(&json!({"b": "<", "a": 1})),
+            "{\"a\":1,\"b\":\"\\u003c\"}"
+        );
+        assert_eq!(quote("\u{7}\u{85}"), "\"\\a\\u0085\"");
+        assert_eq!(go_v(&json!([1234567.5])), "[1.2345675e+06]");
     }
 
     #[test]

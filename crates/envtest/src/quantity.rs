@@ -1,6 +1,6 @@
 //! `resource.Quantity`: parsing with Go's rules and messages, the canonical
 //! text Go writes back (`1000m` → `1`, `1024Mi` → `1Gi`, `0.5` → `500m`), and
-//! comparison (QoS class, requests ≤ limits).
+//! comparison (QoS class, requests ≤ limits, CEL's `quantity` library).
 
 /// Go's `ErrFormatWrong`.
 pub(crate) const FORMAT_ERROR: &str =
