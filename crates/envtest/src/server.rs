@@ -33,6 +33,8 @@ pub struct Config {
     /// Where webhook Service references lead (`--webhook-route
     /// NS/NAME:PORT=HOST:PORT`); see `docs/envtest-webhooks.md`.
     pub webhook_routes: Vec<WebhookRoute>,
+    /// kube-controller-manager's controllers beyond the essential ones.
+    pub cluster_controllers: crate::api::ClusterControllers,
 }
 
 impl Default for Config {
@@ -43,6 +45,7 @@ impl Default for Config {
             watch_history: 10_000,
             read_history: 100_000,
             webhook_routes: Vec::new(),
+            cluster_controllers: crate::api::ClusterControllers::default(),
         }
     }
 }
@@ -63,7 +66,9 @@ impl Envtest {
     /// CRD from `config.crd_paths` Established.
     pub async fn start(config: Config) -> anyhow::Result<Envtest> {
         let crds = load_crd_documents(&config.crd_paths)?;
-        let app = Arc::new(App::with_history(config.watch_history, config.read_history));
+        let mut app = App::with_history(config.watch_history, config.read_history);
+        app.cluster_controllers = config.cluster_controllers;
+        let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
         let controllers = controllers::spawn(app.clone());

@@ -18,3 +18,5 @@ mod common;
 mod gc;
 #[path = "cluster/rbac.rs"]
 mod rbac;
+#[path = "cluster/subresources.rs"]
+mod subresources;

@@ -5,6 +5,8 @@
 pub mod admit;
 pub mod create;
 pub mod delete;
+pub mod disruption;
+pub mod pods;
 pub mod read;
 pub mod scale;
 pub mod update;
@@ -40,6 +42,30 @@ pub struct App {
     pub server_address: std::sync::RwLock<String>,
     /// Set when the server stops: open watches end so connections can close.
     pub closing: tokio::sync::watch::Sender<bool>,
+    /// Which of kube-controller-manager's optional controllers run.
+    pub cluster_controllers: ClusterControllers,
+}
+
+/// Controllers every cluster runs that kube-apiserver alone lacks, on by
+/// default. The recorded transcripts come from a server without them, so
+/// their replay turns them off ([`ClusterControllers::none`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterControllers {
+    /// Keeps PodDisruptionBudgets' status (what evictions honour).
+    pub disruption: bool,
+}
+
+impl Default for ClusterControllers {
+    fn default() -> Self {
+        ClusterControllers { disruption: true }
+    }
+}
+
+impl ClusterControllers {
+    /// None of them, as in the recorded cluster.
+    pub fn none() -> Self {
+        ClusterControllers { disruption: false }
+    }
 }
 
 impl App {
@@ -61,6 +87,7 @@ impl App {
             allocator: Mutex::new(builtin::Allocator::default()),
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
+            cluster_controllers: ClusterControllers::default(),
         }
     }
 }

@@ -4,7 +4,6 @@
 //! by server-side apply as `clusterrole-aggregation-controller` owning
 //! `rules`. It runs again whenever a ClusterRole changes.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -48,7 +47,7 @@ fn aggregated_rules(name: &str, selectors: &Value, roles: &[Arc<Value>]) -> Vec<
         };
         // `roles` comes from the store ordered by name.
         for role in roles {
-            if meta::name(role) == name || !selector.matches(&labels(role)) {
+            if meta::name(role) == name || !selector.matches(&super::labels_of(role)) {
                 continue;
             }
             for rule in role
@@ -64,16 +63,6 @@ fn aggregated_rules(name: &str, selectors: &Value, roles: &[Arc<Value>]) -> Vec<
         }
     }
     rules
-}
-
-fn labels(obj: &Value) -> BTreeMap<String, String> {
-    meta::metadata(obj)
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect()
 }
 
 /// Equal as Go's semantic equality compares them: no rules and an empty

@@ -7,6 +7,7 @@
 
 pub mod aggregation;
 mod crds;
+pub mod disruption;
 mod events;
 mod gc;
 mod namespaces;
@@ -42,6 +43,8 @@ struct Controllers {
     cluster_roles_changed: bool,
     /// A CRD changed: owner references to its kind may resolve now.
     crds_changed: bool,
+    /// Namespaces whose PodDisruptionBudgets may need a new status.
+    dirty_budgets: std::collections::BTreeSet<String>,
 }
 
 impl Controllers {
@@ -62,6 +65,11 @@ impl Controllers {
         if &*ev.resource == crds::CRD_KEY {
             self.crds_changed = true;
         }
+        if self.app.cluster_controllers.disruption
+            && let Some(ns) = disruption::namespace_to_sync(ev)
+        {
+            self.dirty_budgets.insert(ns.to_string());
+        }
     }
 
     /// Work deferred to the end of a batch of changes, so that emptying a
@@ -81,6 +89,9 @@ impl Controllers {
         }
         if std::mem::take(&mut self.crds_changed) {
             self.gc.recheck_unresolved(&self.app);
+        }
+        for ns in std::mem::take(&mut self.dirty_budgets) {
+            disruption::sync_namespace(&self.app, &ns);
         }
     }
 }
@@ -103,6 +114,7 @@ pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
         webhooks_changed: false,
         cluster_roles_changed: false,
         crds_changed: false,
+        dirty_budgets: Default::default(),
     };
     crds::rebuild_registry(&app);
     let existing: Vec<Event> = app
@@ -186,6 +198,17 @@ pub(crate) fn modify(
         Err(e) if e.code == 404 => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// An object's labels.
+pub(crate) fn labels_of(obj: &Value) -> std::collections::BTreeMap<String, String> {
+    crate::meta::metadata(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect()
 }
 
 /// The served resource for a storage key.

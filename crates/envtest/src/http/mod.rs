@@ -253,6 +253,7 @@ async fn resource(
         Some("status") => res.has_status,
         Some("scale") => res.scale.is_some(),
         Some("finalize") => res.group.is_empty() && res.plural == "namespaces",
+        Some("binding" | "eviction") => res.group.is_empty() && res.plural == "pods",
         Some(_) => false,
     };
     if !sub_ok {
@@ -295,6 +296,22 @@ async fn resource(
             let acc = negotiate(accept, Endpoint::Object)?;
             let obj = api::read::get(app, &res, &ns, &name)?;
             Ok(object_response(&res, &obj, &acc, q))
+        }
+        (Method::POST, Some(name)) if matches!(sub, Some("binding" | "eviction")) => {
+            let acc = negotiate(accept, Endpoint::Plain)?;
+            let bytes = read_body(body).await?;
+            let opts = query::write_options(q, "CreateOptions", false)?;
+            let format = body::body_format(content_type)?;
+            let binding = sub == Some("binding");
+            let kind = if binding { "Binding" } else { "Eviction" };
+            let decoded = body::decode_object(&bytes, format, kind)?;
+            let ctx = write_ctx(opts, call);
+            let result = if binding {
+                api::pods::bind(app, &res, &ns, &name, decoded.value, &ctx).await
+            } else {
+                api::pods::evict(app, &res, &ns, &name, decoded.value, &ctx).await
+            };
+            Ok(written(app, &res, result, &ctx.warnings, &acc))
         }
         (Method::POST, None) => {
             check_verb(&res, "create")?;

@@ -53,7 +53,15 @@ pub fn error(err: &ApiError) -> Response {
 
 /// A Status error with `Warning` headers (e.g. from admission webhooks).
 pub fn error_with_warnings(err: &ApiError, warnings: &[String]) -> Response {
-    object(err.code, &err.to_status(), Format::Json, warnings)
+    let mut resp = object(err.code, &err.to_status(), Format::Json, warnings);
+    // As kube-apiserver does for a Status that suggests a delay (429, 504).
+    let retry_after = err.details.as_ref().and_then(|d| d.retry_after_seconds);
+    if let Some(seconds) = retry_after.filter(|s| *s > 0)
+        && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    resp
 }
 
 /// A body that is already encoded, such as protobuf.
