@@ -72,10 +72,9 @@ impl Envtest {
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
         let controllers = controllers::spawn(app.clone());
+        // The bootstrap admin, edit and view roles come aggregated, as on a
+        // cluster that has been up for a moment.
         crate::bootstrap::create_all(&app)?;
-        // The bootstrap admin, edit and view roles are aggregated before the
-        // first request, as on a cluster that has been up for a moment.
-        controllers::aggregation::aggregate_all(&app);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", config.port))?;

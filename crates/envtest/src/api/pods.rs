@@ -46,18 +46,31 @@ fn check_kind(body: &Value, api_versions: &[&str], kind: &str) -> ApiResult<()> 
     )))
 }
 
+/// The Pod subresource a create acts on.
+struct Target<'a> {
+    ns: &'a str,
+    name: &'a str,
+    /// `binding` or `eviction`.
+    sub: &'a str,
+    /// The subresource's own kind (a v1 Binding, a policy/v1 Eviction).
+    kind: GroupVersionKind,
+}
+
 /// Mutating then validating admission webhooks of a create on a Pod
-/// subresource whose object is its own kind (a Binding, an Eviction).
+/// subresource whose object is its own kind.
 async fn admit(
     app: &App,
     pods: &Resource,
-    ns: &str,
-    name: &str,
-    sub: &str,
-    kind: GroupVersionKind,
+    target: Target<'_>,
     object: Value,
     ctx: &WriteCtx,
 ) -> ApiResult<Value> {
+    let Target {
+        ns,
+        name,
+        sub,
+        kind,
+    } = target;
     if !app.webhooks.has_mutating() && !app.webhooks.has_validating() {
         return Ok(object);
     }
@@ -125,8 +138,13 @@ pub async fn bind(
         };
         return Err(super::internal_no_reason(&message));
     }
-    let kind = GroupVersionKind::new("", "v1", "Binding");
-    let body = admit(app, pods, ns, name, "binding", kind, body, ctx).await?;
+    let target = Target {
+        ns,
+        name,
+        sub: "binding",
+        kind: GroupVersionKind::new("", "v1", "Binding"),
+    };
+    let body = admit(app, pods, target, body, ctx).await?;
     let node = str_at(&body, &["target", "name"]).to_string();
     let pre_uid = meta::uid(&body).to_string();
     let pre_rv = meta::resource_version(&body).to_string();
@@ -280,8 +298,13 @@ pub async fn evict(
         ));
     }
     options.dry_run = options.dry_run || ctx.opts.dry_run;
-    let kind = GroupVersionKind::new("policy", "v1", "Eviction");
-    admit(app, pods, ns, name, "eviction", kind, body, ctx).await?;
+    let target = Target {
+        ns,
+        name,
+        sub: "eviction",
+        kind: GroupVersionKind::new("policy", "v1", "Eviction"),
+    };
+    admit(app, pods, target, body, ctx).await?;
     super::disruption::evict(app, pods, ns, name, options).await
 }
 
