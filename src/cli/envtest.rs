@@ -27,7 +27,10 @@ const START_EXAMPLES: &str = "Examples:
   KUBECONFIG=/tmp/envtest.kubeconfig kubectl get ns
 
   # Reach a manager's webhook server on 127.0.0.1:9443 through its Service
-  opctl envtest start --webhook-route system/webhook-service:443=127.0.0.1:9443";
+  opctl envtest start --webhook-route system/webhook-service:443=127.0.0.1:9443
+
+  # Count the requests clients made (kube-apiserver's apiserver_request_total)
+  KUBECONFIG=/tmp/envtest.kubeconfig kubectl get --raw /metrics";
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {

@@ -299,9 +299,14 @@ impl ApiError {
         .with_details(Details::default())
     }
 
-    /// 406 NotAcceptable.
+    /// 406 NotAcceptable, naming the representations the server offers.
     pub fn not_acceptable() -> Self {
-        ApiError::new(406, "NotAcceptable", "406: Not Acceptable").with_details(Details::default())
+        ApiError::new(
+            406,
+            "NotAcceptable",
+            "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        )
+        .with_details(Details::default())
     }
 
     /// 415 UnsupportedMediaType.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod http;
 pub mod jsonpath;
 pub mod meta;
+pub mod metrics;
 pub mod patch;
 pub mod registry;
 pub mod schema;

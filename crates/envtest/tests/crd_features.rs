@@ -193,7 +193,7 @@ async fn schema_types_formats_and_bounds_are_validated() {
         "spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\"",
         "spec.mode: Unsupported value: \"bogus\": supported values: \"fast\", \"slow\"",
         // The first failing string check is reported alone, as kube-openapi does.
-        "spec.name: Too long: may not be longer than 8",
+        "spec.name: Too long: may not be more than 8 bytes",
         "spec.labels.a: Invalid value: \"integer\": spec.labels.a in body must be of type string: \"integer\"",
         "spec.when: Invalid value: \"yesterday\": spec.when in body must be of type date-time: \"yesterday\"",
     ] {

@@ -33,7 +33,7 @@ fn outcomes(report: &FileReport) -> Vec<(usize, Outcome)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_answering_as_recorded_passes_every_step() {
     let all = model::load_all();
-    assert_eq!(all.len(), 14, "expected the 14 recorded scenarios");
+    assert_eq!(all.len(), 20, "expected the 20 recorded scenarios");
     let runs = all.iter().map(|t| replay_against_fake(t, None));
     let reports = futures::future::join_all(runs).await;
     let mut failures = String::new();
@@ -44,7 +44,7 @@ async fn a_server_answering_as_recorded_passes_every_step() {
     }
     assert!(failures.is_empty(), "the faithful fake failed:\n{failures}");
     let steps: usize = reports.iter().map(|r| r.steps.len()).sum();
-    assert!(steps > 290, "only {steps} steps replayed");
+    assert!(steps > 450, "only {steps} steps replayed");
 }
 
 fn mutate(index: usize, f: impl Fn(&mut Value) + Send + Sync + 'static) -> Option<Mutation> {
@@ -271,4 +271,24 @@ fn the_known_differences_list_parses_and_names_real_steps() {
     let no_reason =
         support::transcript::known::parse("[[difference]]\nstep = \"07/1\"\nreason = \"\"\n", &all);
     assert!(no_reason.is_err(), "an entry needs a reason");
+}
+
+#[test]
+fn a_token_is_checked_for_shape_and_sent_back_in_later_requests() {
+    let mut b = Bindings::default();
+    let rules = Rules::default();
+    let issued = "eyJhbGciOiJSUzI1NiIsImtpZCI6IngifQ.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+    let e = json!({"status": {"token": "<token>"}});
+    assert!(!compare(&e, &json!({"status": {"token": "opaque"}}), &mut b, &rules).is_match());
+    assert!(compare(&e, &json!({"status": {"token": issued}}), &mut b, &rules).is_match());
+    let review = b
+        .instantiate_json(&json!({"spec": {"token": "<token>"}}))
+        .expect("a token was issued");
+    assert_eq!(review["spec"]["token"], issued);
+    assert!(
+        Bindings::default()
+            .instantiate_json(&json!({"spec": {"token": "<token>"}}))
+            .is_err(),
+        "a request needing a token nobody issued must fail the step"
+    );
 }

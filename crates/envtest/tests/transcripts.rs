@@ -1,4 +1,4 @@
-//! Replays the kube-apiserver v1.24 transcripts (tests/fixtures/transcripts)
+//! Replays the kube-apiserver v1.32 transcripts (tests/fixtures/transcripts)
 //! against envtest and compares every answer (DESIGN.md section 4).
 //!
 //! Run one scenario with its report:
@@ -66,7 +66,7 @@ async fn envtest_answers_as_kube_apiserver_did() {
     let transcripts = selected(all);
     // A few scenarios at a time: watches are open for their recorded
     // timeoutSeconds while the steps they cover run, and on a loaded machine
-    // fourteen scenarios at once can starve those steps past the timeout.
+    // twenty scenarios at once can starve those steps past the timeout.
     let reports: Vec<FileReport> = futures::stream::iter(transcripts.iter())
         .map(|t| run_one(t, &known))
         .buffered(4)

@@ -44,6 +44,8 @@ pub struct App {
     pub closing: tokio::sync::watch::Sender<bool>,
     /// Which of kube-controller-manager's optional controllers run.
     pub cluster_controllers: ClusterControllers,
+    /// The request counters `/metrics` serves.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Controllers every cluster runs that kube-apiserver alone lacks, on by
@@ -88,6 +90,7 @@ impl App {
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
             cluster_controllers: ClusterControllers::default(),
+            metrics: crate::metrics::Metrics::default(),
         }
     }
 }

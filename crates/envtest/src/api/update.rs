@@ -519,21 +519,21 @@ fn apply_body(res: &Resource, name: &str, body: &[u8]) -> ApiResult<Value> {
             "error decoding YAML: the apply patch must be an object",
         ));
     }
+    // The field manager's version check: the body's group, version and
+    // kind must be the resource's, reported as Go prints a GroupVersionKind.
     let av = applied
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let want = res.api_version();
-    if av != want {
-        return Err(ApiError::bad_request(format!(
-            "Incorrect version specified in apply patch. Specified patch version: {av}, expected: {want}"
-        )));
-    }
     let kind = applied.get("kind").and_then(Value::as_str).unwrap_or("");
-    if kind != res.kind {
+    if av != res.api_version() || kind != res.kind {
+        let (group, version) = match av.split('/').collect::<Vec<_>>()[..] {
+            [version] => ("", version),
+            [group, version] => (group, version),
+            _ => ("", ""),
+        };
         return Err(ApiError::bad_request(format!(
-            "Incorrect kind specified in apply patch. Specified patch kind: {kind}, expected: {}",
-            res.kind
+            "invalid object type: {group}/{version}, Kind={kind}"
         )));
     }
     let body_name = meta::name(&applied);

@@ -85,7 +85,10 @@ impl Renderer {
             metadata["creationTimestamp"] = Value::Null;
         }
         if initial_events_end {
-            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+            metadata["annotations"] = json!({
+                "k8s.io/initial-events-end": "true",
+                "kubernetes.io/initial-events-list-blueprint": self.list_blueprint(),
+            });
         }
         let event = json!({"type": "BOOKMARK", "object": {
             "kind": self.res.kind, "apiVersion": self.res.api_version(), "metadata": metadata,
@@ -93,6 +96,33 @@ impl Renderer {
         let mut bytes = serde_json::to_vec(&event).unwrap_or_default();
         bytes.push(b'\n');
         Bytes::from(bytes)
+    }
+}
+
+impl Renderer {
+    /// The empty list this watch stands for, encoded as the client asked
+    /// and in base64: what a client turning the stream into a list uses
+    /// for the list's kind (kube-apiserver's watch-list transformer).
+    fn list_blueprint(&self) -> String {
+        use base64::Engine as _;
+        let list = match &self.shape {
+            Shape::PartialObjectMetadata(v) => format!(
+                r#"{{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/{v}","metadata":{{}},"items":null}}"#
+            ),
+            // Custom resources are lists of unstructured objects: their
+            // keys are sorted and the empty item list is [].
+            _ if self.res.is_custom() => format!(
+                r#"{{"apiVersion":"{}","items":[],"kind":"{}List"}}"#,
+                self.res.api_version(),
+                self.res.kind
+            ),
+            _ => format!(
+                r#"{{"kind":"{}List","apiVersion":"{}","metadata":{{}},"items":null}}"#,
+                self.res.kind,
+                self.res.api_version()
+            ),
+        };
+        base64::engine::general_purpose::STANDARD.encode(format!("{list}\n"))
     }
 }
 

@@ -463,8 +463,16 @@ fn map_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<
     entry.as_object_mut()
 }
 
-/// `generateSelector` of the Job strategy: `controller-uid` and `job-name`
-/// labels on the template and the selector, unless `manualSelector`.
+/// The labels by which a Job selects its Pods: the `batch.kubernetes.io/`
+/// ones and, for older clients, the unprefixed legacy ones.
+pub(crate) const JOB_NAME_LABELS: [&str; 2] = ["job-name", "batch.kubernetes.io/job-name"];
+pub(crate) const JOB_UID_LABELS: [&str; 2] =
+    ["controller-uid", "batch.kubernetes.io/controller-uid"];
+
+/// `generateSelector` of the Job strategy: the name and uid labels (legacy
+/// and prefixed) on the template, the prefixed uid label in the selector,
+/// unless `manualSelector`. Labels the client set are kept (validation
+/// refuses wrong ones).
 fn generate_job_selector(obj: &mut Value) {
     if obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true) {
         return;
@@ -486,16 +494,18 @@ fn generate_job_selector(obj: &mut Value) {
         && let Some(meta) = map_at(template, "metadata")
         && let Some(labels) = map_at(meta, "labels")
     {
-        labels.entry("job-name").or_insert_with(|| json!(name));
-        labels
-            .entry("controller-uid")
-            .or_insert_with(|| json!(uid.clone()));
+        for key in JOB_NAME_LABELS {
+            labels.entry(key).or_insert_with(|| json!(name));
+        }
+        for key in JOB_UID_LABELS {
+            labels.entry(key).or_insert_with(|| json!(uid));
+        }
     }
     if let Some(selector) = map_at(spec, "selector")
         && let Some(match_labels) = map_at(selector, "matchLabels")
     {
         match_labels
-            .entry("controller-uid")
+            .entry(JOB_UID_LABELS[1])
             .or_insert_with(|| json!(uid));
     }
 }

@@ -367,7 +367,7 @@ fn metadata_rules() {
         vec![
             "metadata.labels: Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
             "metadata.labels: Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-            "metadata.annotations: Too long: must have at most 262144 bytes",
+            "metadata.annotations: Too long: may not be more than 262144 bytes",
             "metadata.finalizers[0]: Invalid value: \"custom\": name is neither a standard finalizer name nor is it fully qualified",
         ]
     );

@@ -30,8 +30,10 @@ use negotiate::{Accepted, Endpoint, Format, Shape, negotiate};
 use path::{ResourcePath, Route, route};
 use query::Query;
 
-/// The version this server reports (`/version`).
-pub const KUBE_VERSION: (&str, &str) = ("1", "33");
+/// The kube-apiserver release whose behaviour this server implements (its
+/// recorded transcripts are the ground truth), as `/version` reports it.
+pub const KUBE_VERSION: (&str, &str) = ("1", "32");
+pub const KUBE_GIT_VERSION: &str = "v1.32.13";
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
@@ -54,10 +56,17 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         headers: &parts.headers,
         user: &impersonated.unwrap_or_default(),
     };
-    match dispatch(&app, &call, &parts.uri, body).await {
+    let pending = app.metrics.begin(
+        &app.registry.load(),
+        &parts.method,
+        &parts.uri,
+        &parts.headers,
+    );
+    let resp = match dispatch(&app, &call, &parts.uri, body).await {
         Ok(resp) => resp,
         Err(err) => respond::error(&err),
-    }
+    };
+    pending.finish(resp)
 }
 
 /// What the handlers need to know of a request besides its path and body.
@@ -75,12 +84,14 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 fn version_doc() -> Value {
     json!({
         "major": KUBE_VERSION.0, "minor": KUBE_VERSION.1,
-        "gitVersion": format!("v{}.{}.0", KUBE_VERSION.0, KUBE_VERSION.1),
+        "gitVersion": KUBE_GIT_VERSION,
+        // No Kubernetes commit is built here; the build fields only keep
+        // the shape clients parse (`compiler` as every release reports it).
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
-        "buildDate": "2025-04-23T00:00:00Z",
-        "goVersion": "go1.24.2",
-        "compiler": "opctl-envtest",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.23.12",
+        "compiler": "gc",
         "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
     })
 }
@@ -129,6 +140,11 @@ async fn dispatch(
     match r {
         Route::Version => plain(&version_doc()),
         Route::Health => Ok(respond::text(200, "ok")),
+        Route::Metrics => Ok(respond::bytes(
+            200,
+            app.metrics.render().into_bytes(),
+            crate::metrics::CONTENT_TYPE,
+        )),
         Route::CoreRoot | Route::Groups => {
             let core = r == Route::CoreRoot;
             let acc = negotiate(accept, Endpoint::Discovery)?;
@@ -248,15 +264,7 @@ async fn resource(
         return Err(ApiError::not_found_path());
     }
     let sub = p.subresource.as_deref();
-    let sub_ok = match sub {
-        None => true,
-        Some("status") => res.has_status,
-        Some("scale") => res.scale.is_some(),
-        Some("finalize") => res.group.is_empty() && res.plural == "namespaces",
-        Some("binding" | "eviction") => res.group.is_empty() && res.plural == "pods",
-        Some(_) => false,
-    };
-    if !sub_ok {
+    if sub.is_some_and(|s| res.subresource_verbs(s).is_none()) {
         return Err(ApiError::not_found_path());
     }
     let ns = p.namespace.clone().unwrap_or_default();

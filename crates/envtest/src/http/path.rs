@@ -17,6 +17,8 @@ pub struct ResourcePath {
 pub enum Route {
     Version,
     Health,
+    /// `/metrics`
+    Metrics,
     /// `/api`
     CoreRoot,
     /// `/apis`
@@ -88,6 +90,7 @@ pub fn route(path: &str) -> Route {
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
     match s.as_slice() {
         ["version"] => Route::Version,
+        ["metrics"] => Route::Metrics,
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["api"] => Route::CoreRoot,
         ["api", "v1"] => Route::GroupVersion(String::new(), "v1".into()),

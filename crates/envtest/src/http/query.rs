@@ -141,7 +141,7 @@ pub fn write_options(q: &Query, kind: &str, is_apply: bool) -> ApiResult<WriteOp
             causes.push(Cause::new(
                 "FieldValueTooLong",
                 "fieldManager",
-                "Too long: must have at most 128 bytes",
+                "Too long: may not be more than 128 bytes",
             ));
         } else if m.chars().any(|c| c.is_control()) {
             causes.push(Cause::invalid(

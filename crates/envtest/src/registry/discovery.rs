@@ -154,10 +154,12 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
 }
 
 fn resource_entries(r: &Resource) -> Vec<Value> {
-    let singular = if r.is_custom() {
-        r.singular.as_str()
+    // kube-apiserver names a resource without a declared singular by its
+    // lower-cased kind.
+    let singular = if r.singular.is_empty() {
+        r.kind.to_lowercase()
     } else {
-        ""
+        r.singular.clone()
     };
     let mut main = json!({
         "name": r.plural, "singularName": singular, "namespaced": r.namespaced,

@@ -79,6 +79,21 @@ impl Resource {
         self.verbs.iter().any(|v| v == verb)
     }
 
+    /// The verbs of subresource `sub`, or `None` when this resource has no
+    /// such subresource.
+    pub fn subresource_verbs(&self, sub: &str) -> Option<&'static [&'static str]> {
+        const READ_WRITE: &[&str] = &["get", "update", "patch"];
+        match sub {
+            "status" if self.has_status => Some(READ_WRITE),
+            "scale" if self.scale.is_some() => Some(READ_WRITE),
+            "finalize" if self.group.is_empty() && self.plural == "namespaces" => Some(&["update"]),
+            "binding" | "eviction" if self.group.is_empty() && self.plural == "pods" => {
+                Some(&["create"])
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the kind is the core/v1 vs events.k8s.io/v1 shared Event storage
     /// seen through events.k8s.io.
     pub fn is_events_v1(&self) -> bool {

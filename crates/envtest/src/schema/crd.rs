@@ -68,13 +68,14 @@ fn hoisted<'a>(versions: &'a [Value], key: &str) -> (bool, Option<&'a Value>) {
     (identical, if identical { first } else { None })
 }
 
-/// The version list printed with `%#v`, as v1.24 does in version errors.
-fn go_versions(
-    versions: &[Value],
-    schema_hoisted: bool,
-    sub_hoisted: bool,
-    cols_hoisted: bool,
-) -> String {
+/// The version list printed with `%#v`, as v1.32 does in version errors:
+/// the internal versions, whose fields equal in every version were moved to
+/// the spec (so they print as nil).
+fn go_versions(versions: &[Value]) -> String {
+    let (schema_hoisted, _) = hoisted(versions, "schema");
+    let (sub_hoisted, _) = hoisted(versions, "subresources");
+    let (cols_hoisted, _) = hoisted(versions, "additionalPrinterColumns");
+    let (fields_hoisted, _) = hoisted(versions, "selectableFields");
     let mut ptr = 0xc000100000u64;
     let mut next_ptr = || {
         ptr += 0x100;
@@ -115,8 +116,22 @@ fn go_versions(
                 ),
                 _ => "[]apiextensions.CustomResourceColumnDefinition(nil)".to_string(),
             };
+            let fields = match v.get("selectableFields").and_then(Value::as_array) {
+                Some(fields) if !fields_hoisted => format!(
+                    "[]apiextensions.SelectableField{{{}}}",
+                    fields
+                        .iter()
+                        .map(|f| format!(
+                            "apiextensions.SelectableField{{JSONPath:{}}}",
+                            go_quote(s(f, "jsonPath"))
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                _ => "[]apiextensions.SelectableField(nil)".to_string(),
+            };
             format!(
-                "apiextensions.CustomResourceDefinitionVersion{{Name:{}, Served:{}, Storage:{}, Deprecated:{}, DeprecationWarning:{warning}, Schema:{schema}, Subresources:{sub}, AdditionalPrinterColumns:{cols}}}",
+                "apiextensions.CustomResourceDefinitionVersion{{Name:{}, Served:{}, Storage:{}, Deprecated:{}, DeprecationWarning:{warning}, Schema:{schema}, Subresources:{sub}, AdditionalPrinterColumns:{cols}, SelectableFields:{fields}}}",
                 go_quote(s(v, "name")),
                 b(v, "served"),
                 b(v, "storage"),
@@ -358,24 +373,14 @@ fn crd_errors(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     if !unique {
         errs.push(FieldError::invalid(
             &sp.child("versions"),
-            BadValue::Raw(go_versions(
-                &versions,
-                schema_hoisted,
-                sub_hoisted,
-                cols_hoisted,
-            )),
+            BadValue::Raw(go_versions(&versions)),
             "must contain unique version names",
         ));
     }
     if storage_count != 1 {
         errs.push(FieldError::invalid(
             &sp.child("versions"),
-            BadValue::Raw(go_versions(
-                &versions,
-                schema_hoisted,
-                sub_hoisted,
-                cols_hoisted,
-            )),
+            BadValue::Raw(go_versions(&versions)),
             "must have exactly one version marked as storage version",
         ));
     }

@@ -188,10 +188,10 @@ impl FieldError {
         Self::with(ErrKind::NotSupported, field, value, &detail)
     }
 
-    /// v1.24 `field.TooLongMaxLength`.
+    /// `field.TooLongMaxLength` (v1.32: the same as `field.TooLong`).
     pub(crate) fn too_long(field: &FieldPath, value: BadValue, max: i64) -> Self {
         let detail = if max >= 0 {
-            format!("may not be longer than {max}")
+            format!("may not be more than {max} bytes")
         } else {
             "value is too long".to_string()
         };

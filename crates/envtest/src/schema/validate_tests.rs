@@ -60,7 +60,7 @@ fn messages_match_kube_openapi() {
             schema.clone(),
             json!({"spec": {"color": "red", "name": "abcd"}})
         ),
-        vec!["spec.name: Too long: may not be longer than 3"]
+        vec!["spec.name: Too long: may not be more than 3 bytes"]
     );
     assert_eq!(
         errs(

@@ -105,16 +105,19 @@ impl Http {
         timeout: Duration,
     ) -> Result<HttpResponse, String> {
         let (headers_tx, _headers_rx) = oneshot::channel();
-        self.send_notifying(request, timeout, headers_tx).await
+        self.send_notifying(request, timeout, headers_tx, None)
+            .await
     }
 
     /// Like `send`, but signals `headers_arrived` as soon as the status line and
-    /// headers are in (used to know a watch is established).
+    /// headers are in (used to know a watch is established), and, given
+    /// `stop`, ends reading the body when it fires, keeping what arrived.
     pub async fn send_notifying(
         &self,
         request: &HttpRequest,
         timeout: Duration,
         headers_arrived: oneshot::Sender<()>,
+        stop: Option<oneshot::Receiver<()>>,
     ) -> Result<HttpResponse, String> {
         let method = Method::from_bytes(request.method.as_bytes())
             .map_err(|e| format!("bad method {:?}: {e}", request.method))?;
@@ -147,17 +150,12 @@ impl Http {
                 .iter()
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
                 .collect();
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| {
-                    format!(
-                        "{} {}: connection failed while reading the body: {e:?}",
-                        request.method, request.target
-                    )
-                })?
-                .to_bytes();
+            let body = read_body(response.into_body(), stop).await.map_err(|e| {
+                format!(
+                    "{} {}: connection failed while reading the body: {e:?}",
+                    request.method, request.target
+                )
+            })?;
             Ok(HttpResponse {
                 status,
                 content_type,
@@ -171,6 +169,32 @@ impl Http {
                 request.method, request.target
             )
         })?
+    }
+}
+
+/// The whole body, or what arrived before `stop` fired.
+async fn read_body(
+    mut body: hyper::body::Incoming,
+    stop: Option<oneshot::Receiver<()>>,
+) -> Result<Bytes, hyper::Error> {
+    let mut stop = stop;
+    let mut out = Vec::new();
+    loop {
+        let frame = match stop.as_mut() {
+            Some(stop) => tokio::select! {
+                frame = body.frame() => frame,
+                _ = stop => None,
+            },
+            None => body.frame().await,
+        };
+        match frame {
+            Some(frame) => {
+                if let Ok(data) = frame?.into_data() {
+                    out.extend_from_slice(&data);
+                }
+            }
+            None => return Ok(Bytes::from(out)),
+        }
     }
 }
 

@@ -43,6 +43,13 @@ pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
                 }
             }
             default_value(spec, "revisionHistoryLimit", json!(10));
+            let retention = spec
+                .entry("persistentVolumeClaimRetentionPolicy")
+                .or_insert_with(|| json!({}));
+            if let Some(retention) = retention.as_object_mut() {
+                default_str(retention, "whenDeleted", "Retain");
+                default_str(retention, "whenScaled", "Retain");
+            }
             for claim in objects_mut(spec, "volumeClaimTemplates") {
                 if let Some(claim_spec) = claim.get_mut("spec").and_then(Value::as_object_mut) {
                     default_str(claim_spec, "volumeMode", "Filesystem");
@@ -80,6 +87,14 @@ pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
             default_value(spec, "backoffLimit", json!(6));
             default_str(spec, "completionMode", "NonIndexed");
             default_value(spec, "suspend", json!(false));
+            let has_failure_policy = spec.get("podFailurePolicy").is_some_and(|p| !p.is_null());
+            let replacement = if has_failure_policy {
+                "Failed"
+            } else {
+                "TerminatingOrFailed"
+            };
+            default_str(spec, "podReplacementPolicy", replacement);
+            default_value(spec, "manualSelector", json!(false));
             // Job labels default to the template's (set again once generated).
             job_labels_from_template(obj);
         }

@@ -63,12 +63,12 @@ pub(crate) fn invalid_raw(field: impl Into<String>, rendered: &str, detail: &str
     )
 }
 
-/// `FieldValueTooLong`: `Too long: must have at most N bytes`.
+/// `FieldValueTooLong`: `Too long: may not be more than N bytes`.
 pub(crate) fn too_long(field: impl Into<String>, max: usize) -> Cause {
     Cause::new(
         "FieldValueTooLong",
         field,
-        format!("Too long: must have at most {max} bytes"),
+        format!("Too long: may not be more than {max} bytes"),
     )
 }
 

@@ -92,7 +92,7 @@ fn owner_references(refs: Option<&Value>, field: &str) -> Vec<Cause> {
     let Some(list) = refs.and_then(Value::as_array) else {
         return causes;
     };
-    let mut first_controller: Option<&str> = None;
+    let mut first_controller: Option<String> = None;
     for reference in list {
         let api_version = str_at(reference, "apiVersion");
         let kind = str_at(reference, "kind");
@@ -133,7 +133,8 @@ fn owner_references(refs: Option<&Value>, field: &str) -> Vec<Cause> {
             ));
         }
         if reference.get("controller").and_then(Value::as_bool) == Some(true) {
-            match first_controller {
+            let this = format!("{kind}/{name}");
+            match &first_controller {
                 Some(first) => causes.push(invalid_raw(
                     field,
                     &format!(
@@ -141,10 +142,10 @@ fn owner_references(refs: Option<&Value>, field: &str) -> Vec<Cause> {
                         list.iter().map(owner_ref_go).collect::<Vec<_>>().join(", ")
                     ),
                     &format!(
-                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {name}"
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
                     ),
                 )),
-                None => first_controller = Some(name),
+                None => first_controller = Some(this),
             }
         }
     }

@@ -153,7 +153,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             }
             causes
         }
-        ("batch", "Job", None) => workloads::job(obj),
+        ("batch", "Job", None) => workloads::job(obj, true),
         ("batch", "Job", Some(old)) => workloads::job_update(obj, old),
         ("batch", "CronJob", _) => workloads::cron_job(obj),
         ("coordination.k8s.io", "Lease", _) => core::lease(obj),

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::gofmt::{self, invalid_raw};
 use super::pod;
 use super::selector::{self, Selects, go_selector};
+use crate::builtin::prepare::{JOB_NAME_LABELS, JOB_UID_LABELS};
 use crate::error::Cause;
 
 fn int(v: &Value, key: &str) -> Option<i64> {
@@ -485,7 +486,10 @@ fn job_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-pub(crate) fn job(obj: &Value) -> Vec<Cause> {
+/// A Job on create; `require_prefixed`: the `batch.kubernetes.io/` labels
+/// must be on the template too (always on create, on update only when the
+/// old Job had them, as the Job strategy decides).
+pub(crate) fn job(obj: &Value, require_prefixed: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     let empty = Value::Null;
     let spec = obj.get("spec").unwrap_or(&empty);
@@ -504,7 +508,13 @@ pub(crate) fn job(obj: &Value) -> Vec<Cause> {
         if uid.is_empty() {
             causes.push(Cause::required("metadata.uid", ""));
         }
-        for (key, expected) in [("controller-uid", uid), ("job-name", name)] {
+        let [legacy_name, prefixed_name] = JOB_NAME_LABELS;
+        let [legacy_uid, prefixed_uid] = JOB_UID_LABELS;
+        let mut expected = vec![(legacy_uid, uid), (legacy_name, name)];
+        if require_prefixed {
+            expected.extend([(prefixed_uid, uid), (prefixed_name, name)]);
+        }
+        for &(key, want) in &expected {
             match template_meta
                 .get("labels")
                 .and_then(|l| l.get(key))
@@ -512,17 +522,21 @@ pub(crate) fn job(obj: &Value) -> Vec<Cause> {
             {
                 None => causes.push(Cause::required(
                     format!("spec.template.metadata.labels[{key}]"),
-                    "",
+                    want,
                 )),
-                Some(actual) if actual != expected => causes.push(invalid_raw(
+                Some(actual) if actual != want => causes.push(invalid_raw(
                     format!("spec.template.metadata.labels[{key}]"),
                     &gofmt::string_map(template_meta.get("labels")),
-                    &format!("must be '{expected}'"),
+                    &format!("must be '{want}'"),
                 )),
                 Some(_) => {}
             }
         }
-        let expected = serde_json::json!({"controller-uid": uid, "job-name": name});
+        let expected: serde_json::Map<String, Value> = expected
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect();
+        let expected = Value::Object(expected);
         if selector::selects(spec.get("selector"), Some(&expected)) == Selects::Matches(false) {
             causes.push(invalid_raw(
                 "spec.selector",
@@ -548,7 +562,11 @@ pub(crate) fn job(obj: &Value) -> Vec<Cause> {
 
 /// Jobs may not change their template, selector or completions.
 pub(crate) fn job_update(obj: &Value, old: &Value) -> Vec<Cause> {
-    let mut causes = job(obj);
+    let old_prefixed = old
+        .pointer("/spec/template/metadata/labels")
+        .and_then(|l| l.get(JOB_UID_LABELS[1]))
+        .is_some();
+    let mut causes = job(obj, old_prefixed);
     for (pointer, field, rendered) in [
         (
             "/spec/selector",

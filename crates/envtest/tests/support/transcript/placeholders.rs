@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 /// Any placeholder of the README's normalisation table.
 pub static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"<(rv|uid):(\d+)>|<(time|clusterIP|nodePort|continue|suffix|age|ptr)>")
+    Regex::new(r"<(rv|uid):(\d+)>|<(time|clusterIP|nodePort|continue|suffix|age|ptr|token)>")
         .expect("placeholder regex")
 });
 
@@ -49,6 +49,9 @@ pub enum Plain {
     Suffix,
     Age,
     Ptr,
+    /// A JSON Web Token the server issued (a TokenRequest's `status.token`);
+    /// a request carrying it sends the last one issued.
+    Token,
 }
 
 impl Plain {
@@ -61,6 +64,7 @@ impl Plain {
             "suffix" => Plain::Suffix,
             "age" => Plain::Age,
             "ptr" => Plain::Ptr,
+            "token" => Plain::Token,
             _ => return None,
         })
     }
@@ -74,6 +78,7 @@ impl Plain {
             Plain::Suffix => "suffix",
             Plain::Age => "age",
             Plain::Ptr => "ptr",
+            Plain::Token => "token",
         }
     }
 
@@ -87,6 +92,7 @@ impl Plain {
             Plain::Suffix => r"[a-z0-9]{5}",
             Plain::Age => r"\d+[smhdy](?:\d+[smhd])?",
             Plain::Ptr => r"0x[0-9a-f]+",
+            Plain::Token => r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+",
         }
     }
 }

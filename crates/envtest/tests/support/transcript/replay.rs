@@ -116,7 +116,19 @@ struct Replay<'a> {
     bindings: Bindings,
 }
 
-type WatchTask = JoinHandle<Result<HttpResponse, String>>;
+/// A watch reading in the background while the steps it covers run.
+struct OpenWatch {
+    task: JoinHandle<Result<HttpResponse, String>>,
+    /// Ends the reading (see `finish_watch`).
+    stop: oneshot::Sender<()>,
+    /// When the recorded server would have closed it.
+    recorded_end: Instant,
+}
+
+/// Extra server-side time a watch covering steps is given, so that slow
+/// steps on a loaded machine still run while it is open; the harness stops
+/// reading it at the recorded timeout once those steps are done.
+const COVERING_WATCH_SLACK: u64 = 30;
 
 static CREATED_BEFOREHAND: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"Namespace (t\d+) was created beforehand").expect("regex"));
@@ -148,17 +160,18 @@ impl Replay<'_> {
         if USES_WIDGETS_CRD.contains(&self.transcript.number.as_str()) {
             self.create_widgets_crd().await?;
         }
-        if self.transcript.notes.contains("\"default\" ServiceAccount") {
-            // The recording's serviceaccount controller had made it before step 0.
-            if let Some(caps) = CREATED_BEFOREHAND.captures(&self.transcript.notes) {
-                let ns = caps.get(1).map(|m| m.as_str()).unwrap_or_default();
-                let target = format!("/api/v1/namespaces/{ns}/serviceaccounts/default");
-                let _ = self
-                    .poll_until(setup_request("GET", &target), Duration::from_secs(5), |r| {
-                        r.status == 200
-                    })
-                    .await;
-            }
+        if let Some(caps) = CREATED_BEFOREHAND.captures(&self.transcript.notes) {
+            // The namespace was created well before the recording, so the
+            // serviceaccount controller had made its `default` account
+            // (some notes say so): wait for that write, which would
+            // otherwise land between recorded steps.
+            let ns = caps.get(1).map(|m| m.as_str()).unwrap_or_default();
+            let target = format!("/api/v1/namespaces/{ns}/serviceaccounts/default");
+            let _ = self
+                .poll_until(setup_request("GET", &target), Duration::from_secs(5), |r| {
+                    r.status == 200
+                })
+                .await;
         }
         Ok(())
     }
@@ -246,7 +259,7 @@ impl Replay<'_> {
                     .push(index);
             }
         }
-        let mut open: HashMap<usize, Result<WatchTask, String>> = HashMap::new();
+        let mut open: HashMap<usize, Result<OpenWatch, String>> = HashMap::new();
         let mut reports = Vec::new();
         for (index, step) in steps.iter().enumerate() {
             for &watch in openings.get(&index).into_iter().flatten() {
@@ -262,38 +275,65 @@ impl Replay<'_> {
         reports
     }
 
-    fn watch_timeout(step: &Step) -> Duration {
-        let seconds = step
-            .request
+    fn recorded_timeout(step: &Step) -> u64 {
+        step.request
             .query_value("timeoutSeconds")
             .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(5);
-        Duration::from_secs(seconds + 15)
+            .unwrap_or(5)
+    }
+
+    fn watch_timeout(step: &Step) -> Duration {
+        Duration::from_secs(Self::recorded_timeout(step) + COVERING_WATCH_SLACK + 15)
     }
 
     /// Sends a watch request and keeps reading it in the background; returns
     /// once the server has answered with headers (the watch is established).
-    async fn open_watch(&mut self, index: usize) -> Result<WatchTask, String> {
+    /// The server is asked for a longer timeout than recorded; events the
+    /// covered steps cause all arrive at once, so stopping at the recorded
+    /// timeout after those steps sees what the recording saw (BOOKMARK
+    /// counts aside, which are not compared).
+    async fn open_watch(&mut self, index: usize) -> Result<OpenWatch, String> {
         let transcript = self.transcript;
-        let step = &transcript.steps[index];
-        let request = self.build_request(step)?;
+        let mut step = transcript.steps[index].clone();
+        let recorded = Self::recorded_timeout(&step);
+        step.request.query.insert(
+            "timeoutSeconds".into(),
+            Value::String((recorded + COVERING_WATCH_SLACK).to_string()),
+        );
+        let request = self.build_request(&step)?;
         let http = self.http.clone();
-        let timeout = Self::watch_timeout(step);
-        let (tx, rx) = oneshot::channel();
-        let task = tokio::spawn(async move { http.send_notifying(&request, timeout, tx).await });
+        let timeout = Self::watch_timeout(&step);
+        let (headers_tx, headers_rx) = oneshot::channel();
+        let (stop, stop_rx) = oneshot::channel();
+        let recorded_end = Instant::now() + Duration::from_secs(recorded);
+        let task = tokio::spawn(async move {
+            http.send_notifying(&request, timeout, headers_tx, Some(stop_rx))
+                .await
+        });
         // Real servers send headers as soon as the watch is registered; allow
         // a server that only flushes them with the first event.
-        let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
-        Ok(task)
+        let _ = tokio::time::timeout(Duration::from_secs(2), headers_rx).await;
+        Ok(OpenWatch {
+            task,
+            stop,
+            recorded_end,
+        })
     }
 
-    async fn finish_watch(&mut self, index: usize, task: Result<WatchTask, String>) -> StepReport {
+    async fn finish_watch(&mut self, index: usize, watch: Result<OpenWatch, String>) -> StepReport {
         let transcript = self.transcript;
         let step = &transcript.steps[index];
-        let result = match task {
-            Ok(handle) => handle
-                .await
-                .unwrap_or_else(|e| Err(format!("watch task failed: {e}"))),
+        let result = match watch {
+            Ok(watch) => {
+                // Events of the last covered step need a moment to arrive.
+                let settle = Instant::now() + Duration::from_millis(500);
+                tokio::time::sleep_until(watch.recorded_end.max(settle).into()).await;
+                let _ = watch.stop.send(());
+                watch
+                    .task
+                    .await
+                    .unwrap_or_else(|e| Err(format!("watch task failed: {e}")))
+            }
             Err(e) => Err(e),
         };
         self.conclude(index, step, result, Mode::Once)
@@ -489,27 +529,36 @@ fn condition_true(object: &Value, kind: &str) -> bool {
 }
 
 static OMITTED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^<omitted: (\d+)-byte JSON ConfigMap named (\S+) whose data\.big is a string of (\d+) "x">$"#)
-        .expect("regex")
+    Regex::new(
+        r#"^<omitted: (\d+)-byte JSON (\w+) named (\S+) whose data\.(\w+) is a string of (\d+) "(.)">$"#,
+    )
+    .expect("regex")
 });
 
-/// Rebuilds a body the recording was too large to store (03).
+/// Rebuilds a body the recording was too large to store (03, 20): a core/v1
+/// object whose `data.KEY` is one character repeated COUNT times, serialised
+/// with the recording client's separators so that its size is the recorded N.
 fn omitted_body(description: &str) -> Result<Vec<u8>, String> {
-    let caps = OMITTED
-        .captures(description)
-        .ok_or_else(|| format!("cannot rebuild the omitted body {description:?}"))?;
-    let name = caps.get(2).map(|m| m.as_str()).unwrap_or_default();
-    let size: usize = caps
-        .get(3)
-        .and_then(|m| m.as_str().parse().ok())
-        .unwrap_or(0);
-    let body = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name},
-        "data": {"big": "x".repeat(size)},
-    });
-    Ok(body.to_string().into_bytes())
+    let cannot = || format!("cannot rebuild the omitted body {description:?}");
+    let caps = OMITTED.captures(description).ok_or_else(cannot)?;
+    let group = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or_default();
+    let size: usize = group(1).parse().map_err(|_| cannot())?;
+    let count: usize = group(5).parse().map_err(|_| cannot())?;
+    let body = format!(
+        r#"{{"apiVersion": "v1", "kind": {}, "metadata": {{"name": {}}}, "data": {{{}: "{}"}}}}"#,
+        json!(group(2)),
+        json!(group(3)),
+        json!(group(4)),
+        group(6).repeat(count)
+    );
+    if body.len() != size {
+        return Err(format!(
+            "{}: rebuilt {} bytes, the recording says {size}",
+            cannot(),
+            body.len()
+        ));
+    }
+    Ok(body.into_bytes())
 }
 
 /// Compares status, content type, warnings and body or events.
@@ -642,9 +691,40 @@ fn compare_events(
             .diffs
             .push("BOOKMARK events sent although allowWatchBookmarks was not set".to_string());
     }
-    if let Some(template) = expected_bookmarks.first() {
+    // A streaming list's initial-events-end BOOKMARK is compared with the
+    // recorded one; any other BOOKMARK with a recorded plain one (or, when
+    // none was recorded, with the recorded one stripped of its annotations).
+    if let Some(first) = expected_bookmarks.first() {
+        let ends_initial = |e: &Value| {
+            e.pointer("/object/metadata/annotations/k8s.io~1initial-events-end")
+                .is_some()
+        };
+        let recorded_end = expected_bookmarks.iter().find(|e| ends_initial(e));
+        let plain = expected_bookmarks
+            .iter()
+            .find(|e| !ends_initial(e))
+            .map(|e| (*e).clone())
+            .unwrap_or_else(|| {
+                let mut plain = (*first).clone();
+                if let Some(meta) = plain
+                    .pointer_mut("/object/metadata")
+                    .and_then(Value::as_object_mut)
+                {
+                    meta.remove("annotations");
+                }
+                plain
+            });
         for (i, bookmark) in actual_bookmarks.iter().enumerate() {
+            let template = match recorded_end {
+                Some(end) if ends_initial(bookmark) => end,
+                _ => &plain,
+            };
             findings.absorb(bookmark_shape(template, bookmark, i));
+        }
+        if recorded_end.is_some() && !actual_bookmarks.iter().any(|b| ends_initial(b)) {
+            findings
+                .diffs
+                .push("no BOOKMARK marks the end of the initial events".to_string());
         }
     }
     if actual_bookmarks.len() != expected_bookmarks.len() {
