@@ -72,13 +72,13 @@ impl Envtest {
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
         let controllers = controllers::spawn(app.clone());
-        // The bootstrap admin, edit and view roles come aggregated, as on a
-        // cluster that has been up for a moment.
-        crate::bootstrap::create_all(&app)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", config.port))?;
         let addr = listener.local_addr()?;
+        // The bootstrap admin, edit and view roles come aggregated, as on a
+        // cluster that has been up for a moment.
+        crate::bootstrap::create_all(&app, addr)?;
         if let Ok(mut a) = app.server_address.write() {
             *a = addr.to_string();
         }

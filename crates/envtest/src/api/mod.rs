@@ -6,7 +6,9 @@ pub mod admit;
 pub mod create;
 pub mod delete;
 pub mod disruption;
+pub mod limit_ranger;
 pub mod pods;
+pub mod priority;
 pub mod read;
 pub mod scale;
 pub mod update;
@@ -46,6 +48,9 @@ pub struct App {
     pub cluster_controllers: ClusterControllers,
     /// The request counters `/metrics` serves.
     pub metrics: crate::metrics::Metrics,
+    /// The PEM bundle of the CA that verifies this server, published in
+    /// every namespace's `kube-root-ca.crt`; empty while serving plain HTTP.
+    pub root_ca: std::sync::RwLock<String>,
 }
 
 /// Controllers every cluster runs that kube-apiserver alone lacks, on by
@@ -55,22 +60,38 @@ pub struct App {
 pub struct ClusterControllers {
     /// Keeps PodDisruptionBudgets' status (what evictions honour).
     pub disruption: bool,
+    /// Publishes the `kube-root-ca.crt` ConfigMap in every namespace.
+    pub root_ca_publisher: bool,
 }
 
 impl Default for ClusterControllers {
     fn default() -> Self {
-        ClusterControllers { disruption: true }
+        ClusterControllers {
+            disruption: true,
+            root_ca_publisher: true,
+        }
     }
 }
 
 impl ClusterControllers {
     /// None of them, as in the recorded cluster.
     pub fn none() -> Self {
-        ClusterControllers { disruption: false }
+        ClusterControllers {
+            disruption: false,
+            root_ca_publisher: false,
+        }
     }
 }
 
 impl App {
+    /// See [`App::root_ca`].
+    pub fn root_ca_pem(&self) -> String {
+        self.root_ca
+            .read()
+            .map(|pem| pem.clone())
+            .unwrap_or_default()
+    }
+
     /// A server state whose watches and reads of the past reach back `history` changes.
     pub fn new(history: usize) -> App {
         App::with_history(history, history)
@@ -91,6 +112,7 @@ impl App {
             closing: tokio::sync::watch::Sender::new(false),
             cluster_controllers: ClusterControllers::default(),
             metrics: crate::metrics::Metrics::default(),
+            root_ca: std::sync::RwLock::new(String::new()),
         }
     }
 }

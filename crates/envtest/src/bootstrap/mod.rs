@@ -1,12 +1,15 @@
 //! The objects a kube-apiserver v1.32 cluster has before anyone writes: the
-//! system namespaces and the RBAC bootstrap policy. The server creates them
-//! as its own (`kube-apiserver`) writes before it serves.
+//! system namespaces, the RBAC bootstrap policy, the built-in
+//! PriorityClasses and the `default/kubernetes` Service with its Endpoints
+//! and EndpointSlice. The server creates them as its own (`kube-apiserver`)
+//! writes before it serves.
 //!
 //! The policy's ~125 objects (with `admin`, `edit` and `view` already
 //! aggregated) are made once per process through the ordinary create path
 //! into a scratch server; each server then stores copies with their own
 //! uids and times, so that starting stays a matter of milliseconds.
 
+mod cluster;
 mod rbac;
 
 use std::sync::{Arc, LazyLock};
@@ -20,14 +23,22 @@ use crate::controllers::APISERVER;
 use crate::meta;
 use crate::store::ResKey;
 
+pub use cluster::is_system_priority_class;
 pub use rbac::{PolicyObject, policy_objects};
 
 const NAMESPACES_AT_START: &[&str] = &["default", "kube-system", "kube-public"];
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
-/// Creates everything a cluster starts with.
-pub fn create_all(app: &App) -> anyhow::Result<()> {
+/// Creates everything a cluster starts with; `addr` is where the server
+/// listens, which the `kubernetes` Service's endpoints name.
+pub fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
     create_namespaces(app)?;
+    create_rbac_policy(app)?;
+    cluster::create_priority_classes(app)?;
+    cluster::create_kubernetes_service(app, addr)
+}
+
+fn create_rbac_policy(app: &App) -> anyhow::Result<()> {
     let templates = match &*RBAC_OBJECTS {
         Ok(templates) => templates,
         Err(e) => bail!("the RBAC bootstrap policy: {e}"),
@@ -37,8 +48,7 @@ pub fn create_all(app: &App) -> anyhow::Result<()> {
         let mut obj = template.clone();
         meta::set_meta(&mut obj, "uid", json!(uuid::Uuid::new_v4().to_string()));
         meta::set_meta(&mut obj, "creationTimestamp", json!(now));
-        if let Some(Value::Array(entries)) = meta::metadata_mut(&mut obj).get_mut("managedFields")
-        {
+        if let Some(Value::Array(entries)) = meta::metadata_mut(&mut obj).get_mut("managedFields") {
             for entry in entries {
                 entry["time"] = json!(now);
             }

@@ -52,6 +52,7 @@ const fn kind(
 const NONE: &[&str] = &[];
 
 const AUTHORIZATION: &str = "authorization.k8s.io";
+const STORAGE: &str = "storage.k8s.io";
 
 /// A review (`kubectl auth can-i`, `kubectl auth whoami`): created and
 /// answered, never stored.
@@ -155,6 +156,17 @@ pub(super) static KINDS: &[KindInfo] = &[
         "persistentvolumeclaim",
         true,
         &["pvc"],
+        NONE,
+        true,
+        false,
+    ),
+    kind(
+        "",
+        "PersistentVolume",
+        "persistentvolumes",
+        "persistentvolume",
+        false,
+        &["pv"],
         NONE,
         true,
         false,
@@ -330,6 +342,32 @@ pub(super) static KINDS: &[KindInfo] = &[
         "subjectaccessreviews",
         false,
     ),
+    // autoscaling/v2 (stored) and autoscaling/v1
+    KindInfo {
+        version: "v2",
+        ..kind(
+            "autoscaling",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            true,
+            &["hpa"],
+            ALL,
+            true,
+            false,
+        )
+    },
+    kind(
+        "autoscaling",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+        true,
+        &["hpa"],
+        ALL,
+        true,
+        false,
+    ),
     // batch/v1
     kind(
         "batch",
@@ -355,6 +393,18 @@ pub(super) static KINDS: &[KindInfo] = &[
         false,
         false,
     ),
+    // discovery.k8s.io/v1
+    kind(
+        "discovery.k8s.io",
+        "EndpointSlice",
+        "endpointslices",
+        "endpointslice",
+        true,
+        NONE,
+        NONE,
+        false,
+        false,
+    ),
     // events.k8s.io/v1
     kind(
         "events.k8s.io",
@@ -365,6 +415,64 @@ pub(super) static KINDS: &[KindInfo] = &[
         &["ev"],
         NONE,
         false,
+        false,
+    ),
+    // networking.k8s.io/v1
+    kind(
+        "networking.k8s.io",
+        "IngressClass",
+        "ingressclasses",
+        "ingressclass",
+        false,
+        NONE,
+        NONE,
+        false,
+        false,
+    ),
+    kind(
+        "networking.k8s.io",
+        "Ingress",
+        "ingresses",
+        "ingress",
+        true,
+        &["ing"],
+        NONE,
+        true,
+        false,
+    ),
+    kind(
+        "networking.k8s.io",
+        "NetworkPolicy",
+        "networkpolicies",
+        "networkpolicy",
+        true,
+        &["netpol"],
+        NONE,
+        false,
+        false,
+    ),
+    // node.k8s.io/v1
+    kind(
+        "node.k8s.io",
+        "RuntimeClass",
+        "runtimeclasses",
+        "runtimeclass",
+        false,
+        NONE,
+        NONE,
+        false,
+        false,
+    ),
+    // policy/v1
+    kind(
+        "policy",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        true,
+        &["pdb"],
+        NONE,
+        true,
         false,
     ),
     // rbac.authorization.k8s.io/v1
@@ -412,11 +520,72 @@ pub(super) static KINDS: &[KindInfo] = &[
         false,
         false,
     ),
+    // scheduling.k8s.io/v1
+    kind(
+        "scheduling.k8s.io",
+        "PriorityClass",
+        "priorityclasses",
+        "priorityclass",
+        false,
+        &["pc"],
+        NONE,
+        false,
+        false,
+    ),
+    // storage.k8s.io/v1
+    kind(
+        STORAGE,
+        "CSIDriver",
+        "csidrivers",
+        "csidriver",
+        false,
+        NONE,
+        NONE,
+        false,
+        false,
+    ),
+    kind(
+        STORAGE, "CSINode", "csinodes", "csinode", false, NONE, NONE, false, false,
+    ),
+    kind(
+        STORAGE,
+        "CSIStorageCapacity",
+        "csistoragecapacities",
+        "csistoragecapacity",
+        true,
+        NONE,
+        NONE,
+        false,
+        false,
+    ),
+    kind(
+        STORAGE,
+        "StorageClass",
+        "storageclasses",
+        "storageclass",
+        false,
+        &["sc"],
+        NONE,
+        false,
+        false,
+    ),
+    kind(
+        STORAGE,
+        "VolumeAttachment",
+        "volumeattachments",
+        "volumeattachment",
+        false,
+        NONE,
+        NONE,
+        true,
+        false,
+    ),
 ];
 
 /// The `storageVersionHash` discovery shows for a kind: the first 8 bytes of
 /// SHA-256 over `<group>/<version>/<kind>` of its storage version, base64.
-/// Precomputed; events.k8s.io Events share core Events' storage.
+/// Precomputed; events.k8s.io Events share core Events' storage, and both
+/// autoscaling versions are stored as v2.
 pub fn storage_version_hash(kind: &KindInfo) -> Option<&'static str> {
     Some(match (kind.group, kind.kind) {
         ("", "ConfigMap") => "qFsyl6wFWjQ=",
@@ -447,6 +616,20 @@ pub fn storage_version_hash(kind: &KindInfo) -> Option<&'static str> {
         ("rbac.authorization.k8s.io", "ClusterRole") => "bYE5ZWDrJ44=",
         ("rbac.authorization.k8s.io", "RoleBinding") => "eGsCzGH6b1g=",
         ("rbac.authorization.k8s.io", "Role") => "7FuwZcIIItM=",
+        ("", "PersistentVolume") => "HN/zwEC+JgM=",
+        ("autoscaling", "HorizontalPodAutoscaler") => "qwQve8ut294=",
+        ("discovery.k8s.io", "EndpointSlice") => "qgS0xkrxYAI=",
+        ("networking.k8s.io", "IngressClass") => "l/iqIbDgFyQ=",
+        ("networking.k8s.io", "Ingress") => "39NQlfNR+bo=",
+        ("networking.k8s.io", "NetworkPolicy") => "YpfwF18m1G8=",
+        ("node.k8s.io", "RuntimeClass") => "WQTu1GL3T2Q=",
+        ("policy", "PodDisruptionBudget") => "EVWiDmWqyJw=",
+        ("scheduling.k8s.io", "PriorityClass") => "1QwjyaZjj3Y=",
+        ("storage.k8s.io", "CSIDriver") => "hL6j/rwBV5w=",
+        ("storage.k8s.io", "CSINode") => "Pe62DkZtjuo=",
+        ("storage.k8s.io", "CSIStorageCapacity") => "xeVl+2Ly1kE=",
+        ("storage.k8s.io", "StorageClass") => "K+m6uJwbjGY=",
+        ("storage.k8s.io", "VolumeAttachment") => "tJx/ezt6UDU=",
         _ => return None,
     })
 }

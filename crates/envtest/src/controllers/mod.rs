@@ -1,7 +1,8 @@
 //! The controllers a test cluster needs and kube-apiserver alone lacks: the
 //! CRD registry (conditions and serving), the garbage collector, the
-//! namespace lifecycle, the serviceaccount controller and the
-//! clusterrole-aggregation controller. They share one task
+//! namespace lifecycle, the serviceaccount controller, the root-CA
+//! publisher, the disruption controller and the clusterrole-aggregation
+//! controller. They share one task
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
@@ -11,6 +12,7 @@ pub mod disruption;
 mod events;
 mod gc;
 mod namespaces;
+mod root_ca;
 
 use std::sync::Arc;
 
@@ -55,6 +57,7 @@ impl Controllers {
         if let Some(ns) = namespaces::on_event(&self.app, ev, &mut self.terminating) {
             self.dirty_namespaces.insert(ns);
         }
+        root_ca::on_event(&self.app, ev, |ns| self.terminating.contains(ns));
         self.gc.on_event(&self.app, ev);
         if crate::api::admit::is_configuration_key(&ev.resource) {
             self.webhooks_changed = true;

@@ -105,6 +105,7 @@ fn storage_hash_for(r: &Resource) -> String {
                 storage_version_hash(&r.group, "v1beta1", &r.kind)
             }
             ("events.k8s.io", "Event") => storage_version_hash("", "v1", "Event"),
+            ("autoscaling", _) => storage_version_hash(&r.group, "v2", &r.kind),
             _ => storage_version_hash(&r.group, &r.version, &r.kind),
         },
     }

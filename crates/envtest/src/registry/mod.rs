@@ -100,8 +100,18 @@ impl Resource {
         self.group == "events.k8s.io" && self.plural == "events"
     }
 
+    /// Whether this is `autoscaling/v1`'s view of the autoscalers stored as v2.
+    fn is_autoscaling_v1(&self) -> bool {
+        self.group == "autoscaling" && self.version == "v1" && !self.is_custom()
+    }
+
     /// Converts a stored object to what this version serves.
     pub fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
+        if self.is_autoscaling_v1() {
+            let mut out = builtin::hpa::v2_to_v1(stored);
+            set_type_meta(&mut out, &self.api_version(), &self.kind);
+            return Arc::new(out);
+        }
         if self.is_events_v1() {
             let mut out = builtin::events::core_to_events_v1(stored);
             set_type_meta(&mut out, &self.api_version(), &self.kind);
@@ -120,6 +130,11 @@ impl Resource {
 
     /// Converts an object of this version to its stored form.
     pub fn to_storage(&self, obj: Value) -> Value {
+        if self.is_autoscaling_v1() {
+            let mut out = builtin::hpa::v1_to_v2(&obj);
+            set_type_meta(&mut out, "autoscaling/v2", &self.kind);
+            return out;
+        }
         if self.is_events_v1() {
             let mut out = builtin::events::events_v1_to_core(&obj);
             set_type_meta(&mut out, "v1", "Event");
@@ -255,7 +270,9 @@ impl Registry {
         for r in self.resources.iter().filter(|r| &*r.store_key == key) {
             let preferred = match &r.source {
                 Source::Custom(c) => c.storage_version == r.version,
-                Source::Builtin(k) => k.group != "events.k8s.io",
+                Source::Builtin(k) => {
+                    k.group != "events.k8s.io" && (k.group, k.version) != ("autoscaling", "v1")
+                }
             };
             if found.is_none() || preferred {
                 found = Some(r);

@@ -54,7 +54,9 @@ macro_rules! typed {
 pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<String>)> {
     use k8s_openapi::api::{
         admissionregistration::v1 as admission, apps::v1 as apps, batch::v1 as batch,
-        coordination::v1 as coordination, core::v1 as core, events::v1 as events, rbac::v1 as rbac,
+        coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
+        events::v1 as events, networking::v1 as networking, node::v1 as node, policy::v1 as policy,
+        rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 
@@ -70,7 +72,16 @@ pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<S
     map.insert("apiVersion".into(), Value::String(kind.api_version()));
     map.insert("kind".into(), Value::String(kind.kind.to_string()));
 
-    let result = typed!(kind, &obj, {
+    // The one kind served in two versions with their own types.
+    let hpa = (kind.group, kind.kind) == ("autoscaling", "HorizontalPodAutoscaler");
+    let result = if hpa && kind.version == "v1" {
+        use k8s_openapi::api::autoscaling::v1 as autoscaling;
+        round_trip::<autoscaling::HorizontalPodAutoscaler>(kind, &obj).map(Some)
+    } else if hpa {
+        use k8s_openapi::api::autoscaling::v2 as autoscaling;
+        round_trip::<autoscaling::HorizontalPodAutoscaler>(kind, &obj).map(Some)
+    } else {
+        typed!(kind, &obj, {
         ("", "ConfigMap") => core::ConfigMap,
         ("", "Endpoints") => core::Endpoints,
         ("", "Event") => core::Event,
@@ -78,6 +89,7 @@ pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<S
         ("", "Namespace") => core::Namespace,
         ("", "Node") => core::Node,
         ("", "PersistentVolumeClaim") => core::PersistentVolumeClaim,
+        ("", "PersistentVolume") => core::PersistentVolume,
         ("", "Pod") => core::Pod,
         ("", "PodTemplate") => core::PodTemplate,
         ("", "ResourceQuota") => core::ResourceQuota,
@@ -95,12 +107,25 @@ pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<S
         ("batch", "CronJob") => batch::CronJob,
         ("batch", "Job") => batch::Job,
         ("coordination.k8s.io", "Lease") => coordination::Lease,
+        ("discovery.k8s.io", "EndpointSlice") => discovery::EndpointSlice,
         ("events.k8s.io", "Event") => events::Event,
+        ("networking.k8s.io", "IngressClass") => networking::IngressClass,
+        ("networking.k8s.io", "Ingress") => networking::Ingress,
+        ("networking.k8s.io", "NetworkPolicy") => networking::NetworkPolicy,
+        ("node.k8s.io", "RuntimeClass") => node::RuntimeClass,
+        ("policy", "PodDisruptionBudget") => policy::PodDisruptionBudget,
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => rbac::ClusterRoleBinding,
         ("rbac.authorization.k8s.io", "ClusterRole") => rbac::ClusterRole,
         ("rbac.authorization.k8s.io", "RoleBinding") => rbac::RoleBinding,
         ("rbac.authorization.k8s.io", "Role") => rbac::Role,
-    })?;
+        ("scheduling.k8s.io", "PriorityClass") => scheduling::PriorityClass,
+        ("storage.k8s.io", "CSIDriver") => storage::CSIDriver,
+        ("storage.k8s.io", "CSINode") => storage::CSINode,
+        ("storage.k8s.io", "CSIStorageCapacity") => storage::CSIStorageCapacity,
+        ("storage.k8s.io", "StorageClass") => storage::StorageClass,
+        ("storage.k8s.io", "VolumeAttachment") => storage::VolumeAttachment,
+        })
+    }?;
     let Some((mut out, report)) = result else {
         return Ok((obj, Vec::new()));
     };
