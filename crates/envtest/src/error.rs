@@ -299,14 +299,40 @@ impl ApiError {
         .with_details(Details::default())
     }
 
-    /// 406 NotAcceptable, naming the representations the server offers.
+    /// 405 MethodNotAllowed for a verb a resource refuses (`NewMethodNotSupported`).
+    pub fn method_not_supported(group: &str, resource: &str, message: &str) -> Self {
+        ApiError::new(405, "MethodNotAllowed", message).with_details(Details {
+            group: group.to_string(),
+            kind: resource.to_string(),
+            ..Details::default()
+        })
+    }
+
+    /// 406 NotAcceptable from go-restful's routing: no media type of the
+    /// Accept header is one the route produces.
     pub fn not_acceptable() -> Self {
         ApiError::new(
             406,
             "NotAcceptable",
-            "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            format!(
+                "406: Not Acceptable\n\nAvailable representations: {}",
+                crate::http::negotiate::SERVED_MEDIA_TYPES
+            ),
         )
         .with_details(Details::default())
+    }
+
+    /// 406 NotAcceptable from a handler's negotiation (`media types` lists
+    /// what it serves).
+    pub fn not_acceptable_of(media_types: &str) -> Self {
+        Self::not_acceptable_message(format!(
+            "only the following media types are accepted: {media_types}"
+        ))
+    }
+
+    /// 406 NotAcceptable with `message` and no details.
+    pub fn not_acceptable_message(message: impl Into<String>) -> Self {
+        ApiError::new(406, "NotAcceptable", message)
     }
 
     /// 415 UnsupportedMediaType.

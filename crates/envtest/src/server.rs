@@ -35,6 +35,11 @@ pub struct Config {
     pub webhook_routes: Vec<WebhookRoute>,
     /// kube-controller-manager's controllers beyond the essential ones.
     pub cluster_controllers: crate::api::ClusterControllers,
+    /// How long a deleted namespace stays Terminating with its content
+    /// before the namespace controller empties it (kube-controller-manager
+    /// waits 5 s; a short wait lets clients see the Terminating namespace
+    /// without slowing tests).
+    pub namespace_deletion_grace: Duration,
 }
 
 impl Default for Config {
@@ -46,6 +51,7 @@ impl Default for Config {
             read_history: 100_000,
             webhook_routes: Vec::new(),
             cluster_controllers: crate::api::ClusterControllers::default(),
+            namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
         }
     }
 }
@@ -59,6 +65,8 @@ pub struct Envtest {
     controllers: JoinHandle<()>,
 }
 
+/// The default of [`Config::namespace_deletion_grace`].
+pub const DEFAULT_NAMESPACE_DELETION_GRACE: Duration = Duration::from_millis(100);
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Envtest {
@@ -71,7 +79,7 @@ impl Envtest {
         let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
-        let controllers = controllers::spawn(app.clone());
+        let controllers = controllers::spawn(app.clone(), config.namespace_deletion_grace);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", config.port))?;

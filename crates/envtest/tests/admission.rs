@@ -520,6 +520,7 @@ async fn ca_bundle_is_verified() {
     let other = Pki::new();
     let server = WebhookServer::start(&pki, Reply::allow).await;
     let reg = registry(TestCluster::default());
+    // Both test CAs have the same subject, so Go names the one it tried.
     let wrong_ca = json!({"url": server.url("/v"), "caBundle": other.ca_bundle()});
     reg.set_configurations(
         &[],
@@ -534,7 +535,7 @@ async fn ca_bundle_is_verified() {
     assert_eq!(
         err.message,
         format!(
-            "Internal error occurred: failed calling webhook \"tls.example.com\": failed to call webhook: Post \"https://127.0.0.1:{}/v?timeout=10s\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+            "Internal error occurred: failed calling webhook \"tls.example.com\": failed to call webhook: Post \"https://127.0.0.1:{}/v?timeout=10s\": tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \"x509: ECDSA verification failure\" while trying to verify candidate authority certificate \"envtest test CA\")",
             server.port
         )
     );

@@ -5,10 +5,15 @@
 //! expiry test, which needs a server with a tiny watch history.
 
 #[allow(dead_code)]
+#[path = "support/kube.rs"]
+mod kube_support;
+#[allow(dead_code)]
 #[path = "support/server.rs"]
 mod server;
 #[allow(dead_code)]
 mod support;
+
+use kube_support::{api_status, client_for, install_crd, setup};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -18,7 +23,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
@@ -56,62 +60,15 @@ pub struct WidgetStatus {
     pub observed_generation: Option<i64>,
 }
 
-async fn client_for(kubeconfig_yaml: &str) -> Client {
-    let kubeconfig = Kubeconfig::from_yaml(kubeconfig_yaml)
-        .unwrap_or_else(|e| panic!("envtest's kubeconfig does not parse: {e}"));
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("kube-rs refuses envtest's kubeconfig: {e}"));
-    Client::try_from(config).unwrap_or_else(|e| panic!("no client: {e}"))
-}
-
-/// A client of the shared server and a fresh namespace.
-async fn setup(prefix: &str) -> (Client, String) {
-    let shared = server::shared();
-    let yaml = std::fs::read_to_string(&shared.kubeconfig)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", shared.kubeconfig.display()));
-    let client = client_for(&yaml).await;
-    let ns = server::unique_name(prefix);
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let object: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
-    namespaces
-        .create(&PostParams::default(), &object)
-        .await
-        .unwrap_or_else(|e| panic!("creating namespace {ns}: {e}"));
-    (client, ns)
-}
-
 /// Installs the Widget CRD (once per server; later calls find it) and waits
 /// until it is Established.
 async fn widget_crd(client: &Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match crds.create(&PostParams::default(), &Widget::crd()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(e) => panic!("creating the Widget CRD: {e}"),
-    }
-    let established = await_condition(
-        crds,
-        "widgets.kube.opctl.test",
-        conditions::is_crd_established(),
-    );
-    tokio::time::timeout(Duration::from_secs(20), established)
-        .await
-        .expect("the Widget CRD did not become Established within 20 s")
-        .expect("waiting for the Widget CRD");
+    install_crd(client, &Widget::crd()).await;
 }
 
 fn configmap(name: &str, labels: serde_json::Value, data: serde_json::Value) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "data": data}))
         .expect("configmap")
-}
-
-fn api_status(result: Result<impl std::fmt::Debug, kube::Error>) -> Box<kube::core::Status> {
-    match result {
-        Err(kube::Error::Api(status)) => status,
-        other => panic!("expected an API error Status, got {other:?}"),
-    }
 }
 
 #[tokio::test]

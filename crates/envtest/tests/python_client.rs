@@ -139,3 +139,8 @@ fn python_client_custom_objects() {
 fn python_client_watch_sees_added_modified_deleted() {
     run_script("watch_events.py");
 }
+
+#[test]
+fn python_client_sees_the_bytes_kube_apiserver_writes() {
+    run_script("wire_bytes.py");
+}

@@ -161,20 +161,20 @@ fn check_answer(method: &str, raw: &Raw, smp: bool) -> Result<(), String> {
     if raw.status == 404 && text == "404 page not found\n" {
         return Ok(()); // kube-apiserver's plain-text 404 for paths outside the API
     }
-    let status: Value = serde_json::from_slice(&raw.body)
-        .map_err(|e| format!("error {} without a JSON Status ({e}): {text:?}", raw.status))?;
-    let message = status["message"].as_str().unwrap_or_default();
     let content_type = raw
         .headers
         .get("content-type")
         .map(String::as_str)
         .unwrap_or_default();
-    if !content_type.starts_with("application/json") {
-        return Err(format!(
-            "error {} Status sent as {content_type:?}",
-            raw.status
-        ));
-    }
+    // Errors come in the format the Accept header asks for (JSON or YAML).
+    let status: Value = match content_type {
+        "application/json" => serde_json::from_slice(&raw.body)
+            .map_err(|e| format!("error {} without a JSON Status ({e}): {text:?}", raw.status))?,
+        "application/yaml" => serde_saphyr::from_str(&text)
+            .map_err(|e| format!("error {} without a YAML Status ({e}): {text:?}", raw.status))?,
+        other => return Err(format!("error {} Status sent as {other:?}", raw.status)),
+    };
+    let message = status["message"].as_str().unwrap_or_default();
     if status["kind"] != "Status" || status["apiVersion"] != "v1" || status["status"] != "Failure" {
         return Err(format!(
             "error {} body is not a Failure Status: {status}",

@@ -54,6 +54,11 @@ async fn run_one(transcript: &Transcript, known: &BTreeMap<String, String>) -> F
     let config = Config {
         watch_history: WATCH_HISTORY,
         cluster_controllers: ClusterControllers::none(),
+        // The recording's namespace controller waited 5 s before emptying a
+        // deleted namespace, and the steps taken meanwhile (11 #5-#7) expect
+        // it untouched: wait as long, since a loaded machine can take over a
+        // second for them.
+        namespace_deletion_grace: std::time::Duration::from_secs(5),
         ..Config::default()
     };
     let server = server::start(config).await;

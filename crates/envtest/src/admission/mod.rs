@@ -68,6 +68,7 @@ mod conditions;
 mod config;
 mod dispatch;
 mod errors;
+mod goverify;
 mod matching;
 mod patching;
 mod review;

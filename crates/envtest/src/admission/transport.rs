@@ -2,7 +2,6 @@
 //! against its `caBundle`, with errors worded as Go's HTTP client words them
 //! (`Post "<url>": dial tcp 127.0.0.1:9443: connect: connection refused`).
 
-use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -13,11 +12,14 @@ use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, USER_AGENT};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{CertificateError, ClientConfig, RootCertStore};
+use rustls::{CertificateError, ClientConfig};
 use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+use x509_parser::certificate::X509Certificate;
+use x509_parser::prelude::FromDer;
 
+use super::goverify::{GoTlsError, GoVerifier};
 use super::matching::ClusterView;
 use super::routes::WebhookRoutes;
 
@@ -139,9 +141,8 @@ fn parse_service(service: &Value) -> Result<Target, String> {
 }
 
 /// `rootCertPool` of client-go: the caBundle's certificates, or the system
-/// roots when there is no caBundle.
+/// roots when there is no caBundle; verified as Go verifies them.
 fn tls_config(ca_bundle: Option<&Value>) -> Result<Arc<ClientConfig>, String> {
-    let mut roots = RootCertStore::empty();
     let bundle = match ca_bundle {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => base64::engine::general_purpose::STANDARD
@@ -149,11 +150,8 @@ fn tls_config(ca_bundle: Option<&Value>) -> Result<Arc<ClientConfig>, String> {
             .map_err(|e| format!("caBundle is not valid base64: {e}"))?,
         Some(_) => return Err("caBundle must be a base64 string".to_string()),
     };
-    if bundle.is_empty() {
-        for cert in NATIVE_ROOTS.iter() {
-            // A system root rustls cannot use is skipped, as Go skips it.
-            let _ = roots.add(cert.clone());
-        }
+    let roots: Vec<CertificateDer<'static>> = if bundle.is_empty() {
+        NATIVE_ROOTS.clone()
     } else {
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bundle)
             .collect::<Result<_, _>>()
@@ -165,17 +163,20 @@ fn tls_config(ca_bundle: Option<&Value>) -> Result<Arc<ClientConfig>, String> {
                 "unable to load root certificates: unable to parse bytes as PEM block".to_string(),
             );
         }
-        for cert in certs {
-            roots.add(cert).map_err(|e| {
+        for cert in &certs {
+            X509Certificate::from_der(cert).map_err(|e| {
                 format!("unable to load root certificates: failed to parse certificate: {e}")
             })?;
         }
-    }
+        certs
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = GoVerifier::new(roots, Arc::clone(&provider));
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     // kube-apiserver speaks HTTP/1.1 to webhooks.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -296,7 +297,7 @@ fn io_cause(e: &std::io::Error) -> String {
 }
 
 /// Go's wording of a failed TLS handshake.
-fn tls_cause(e: &std::io::Error, server_name: &ServerName<'_>) -> String {
+fn tls_cause(e: &std::io::Error) -> String {
     let Some(rustls_error) = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
@@ -306,57 +307,21 @@ fn tls_cause(e: &std::io::Error, server_name: &ServerName<'_>) -> String {
             _ => io_cause(e),
         };
     };
-    let verify = |detail: String| format!("tls: failed to verify certificate: x509: {detail}");
     match rustls_error {
-        rustls::Error::InvalidCertificate(cert_error) => match cert_error {
-            CertificateError::UnknownIssuer | CertificateError::BadSignature => {
-                verify("certificate signed by unknown authority".to_string())
+        rustls::Error::InvalidCertificate(CertificateError::Other(other)) => {
+            match other.0.downcast_ref::<GoTlsError>() {
+                Some(go) => go.0.clone(),
+                None => format!("tls: failed to verify certificate: {other}"),
             }
-            CertificateError::Expired
-            | CertificateError::ExpiredContext { .. }
-            | CertificateError::NotValidYet
-            | CertificateError::NotValidYetContext { .. } => {
-                verify("certificate has expired or is not yet valid".to_string())
-            }
-            CertificateError::NotValidForNameContext { presented, .. } => {
-                let name = server_name.to_str();
-                let ip = matches!(server_name, ServerName::IpAddress(_));
-                let relevant: Vec<String> = presented
-                    .iter()
-                    .map(|p| presented_name(p))
-                    .filter(|p| p.parse::<IpAddr>().is_ok() == ip)
-                    .collect();
-                if ip && relevant.is_empty() {
-                    verify(format!(
-                        "cannot validate certificate for {name} because it doesn't contain any IP SANs"
-                    ))
-                } else {
-                    verify(format!(
-                        "certificate is valid for {}, not {name}",
-                        relevant.join(", ")
-                    ))
-                }
-            }
-            CertificateError::NotValidForName => verify(format!(
-                "certificate is not valid for {}",
-                server_name.to_str()
-            )),
-            other => verify(format!("{other:?}")),
-        },
+        }
+        rustls::Error::InvalidCertificate(other) => {
+            format!("tls: failed to verify certificate: {other:?}")
+        }
         rustls::Error::AlertReceived(alert) => {
             format!("remote error: tls: {}", format!("{alert:?}").to_lowercase())
         }
         other => format!("tls: {other}"),
     }
-}
-
-/// A name as webpki presents it (`DnsName("a.b")`, `IpAddress(1.2.3.4)`) as plain text.
-fn presented_name(presented: &str) -> String {
-    let inner = presented
-        .split_once('(')
-        .and_then(|(_, rest)| rest.strip_suffix(')'))
-        .unwrap_or(presented);
-    inner.trim_matches('"').to_string()
 }
 
 async fn exchange(
@@ -373,7 +338,7 @@ async fn exchange(
     let stream = connector
         .connect(server_name.clone(), tcp)
         .await
-        .map_err(|e| tls_cause(&e, &server_name))?;
+        .map_err(|e| tls_cause(&e))?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;
@@ -428,13 +393,6 @@ fn hyper_cause(e: hyper::Error) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn presented_names_are_plain() {
-        assert_eq!(presented_name("DnsName(\"localhost\")"), "localhost");
-        assert_eq!(presented_name("IpAddress(127.0.0.1)"), "127.0.0.1");
-        assert_eq!(presented_name("plain"), "plain");
-    }
 
     #[test]
     fn paths_are_cleaned_like_go() {

@@ -303,7 +303,8 @@ async fn immortal_namespaces_and_delete_preconditions() {
 #[tokio::test]
 async fn garbage_collector_handles_background_foreground_and_orphan() {
     let app = app();
-    let _controllers = crate::controllers::spawn(app.clone());
+    let _controllers =
+        crate::controllers::spawn(app.clone(), crate::server::DEFAULT_NAMESPACE_DELETION_GRACE);
     namespace(&app, "ns");
     let cms = res(&app, "configmaps");
     for (owner, policy) in [
@@ -368,7 +369,8 @@ async fn garbage_collector_handles_background_foreground_and_orphan() {
 #[tokio::test]
 async fn namespace_deletion_removes_content_then_the_namespace() {
     let app = app();
-    let _controllers = crate::controllers::spawn(app.clone());
+    let _controllers =
+        crate::controllers::spawn(app.clone(), crate::server::DEFAULT_NAMESPACE_DELETION_GRACE);
     namespace(&app, "ns");
     make(&app, "configmaps", "ns", cm("c", json!({})));
     make(

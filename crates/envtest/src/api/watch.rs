@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use super::App;
 use super::read::{Selectors, wait_for_rv};
 use crate::error::{ApiError, ApiResult};
+use crate::http::gojson;
 use crate::http::negotiate::Shape;
 use crate::http::query::{ListOptions, parse_resource_version};
 use crate::meta;
@@ -76,7 +77,7 @@ impl Renderer {
             let _ = serde_json::to_writer(&mut bytes, &self.object(obj));
         }
         bytes.extend_from_slice(b"}\n");
-        Bytes::from(bytes)
+        Bytes::from(gojson::escape_html(bytes))
     }
 
     fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
@@ -93,9 +94,7 @@ impl Renderer {
         let event = json!({"type": "BOOKMARK", "object": {
             "kind": self.res.kind, "apiVersion": self.res.api_version(), "metadata": metadata,
         }});
-        let mut bytes = serde_json::to_vec(&event).unwrap_or_default();
-        bytes.push(b'\n');
-        Bytes::from(bytes)
+        Bytes::from(gojson::compact(&event))
     }
 }
 
@@ -127,10 +126,9 @@ impl Renderer {
 }
 
 fn error_line(err: &ApiError) -> Bytes {
-    let mut bytes = serde_json::to_vec(&json!({"type": "ERROR", "object": err.to_status()}))
-        .unwrap_or_default();
-    bytes.push(b'\n');
-    Bytes::from(bytes)
+    Bytes::from(gojson::compact(
+        &json!({"type": "ERROR", "object": err.to_status()}),
+    ))
 }
 
 /// What a watcher with selectors sees of one change: (type, object).

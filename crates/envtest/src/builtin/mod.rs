@@ -67,7 +67,7 @@ const VOLUME_SOURCES: &[&str] = &[
 ];
 
 pub use alloc::Allocator;
-pub use kinds::{find, find_kind, storage_version_hash};
+pub use kinds::{find, find_kind};
 
 /// One built-in kind and how it is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +85,8 @@ pub struct KindInfo {
     pub verbs: &'static [&'static str],
     pub has_status: bool,
     pub has_scale: bool,
+    /// The typed round trip through the kind's k8s-openapi type.
+    codec: decode::Codec,
 }
 
 impl KindInfo {
@@ -96,11 +98,43 @@ impl KindInfo {
             format!("{}/{}", self.group, self.version)
         }
     }
+
+    /// The group as `opctl create api --group` takes it: `core` for the
+    /// core group, else the first part of the API group (`apps`, `rbac`).
+    pub fn short_group(&self) -> &'static str {
+        match self.group {
+            "" => "core",
+            group => group.split('.').next().unwrap_or(group),
+        }
+    }
+
+    /// The k8s-openapi module that holds the kind's type, e.g.
+    /// `k8s_openapi::api::apps::v1` (a test checks it against the type).
+    pub fn rust_module(&self) -> String {
+        match self.group {
+            "apiextensions.k8s.io" => format!(
+                "k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::{}",
+                self.version
+            ),
+            _ => format!("k8s_openapi::api::{}::{}", self.short_group(), self.version),
+        }
+    }
+
+    /// Whether a controller can watch the kind (reviews cannot: they are
+    /// only created).
+    pub fn is_watchable(&self) -> bool {
+        self.verbs.contains(&"watch")
+    }
 }
 
-/// Every built-in kind the server serves.
+/// Every built-in kind the server serves, each in its preferred version.
 pub fn kinds() -> &'static [KindInfo] {
     kinds::KINDS
+}
+
+/// Older versions of [`kinds`] the server serves too (`autoscaling/v1`).
+pub fn older_versions() -> &'static [KindInfo] {
+    kinds::OLDER_VERSIONS
 }
 
 /// Decodes a request body object as the typed kind: fields the type does not
@@ -192,6 +226,7 @@ pub fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause>
 static TYPE_INFOS: LazyLock<Vec<listtypes::BuiltinTypeInfo>> = LazyLock::new(|| {
     kinds::KINDS
         .iter()
+        .chain(kinds::OLDER_VERSIONS)
         .map(listtypes::BuiltinTypeInfo::new)
         .collect()
 });
@@ -200,7 +235,8 @@ static TYPE_INFOS: LazyLock<Vec<listtypes::BuiltinTypeInfo>> = LazyLock::new(|| 
 pub fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
     let index = kinds::KINDS
         .iter()
-        .position(|k| k.group == kind.group && k.kind == kind.kind);
+        .chain(kinds::OLDER_VERSIONS)
+        .position(|k| k.group == kind.group && k.version == kind.version && k.kind == kind.kind);
     match index.and_then(|i| TYPE_INFOS.get(i)) {
         Some(info) => info,
         None => &Untyped,

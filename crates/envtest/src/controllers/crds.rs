@@ -22,10 +22,21 @@ fn crd_key() -> ResKey {
 
 /// Rebuilds the served set from the stored CRDs.
 pub fn rebuild_registry(app: &App) {
+    rebuild_registry_with(app, None);
+}
+
+/// Rebuilds the served set with `next` in place of its stored CRD, so that
+/// a CRD is served before a client can read that it is Established.
+fn rebuild_registry_with(app: &App, next: Option<&Value>) {
     let (crds, _) = app.store.list(&crd_key(), None, None);
+    let replaced = next.map(meta::name);
     let custom = crds
         .iter()
-        .map(|(_, c)| Arc::new(CustomResource::from_crd(c)))
+        .map(|(_, c)| match next {
+            Some(n) if replaced == Some(meta::name(c)) => n,
+            _ => &**c,
+        })
+        .map(|c| Arc::new(CustomResource::from_crd(c)))
         .collect();
     app.registry.replace(Registry::new(custom));
 }
@@ -34,15 +45,20 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) 
     json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message})
 }
 
-fn has_condition(crd: &Value, type_: &str, status: &str) -> bool {
+/// Whether the CRD has a condition of `type_` whose `field` is `value`.
+fn condition_with(crd: &Value, type_: &str, field: &str, value: &str) -> bool {
     crd.pointer("/status/conditions")
         .and_then(Value::as_array)
         .is_some_and(|cs| {
             cs.iter().any(|c| {
                 c.get("type").and_then(Value::as_str) == Some(type_)
-                    && c.get("status").and_then(Value::as_str) == Some(status)
+                    && c.get(field).and_then(Value::as_str) == Some(value)
             })
         })
+}
+
+fn has_condition(crd: &Value, type_: &str, status: &str) -> bool {
+    condition_with(crd, type_, "status", status)
 }
 
 /// Whether spec.names moved on from the accepted names (a CRD update).
@@ -151,6 +167,9 @@ fn accept_names(app: &App, crd: &Value) {
             list.push(json!(storage));
             obj["status"]["storedVersions"] = Value::Array(list);
         }
+        if conflict.is_none() {
+            rebuild_registry_with(app, Some(obj));
+        }
         true
     });
 }
@@ -158,6 +177,52 @@ fn accept_names(app: &App, crd: &Value) {
 /// Deletes the custom resources of a terminating CRD; once none is left the
 /// cleanup finalizer goes and the CRD with it.
 fn cleanup(app: &App, crd: &Value) {
+    let Some(crd_res) = resource_for(app, CRD_KEY) else {
+        return;
+    };
+    // As the apiextensions finalizer does before it deletes anything.
+    if !condition_with(crd, "Terminating", "reason", "InstanceDeletionInProgress") {
+        let _ = modify(
+            app,
+            &crd_res,
+            "",
+            meta::name(crd),
+            Some("status"),
+            APISERVER,
+            |obj| {
+                let mut conditions: Vec<Value> = obj
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let now = meta::now_rfc3339();
+                let wanted = condition(
+                    "Terminating",
+                    "True",
+                    "InstanceDeletionInProgress",
+                    "CustomResource deletion is in progress",
+                    &now,
+                );
+                match conditions
+                    .iter_mut()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some("Terminating"))
+                {
+                    // SetCRDCondition keeps the transition time of an unchanged status.
+                    Some(c) => {
+                        let keep = c.get("status") == wanted.get("status");
+                        let time = c.get("lastTransitionTime").cloned();
+                        *c = wanted;
+                        if keep && let Some(t) = time {
+                            c["lastTransitionTime"] = t;
+                        }
+                    }
+                    None => conditions.push(wanted),
+                }
+                obj["status"]["conditions"] = Value::Array(conditions);
+                true
+            },
+        );
+    }
     let cr = CustomResource::from_crd(crd);
     let key = custom_store_key(&cr.group, &cr.plural);
     let (objects, _) = app.store.list(&key, None, None);
@@ -178,9 +243,8 @@ fn cleanup(app: &App, crd: &Value) {
     if !left.is_empty() {
         return;
     }
-    let Some(crd_res) = resource_for(app, CRD_KEY) else {
-        return;
-    };
+    // The finalizer goes and, no other being left, the CRD with it: the
+    // DELETED event shows the last stored state (deletion in progress).
     let _ = modify(app, &crd_res, "", meta::name(crd), None, APISERVER, |obj| {
         let mut f = meta::finalizers(obj);
         let before = f.len();

@@ -15,6 +15,7 @@ mod namespaces;
 mod root_ca;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -36,7 +37,11 @@ struct Controllers {
     /// Terminating namespaces whose content changed since they were last finalized.
     dirty_namespaces: std::collections::BTreeSet<String>,
     /// Namespaces being deleted.
-    terminating: std::collections::HashSet<String>,
+    namespaces: namespaces::Lifecycle,
+    /// How long a deleted namespace keeps its content (kube-controller-manager
+    /// waits 5 s), and where the end of that wait is announced.
+    namespace_grace: Duration,
+    grace_passed: mpsc::UnboundedSender<String>,
     /// Terminating CRDs whose custom resources changed.
     dirty_crds: std::collections::BTreeSet<String>,
     /// A webhook configuration changed (e.g. the garbage collector deleted one).
@@ -54,10 +59,21 @@ impl Controllers {
         if let Some(crd) = crds::on_event(&self.app, ev) {
             self.dirty_crds.insert(crd);
         }
-        if let Some(ns) = namespaces::on_event(&self.app, ev, &mut self.terminating) {
-            self.dirty_namespaces.insert(ns);
+        match namespaces::on_event(&self.app, ev, &mut self.namespaces) {
+            Some(namespaces::Work::Finalize(ns)) => {
+                self.dirty_namespaces.insert(ns);
+            }
+            Some(namespaces::Work::Wait(ns)) => {
+                let tx = self.grace_passed.clone();
+                let grace = self.namespace_grace;
+                tokio::spawn(async move {
+                    tokio::time::sleep(grace).await;
+                    let _ = tx.send(ns);
+                });
+            }
+            None => {}
         }
-        root_ca::on_event(&self.app, ev, |ns| self.terminating.contains(ns));
+        root_ca::on_event(&self.app, ev, |ns| self.namespaces.is_terminating(ns));
         self.gc.on_event(&self.app, ev);
         if crate::api::admit::is_configuration_key(&ev.resource) {
             self.webhooks_changed = true;
@@ -99,9 +115,11 @@ impl Controllers {
     }
 }
 
-/// Starts the controllers; they first reconcile what already exists.
-pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
+/// Starts the controllers; they first reconcile what already exists. A
+/// deleted namespace keeps its content for `namespace_grace`.
+pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Arc<Event>>();
+    let (grace_tx, mut grace_rx) = mpsc::unbounded_channel::<String>();
     let since = app.store.current_rv();
     let sub = app.store.subscribe(
         WatchFilter::default(),
@@ -113,7 +131,9 @@ pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
         gc: gc::GarbageCollector::default(),
         dirty_namespaces: Default::default(),
         dirty_crds: Default::default(),
-        terminating: Default::default(),
+        namespaces: Default::default(),
+        namespace_grace,
+        grace_passed: grace_tx,
         webhooks_changed: false,
         cluster_roles_changed: false,
         crds_changed: false,
@@ -145,10 +165,20 @@ pub fn spawn(app: Arc<App>) -> JoinHandle<()> {
         if sub.is_err() {
             return;
         }
-        while let Some(ev) = rx.recv().await {
-            ctl.handle(&ev);
-            while let Ok(ev) = rx.try_recv() {
-                ctl.handle(&ev);
+        loop {
+            tokio::select! {
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { return };
+                    ctl.handle(&ev);
+                    while let Ok(ev) = rx.try_recv() {
+                        ctl.handle(&ev);
+                    }
+                }
+                Some(ns) = grace_rx.recv() => {
+                    if ctl.namespaces.grace_passed(&ns) {
+                        ctl.dirty_namespaces.insert(ns);
+                    }
+                }
             }
             ctl.flush();
         }

@@ -2,7 +2,7 @@
 //! namespace has a `default` ServiceAccount; a terminating namespace has its
 //! content deleted, reports progress in its conditions, and goes once empty.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -41,18 +41,58 @@ fn ensure_default_service_account(app: &App, ns: &str) {
     );
 }
 
-/// Reacts to a change; returns a terminating namespace to finalize.
-/// `terminating` is the controller's record of namespaces being deleted, so
-/// that the many changes elsewhere cost no store lookup.
-pub fn on_event(app: &App, ev: &Event, terminating: &mut HashSet<String>) -> Option<String> {
+/// What the namespace controller knows of namespaces being deleted.
+#[derive(Default)]
+pub struct Lifecycle {
+    /// Namespaces being deleted, and whether their deletion grace has passed.
+    terminating: HashMap<String, bool>,
+}
+
+/// What a change asks of the namespace controller.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Work {
+    /// A namespace just started terminating: act once its grace has passed.
+    Wait(String),
+    /// Delete what is left in the namespace, report it, and finish when empty.
+    Finalize(String),
+}
+
+impl Lifecycle {
+    /// Whether namespace `name` is being deleted.
+    pub fn is_terminating(&self, name: &str) -> bool {
+        self.terminating.contains_key(name)
+    }
+
+    /// The grace of namespace `name` has passed: its content may go.
+    pub fn grace_passed(&mut self, name: &str) -> bool {
+        match self.terminating.get_mut(name) {
+            Some(ready) => {
+                *ready = true;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Reacts to a change. The record of terminating namespaces spares the many
+/// changes elsewhere a store lookup.
+pub fn on_event(app: &App, ev: &Event, lifecycle: &mut Lifecycle) -> Option<Work> {
+    let terminating = &mut lifecycle.terminating;
     if &*ev.resource == NS_KEY {
         if ev.kind == EventType::Deleted {
             terminating.remove(&ev.name);
             return None;
         }
         if meta::is_deleting(&ev.object) {
-            terminating.insert(ev.name.clone());
-            return Some(ev.name.clone());
+            return match terminating.get(&ev.name) {
+                None => {
+                    terminating.insert(ev.name.clone(), false);
+                    Some(Work::Wait(ev.name.clone()))
+                }
+                Some(true) => Some(Work::Finalize(ev.name.clone())),
+                Some(false) => None,
+            };
         }
         terminating.remove(&ev.name);
         ensure_default_service_account(app, &ev.name);
@@ -61,8 +101,9 @@ pub fn on_event(app: &App, ev: &Event, terminating: &mut HashSet<String>) -> Opt
     if ev.namespace.is_empty() {
         return None;
     }
-    if terminating.contains(&ev.namespace) {
-        return (ev.kind == EventType::Deleted).then(|| ev.namespace.clone());
+    if let Some(ready) = terminating.get(&ev.namespace) {
+        return (*ready && ev.kind == EventType::Deleted)
+            .then(|| Work::Finalize(ev.namespace.clone()));
     }
     if &*ev.resource == SA_KEY && ev.name == "default" && ev.kind == EventType::Deleted {
         ensure_default_service_account(app, &ev.namespace);
@@ -90,53 +131,31 @@ pub fn finalize(app: &App, name: &str) {
             }
         }
     }
+    // kube-controller-manager names each resource `<resource>.<group>`
+    // (`pods.` for the core group) and sorts the lists.
     let mut remaining = Vec::new();
-    let mut finalizers: Vec<(String, usize)> = Vec::new();
+    let mut finalizers: std::collections::BTreeMap<String, usize> = Default::default();
     for (key, count) in app.store.resources_in_namespace(name) {
         let Some(res) = reg.by_store_key(&key) else {
             continue;
         };
-        let label = if res.group.is_empty() {
-            res.plural.clone()
-        } else {
-            format!("{}.{}", res.plural, res.group)
-        };
-        remaining.push(format!("{label} has {count} resource instances"));
+        remaining.push(format!(
+            "{}.{} has {count} resource instances",
+            res.plural, res.group
+        ));
         let (objects, _) = app.store.list(&key, Some(name), None);
         for (_, obj) in objects {
             for f in meta::finalizers(&obj) {
-                match finalizers.iter_mut().find(|(n, _)| *n == f) {
-                    Some((_, c)) => *c += 1,
-                    None => finalizers.push((f, 1)),
-                }
+                *finalizers.entry(f).or_default() += 1;
             }
         }
     }
+    remaining.sort();
     let Some(ns_res) = resource_for(app, NS_KEY) else {
         return;
     };
-    if remaining.is_empty() {
-        // Content gone: the "kubernetes" finalizer goes, and the namespace with it.
-        let _ = modify(app, &ns_res, "", name, None, CONTROLLER_MANAGER, |obj| {
-            let has = obj
-                .pointer("/spec/finalizers")
-                .and_then(Value::as_array)
-                .is_some_and(|f| !f.is_empty());
-            if has {
-                obj["spec"]["finalizers"] = json!([]);
-            }
-            has
-        });
-        let ns_key: ResKey = Arc::from(NS_KEY);
-        if let Some(ns) = app.store.get(&ns_key, "", name)
-            && meta::finalizers(&ns).is_empty()
-        {
-            let _ = app
-                .store
-                .delete(&ns_key, "", name, &Preconditions::default());
-        }
-        return;
-    }
+    // The conditions are written after every pass (the first one too, when
+    // nothing was left), then an empty namespace is finished.
     let _ = modify(
         app,
         &ns_res,
@@ -242,6 +261,44 @@ pub fn finalize(app: &App, name: &str) {
             }
             obj["status"]["conditions"] = Value::Array(merged);
             true
+        },
+    );
+    if remaining.is_empty() {
+        finish(app, &ns_res, name);
+    }
+}
+
+/// Content gone: the "kubernetes" finalizer goes. With no other finalizer
+/// left kube-apiserver deletes the namespace instead of storing it, so a
+/// watch sees it DELETED right after its last conditions; one still held by
+/// metadata finalizers is stored finalized.
+fn finish(app: &App, ns_res: &crate::registry::Resource, name: &str) {
+    let ns_key: ResKey = Arc::from(NS_KEY);
+    let Some(ns) = app.store.get(&ns_key, "", name) else {
+        return;
+    };
+    if meta::finalizers(&ns).is_empty() {
+        let _ = app
+            .store
+            .delete(&ns_key, "", name, &Preconditions::default());
+        return;
+    }
+    let _ = modify(
+        app,
+        ns_res,
+        "",
+        name,
+        Some("finalize"),
+        CONTROLLER_MANAGER,
+        |obj| {
+            let has = obj
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+            if has {
+                obj["spec"]["finalizers"] = json!([]);
+            }
+            has
         },
     );
 }

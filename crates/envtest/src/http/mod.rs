@@ -2,6 +2,7 @@
 //! mapping of API operations to responses. Every failure is a `Status`.
 
 pub mod body;
+pub mod gojson;
 pub mod negotiate;
 pub mod openapi;
 pub mod path;
@@ -25,8 +26,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::patch::PatchType;
 use crate::registry::{Resource, discovery};
-use crate::table::{IncludeObject, partial_metadata, table};
-use negotiate::{Accepted, Endpoint, Format, Shape, negotiate};
+use crate::table::{IncludeObject, table};
+use negotiate::{Accepted, Endpoint, Format, Shape};
 use path::{ResourcePath, Route, route};
 use query::Query;
 
@@ -41,6 +42,11 @@ pub fn router(app: Arc<App>) -> Router {
 
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    let prefs = respond::Preferences::of(
+        header_str(&parts.headers, header::ACCEPT),
+        parts.uri.query(),
+        header_str(&parts.headers, header::USER_AGENT),
+    );
     // envtest's own user is an administrator; one it impersonates is held
     // to the stored RBAC rules.
     let impersonated = authz::impersonated_user(&parts.headers);
@@ -48,13 +54,14 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         let q = Query::parse(parts.uri.query());
         let attrs = authz::Attributes::of_request(&parts.method, parts.uri.path(), &q);
         if !authz::authorize(&app.store, user, &attrs).allowed {
-            return respond::error(&authz::forbidden(user, &attrs));
+            return respond::error(&authz::forbidden(user, &attrs), &prefs);
         }
     }
     let call = Call {
         method: &parts.method,
         headers: &parts.headers,
         user: &impersonated.unwrap_or_default(),
+        prefs: &prefs,
     };
     let pending = app.metrics.begin(
         &app.registry.load(),
@@ -64,7 +71,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     );
     let resp = match dispatch(&app, &call, &parts.uri, body).await {
         Ok(resp) => resp,
-        Err(err) => respond::error(&err),
+        Err(err) => respond::error(&err, &prefs),
     };
     pending.finish(resp)
 }
@@ -75,6 +82,17 @@ struct Call<'a> {
     headers: &'a HeaderMap,
     /// Who asks: the administrator, or the user it impersonates.
     user: &'a UserInfo,
+    /// How the client wants its answers written.
+    prefs: &'a respond::Preferences,
+}
+
+impl Call<'_> {
+    /// Content negotiation for `endpoint`, with the request's pretty-printing wish.
+    fn negotiate(&self, endpoint: Endpoint) -> ApiResult<Accepted> {
+        let mut acc = negotiate::negotiate(self.prefs.accept.as_deref(), endpoint)?;
+        acc.pretty |= self.prefs.pretty;
+        Ok(acc)
+    }
 }
 
 fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
@@ -102,16 +120,14 @@ async fn dispatch(
     uri: &axum::http::Uri,
     body: Body,
 ) -> ApiResult<Response> {
-    let Call {
-        method, headers, ..
-    } = *call;
-    let accept = header_str(headers, header::ACCEPT);
+    let method = call.method;
+    let accept = call.prefs.accept.as_deref();
     let q = Query::parse(uri.query());
     if uri.path().trim_end_matches('/') == "/openapi/v2" {
         return Ok(if accept.is_some_and(|a| a.contains("protobuf")) {
             respond::bytes(200, openapi::v2_protobuf(), openapi::V2_PROTOBUF)
         } else {
-            respond::object(200, &openapi::v2(), Format::Json, &[])
+            respond::object(200, &openapi::v2(), &respond::JSON, &[])
         });
     }
     if let Some(rest) = uri.path().strip_prefix("/openapi/v3") {
@@ -121,7 +137,7 @@ async fn dispatch(
             gv => openapi::group_version(&reg, gv),
         };
         return Ok(match doc {
-            Some(doc) => respond::object(200, &doc, Format::Json, &[]),
+            Some(doc) => respond::object(200, &doc, &respond::JSON, &[]),
             None => respond::page_not_found(),
         });
     }
@@ -129,16 +145,17 @@ async fn dispatch(
     if !matches!(r, Route::Resource(_)) && *method != Method::GET && *method != Method::HEAD {
         return Ok(match r {
             Route::Unknown => respond::page_not_found(),
-            _ => respond::error(&ApiError::method_not_allowed()),
+            _ => respond::error(&ApiError::method_not_allowed(), call.prefs),
         });
     }
     let reg = app.registry.load();
     let plain = |v: &Value| -> ApiResult<Response> {
-        let acc = negotiate(accept, Endpoint::Plain)?;
-        Ok(respond::object(200, v, acc.format, &[]))
+        let acc = call.negotiate(Endpoint::Plain)?;
+        Ok(respond::object(200, v, &acc, &[]))
     };
     match r {
-        Route::Version => plain(&version_doc()),
+        // kube-apiserver writes /version with WriteRawJSON, whatever is accepted.
+        Route::Version => Ok(respond::raw_json(200, &version_doc())),
         Route::Health => Ok(respond::text(200, "ok")),
         Route::Metrics => Ok(respond::bytes(
             200,
@@ -147,7 +164,7 @@ async fn dispatch(
         )),
         Route::CoreRoot | Route::Groups => {
             let core = r == Route::CoreRoot;
-            let acc = negotiate(accept, Endpoint::Discovery)?;
+            let acc = call.negotiate(Endpoint::Discovery)?;
             if let Shape::Discovery(v) = &acc.shape {
                 let doc = discovery::aggregated(&reg, core, &format!("apidiscovery.k8s.io/{v}"));
                 let ct = format!(
@@ -165,7 +182,7 @@ async fn dispatch(
             } else {
                 discovery::api_group_list(&reg)
             };
-            Ok(respond::object(200, &doc, acc.format, &[]))
+            Ok(respond::object(200, &doc, &acc, &[]))
         }
         Route::Group(g) => match discovery::api_group(&reg, &g) {
             Some(doc) => plain(&doc),
@@ -212,20 +229,23 @@ fn write_ctx(opts: query::WriteOptions, call: &Call<'_>) -> WriteCtx {
 /// for the very next request.
 fn written(
     app: &App,
+    call: &Call<'_>,
     res: &Resource,
     result: ApiResult<Written>,
     warnings: &api::Warnings,
-    acc: &Accepted,
+    (acc, q): (&Accepted, &Query),
 ) -> Response {
     if api::admit::configuration_kind(res).is_some() {
         api::admit::refresh_configurations(app);
     }
-    match result {
-        Ok(mut w) => {
-            w.warnings.extend(warnings.take());
-            respond::object(w.code, &w.body, acc.format, &w.warnings)
-        }
-        Err(e) => respond::error_with_warnings(&e, &warnings.take()),
+    let shown = result.and_then(|mut w| {
+        let body = transform_object(res, &w.body, acc, q)?;
+        w.warnings.extend(warnings.take());
+        Ok((w.code, body, w.warnings))
+    });
+    match shown {
+        Ok((code, body, warnings)) => respond::object(code, &body, acc, &warnings),
+        Err(e) => respond::error_with_warnings(&e, call.prefs, &warnings.take()),
     }
 }
 
@@ -249,6 +269,7 @@ async fn resource(
         method,
         headers,
         user,
+        ..
     } = *call;
     // Scope: namespaced resources need a namespace to name an object;
     // cluster-scoped ones never have one.
@@ -268,8 +289,12 @@ async fn resource(
         return Err(ApiError::not_found_path());
     }
     let ns = p.namespace.clone().unwrap_or_default();
-    let accept = header_str(headers, header::ACCEPT);
     let content_type = header_str(headers, header::CONTENT_TYPE);
+    let endpoint = if res.is_custom() {
+        Endpoint::CustomResource
+    } else {
+        Endpoint::Resource
+    };
     if authz::review::is_review(&res) {
         return review(app, call, body, p, &res, &ns).await;
     }
@@ -280,30 +305,33 @@ async fn resource(
             let ns_opt = p.namespace.as_deref();
             if opts.watch {
                 check_verb(&res, "watch")?;
-                let acc = negotiate(accept, Endpoint::Object)?;
+                let acc = call.negotiate(endpoint)?;
                 return watch(app, res, ns_opt.map(str::to_string), None, opts, acc, q).await;
             }
             check_verb(&res, "list")?;
-            let acc = negotiate(accept, Endpoint::List)?;
+            let acc = call.negotiate(endpoint)?;
             let page = api::read::list(app, &res, ns_opt, &opts).await?;
-            Ok(list_response(&res, &page, &acc, q))
+            list_response(&res, &page, &acc, q)
         }
         (Method::GET, Some(name)) => {
             if p.watch_prefix || q.flag("watch").unwrap_or(false) {
                 check_verb(&res, "watch")?;
                 let opts = query::list_options(q, true)?;
-                let acc = negotiate(accept, Endpoint::Object)?;
+                let acc = call.negotiate(endpoint)?;
                 return watch(app, res, p.namespace.clone(), Some(name), opts, acc, q).await;
             }
             check_verb(&res, "get")?;
+            let acc = call.negotiate(endpoint)?;
             if sub == Some("scale") {
-                let acc = negotiate(accept, Endpoint::Plain)?;
                 let scale = api::scale::get(app, &res, &ns, &name)?;
-                return Ok(respond::object(200, &scale, acc.format, &[]));
+                let body = negotiate::object_metadata(&res, &scale, &acc.shape)
+                    .transpose()?
+                    .unwrap_or(scale);
+                return Ok(respond::object(200, &body, &acc, &[]));
             }
-            let acc = negotiate(accept, Endpoint::Object)?;
             let obj = api::read::get(app, &res, &ns, &name)?;
-            Ok(object_response(&res, &obj, &acc, q))
+            let body = transform_object(&res, &obj, &acc, q)?;
+            Ok(respond::object(200, &body, &acc, &[]))
         }
         (Method::POST, Some(name)) if matches!(sub, Some("binding" | "eviction")) => {
             let acc = negotiate(accept, Endpoint::Plain)?;
@@ -323,7 +351,14 @@ async fn resource(
         }
         (Method::POST, None) => {
             check_verb(&res, "create")?;
-            let acc = negotiate(accept, Endpoint::Plain)?;
+            if res.custom().is_some_and(|c| c.terminating) {
+                return Err(ApiError::method_not_supported(
+                    &res.group,
+                    &res.plural,
+                    "create not allowed while custom resource definition is terminating",
+                ));
+            }
+            let acc = call.negotiate(endpoint)?;
             let bytes = read_body(body).await?;
             let opts = query::write_options(q, "CreateOptions", false)?;
             let format = object_body_format(&res, content_type)?;
@@ -334,11 +369,11 @@ async fn resource(
                 duplicates: decoded.duplicates,
             };
             let result = api::create::create(app, &res, &ns, input, &ctx).await;
-            Ok(written(app, &res, result, &ctx.warnings, &acc))
+            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
         }
         (Method::PUT, Some(name)) => {
             check_verb(&res, "update")?;
-            let acc = negotiate(accept, Endpoint::Plain)?;
+            let acc = call.negotiate(endpoint)?;
             let bytes = read_body(body).await?;
             let opts = query::write_options(q, "UpdateOptions", false)?;
             let format = object_body_format(&res, content_type)?;
@@ -368,11 +403,11 @@ async fn resource(
                     .await
                 }
             };
-            Ok(written(app, &res, result, &ctx.warnings, &acc))
+            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
         }
         (Method::PATCH, Some(name)) => {
             check_verb(&res, "patch")?;
-            let acc = negotiate(accept, Endpoint::Plain)?;
+            let acc = call.negotiate(endpoint)?;
             let bytes = read_body(body).await?;
             let patch_type = PatchType::from_content_type(content_type.unwrap_or(""))?;
             let opts = query::write_options(q, "PatchOptions", patch_type == PatchType::Apply)?;
@@ -384,13 +419,13 @@ async fn resource(
                 Some("finalize") => return Err(ApiError::method_not_allowed()),
                 _ => api::update::patch(app, &res, &ns, &name, sub, patch_type, &bytes, &ctx).await,
             };
-            Ok(written(app, &res, result, &ctx.warnings, &acc))
+            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
         }
         (Method::DELETE, name) => {
             if sub.is_some() {
                 return Err(ApiError::method_not_allowed());
             }
-            let acc = negotiate(accept, Endpoint::Plain)?;
+            let acc = call.negotiate(endpoint)?;
             let bytes = read_body(body).await?;
             let body_opts = if bytes.iter().all(u8::is_ascii_whitespace) {
                 None
@@ -405,7 +440,7 @@ async fn resource(
                     check_verb(&res, "delete")?;
                     let result =
                         api::delete::delete(app, &res, &ns, &name, &opts, user, &warnings).await;
-                    Ok(written(app, &res, result, &warnings, &acc))
+                    Ok(written(app, call, &res, result, &warnings, (&acc, q)))
                 }
                 None => {
                     check_verb(&res, "deletecollection")?;
@@ -420,13 +455,25 @@ async fn resource(
                         user,
                         &warnings,
                     )
-                    .await
-                    .map(|doc| Written {
-                        code: 200,
-                        body: Arc::new(doc),
-                        warnings: Vec::new(),
+                    .await;
+                    let shown = result.and_then(|doc| {
+                        let items = doc
+                            .get("items")
+                            .and_then(Value::as_array)
+                            .map(|items| items.iter().cloned().map(Arc::new).collect::<Vec<_>>());
+                        let list_meta = doc.get("metadata").cloned().unwrap_or(json!({}));
+                        let metadata = items.and_then(|items| {
+                            negotiate::list_metadata(&res, list_meta, &items, &acc.shape)
+                        });
+                        match metadata.transpose()? {
+                            Some(body) => Ok(body),
+                            None => Ok(doc),
+                        }
                     });
-                    Ok(written(app, &res, result, &warnings, &acc))
+                    Ok(match shown {
+                        Ok(body) => respond::object(200, &body, &acc, &warnings.take()),
+                        Err(e) => respond::error_with_warnings(&e, call.prefs, &warnings.take()),
+                    })
                 }
             }
         }
@@ -447,16 +494,17 @@ async fn review(
         method,
         headers,
         user,
+        ..
     } = *call;
     if *method != Method::POST || p.name.is_some() || p.subresource.is_some() {
         return Err(ApiError::method_not_allowed());
     }
-    let acc = negotiate(header_str(headers, header::ACCEPT), Endpoint::Plain)?;
+    let acc = call.negotiate(Endpoint::Plain)?;
     let bytes = read_body(body).await?;
     let format = body::body_format(header_str(headers, header::CONTENT_TYPE))?;
     let decoded = body::decode_object(&bytes, format, &res.kind)?;
     let answer = authz::review::answer(&app.store, res, ns, user, decoded.value)?;
-    Ok(respond::object(201, &answer, acc.format, &[]))
+    Ok(respond::object(201, &answer, &acc, &[]))
 }
 
 /// The body format of an object write: custom resources have no protobuf form.
@@ -492,44 +540,55 @@ async fn finalize_namespace(
     api::update::replace(app, res, "", name, None, new, Vec::new(), ctx).await
 }
 
-fn object_response(res: &Resource, obj: &Arc<Value>, acc: &Accepted, q: &Query) -> Response {
-    if acc.shape == Shape::Plain {
-        return respond::object(200, obj, acc.format, &[]);
+/// One object in the shape the client asked for (kube-apiserver's
+/// `transformResponseObject`): the object, its Table row or its
+/// PartialObjectMetadata, on every verb; a Status passes unchanged.
+fn transform_object(
+    res: &Resource,
+    obj: &Arc<Value>,
+    acc: &Accepted,
+    q: &Query,
+) -> ApiResult<Arc<Value>> {
+    if let Some(metadata) = negotiate::object_metadata(res, obj, &acc.shape) {
+        return metadata.map(Arc::new);
     }
-    let body = match &acc.shape {
-        Shape::Table(v) => table(
-            res,
-            std::slice::from_ref(obj),
-            json!({"resourceVersion": meta::resource_version(obj)}),
-            v,
-            IncludeObject::parse(q.get("includeObject")),
-            true,
-        ),
-        Shape::PartialObjectMetadata(v) => partial_metadata(obj, v),
-        _ => (**obj).clone(),
-    };
-    respond::object(200, &body, acc.format, &[])
+    match &acc.shape {
+        Shape::Table(v) if obj.get("kind").and_then(Value::as_str) != Some("Status") => {
+            Ok(Arc::new(table(
+                res,
+                std::slice::from_ref(obj),
+                json!({"resourceVersion": meta::resource_version(obj)}),
+                v,
+                IncludeObject::parse(q.get("includeObject")),
+                true,
+            )))
+        }
+        _ => Ok(obj.clone()),
+    }
 }
 
-fn list_response(res: &Resource, page: &api::read::Page, acc: &Accepted, q: &Query) -> Response {
+fn list_response(
+    res: &Resource,
+    page: &api::read::Page,
+    acc: &Accepted,
+    q: &Query,
+) -> ApiResult<Response> {
+    let list_meta = || api::read::list_meta(page, false);
     let body = match &acc.shape {
         Shape::Table(v) => table(
             res,
             &page.items,
-            api::read::list_meta(page, false),
+            list_meta(),
             v,
             IncludeObject::parse(q.get("includeObject")),
             true,
         ),
-        Shape::PartialObjectMetadataList(v) => json!({
-            "kind": "PartialObjectMetadataList",
-            "apiVersion": format!("meta.k8s.io/{v}"),
-            "metadata": api::read::list_meta(page, false),
-            "items": page.items.iter().map(|o| partial_metadata(o, v)).collect::<Vec<_>>(),
-        }),
-        _ => api::read::list_document(res, page),
+        shape => match negotiate::list_metadata(res, list_meta(), &page.items, shape) {
+            Some(metadata) => metadata?,
+            None => api::read::list_document(res, page),
+        },
     };
-    respond::object(200, &body, acc.format, &[])
+    Ok(respond::object(200, &body, acc, &[]))
 }
 
 async fn watch(
@@ -542,7 +601,7 @@ async fn watch(
     q: &Query,
 ) -> ApiResult<Response> {
     if acc.format != Format::Json {
-        return Err(ApiError::not_acceptable());
+        return Err(ApiError::not_acceptable_of(negotiate::SERVED_MEDIA_TYPES));
     }
     let req = api::watch::WatchRequest {
         res,

@@ -1,8 +1,14 @@
-//! Response content negotiation from the `Accept` header: JSON or YAML, and
-//! the transformed shapes kubectl and kube-rs ask for (`as=Table`,
-//! `as=PartialObjectMetadata[List]`, aggregated discovery).
+//! Response content negotiation from the `Accept` header, as kube-apiserver's
+//! `negotiation` package does it: JSON or YAML, and on resource endpoints the
+//! transformed shapes clients ask for (`as=Table`, `as=PartialObjectMetadata`,
+//! `as=PartialObjectMetadataList`), on every verb. Whether a shape fits the
+//! result (an object or a list) is decided afterwards, by [`transform`].
+
+use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
+use crate::registry::Resource;
+use crate::table::partial_metadata;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -16,7 +22,7 @@ pub enum Shape {
     Plain,
     /// `meta.k8s.io/<version>` Table.
     Table(String),
-    /// `meta.k8s.io/<version>` PartialObjectMetadata (single object or watch).
+    /// `meta.k8s.io/<version>` PartialObjectMetadata.
     PartialObjectMetadata(String),
     PartialObjectMetadataList(String),
     /// `apidiscovery.k8s.io/<version>` APIGroupDiscoveryList.
@@ -27,35 +33,121 @@ pub enum Shape {
 pub struct Accepted {
     pub format: Format,
     pub shape: Shape,
+    /// Indented JSON without the trailing newline (`pretty=1` in the media
+    /// range, `?pretty=true`, or a curl/Wget/browser User-Agent).
+    pub pretty: bool,
 }
 
 /// Which shapes the endpoint can produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
-    /// Writes, Status responses and the like: plain objects only.
+    /// Status errors, group discovery documents and the like: no transformation.
     Plain,
-    /// GET of one object (or a watch): Table and PartialObjectMetadata.
-    Object,
-    /// List: Table and PartialObjectMetadataList.
-    List,
+    /// Any verb on a built-in resource (or subresource): Table and
+    /// PartialObjectMetadata[List].
+    Resource,
+    /// The same for a custom resource, which kube-apiserver serves without
+    /// go-restful's routing (and so without its 406 for unknown media types).
+    CustomResource,
     /// `/api` and `/apis`: aggregated discovery.
     Discovery,
 }
 
-fn shape_for(endpoint: Endpoint, as_: &str, group: &str, version: &str) -> Option<Shape> {
-    let meta_v = matches!(version, "v1" | "v1beta1") && group == "meta.k8s.io";
-    match (endpoint, as_) {
-        (Endpoint::Object | Endpoint::List, "Table") if meta_v => {
-            Some(Shape::Table(version.into()))
+/// Media types kube-apiserver serves objects in, as its 406 lists them.
+pub const SERVED_MEDIA_TYPES: &str =
+    "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
+/// One media range of an Accept header.
+struct Clause<'a> {
+    media: String,
+    q: f32,
+    as_: Option<&'a str>,
+    group: &'a str,
+    version: &'a str,
+    pretty: bool,
+}
+
+impl Clause<'_> {
+    fn transforms(&self) -> bool {
+        self.as_.is_some() || !self.group.is_empty() || !self.version.is_empty()
+    }
+}
+
+/// The clauses by falling `q`, wildcards after specific types at equal `q`
+/// (goautoneg's order).
+fn clauses(header: &str) -> Vec<Clause<'_>> {
+    let mut out: Vec<Clause<'_>> = header
+        .split(',')
+        .map(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let mut clause = Clause {
+                media: parts.next().unwrap_or("").to_ascii_lowercase(),
+                q: 1.0,
+                as_: None,
+                group: "",
+                version: "",
+                pretty: false,
+            };
+            for p in parts {
+                if let Some((k, v)) = p.split_once('=') {
+                    let v = v.trim();
+                    match k.trim() {
+                        "as" => clause.as_ = Some(v),
+                        "g" => clause.group = v,
+                        "v" => clause.version = v,
+                        "q" => clause.q = v.parse().unwrap_or(1.0),
+                        "pretty" => clause.pretty = v == "1",
+                        _ => {}
+                    }
+                }
+            }
+            clause
+        })
+        .collect();
+    let rank = |c: &Clause<'_>| {
+        let (t, s) = c.media.split_once('/').unwrap_or((&c.media, ""));
+        u8::from(t != "*") + u8::from(s != "*")
+    };
+    // Stable: equal clauses keep the header's order, as Go's insertion sort does.
+    out.sort_by(|a, b| {
+        b.q.partial_cmp(&a.q)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(rank(b).cmp(&rank(a)))
+    });
+    out
+}
+
+fn format_of(media: &str) -> Option<Format> {
+    match media {
+        "application/json" | "application/*" | "*/*" => Some(Format::Json),
+        "application/yaml" => Some(Format::Yaml),
+        _ => None,
+    }
+}
+
+/// The shape a transforming clause asks for, when the endpoint allows it
+/// (`RequestScope.AllowsMediaTypeTransform`).
+fn shape_for(endpoint: Endpoint, clause: &Clause<'_>, format: Format) -> Option<Shape> {
+    let as_ = clause.as_.unwrap_or("");
+    let (group, version) = (clause.group, clause.version);
+    match endpoint {
+        Endpoint::Resource | Endpoint::CustomResource
+            if group == "meta.k8s.io" && matches!(version, "v1" | "v1beta1") =>
+        {
+            match as_ {
+                "Table" => Some(Shape::Table(version.into())),
+                "PartialObjectMetadata" => Some(Shape::PartialObjectMetadata(version.into())),
+                "PartialObjectMetadataList" => {
+                    Some(Shape::PartialObjectMetadataList(version.into()))
+                }
+                _ => None,
+            }
         }
-        (Endpoint::Object, "PartialObjectMetadata") if meta_v => {
-            Some(Shape::PartialObjectMetadata(version.into()))
-        }
-        (Endpoint::List, "PartialObjectMetadataList") if meta_v => {
-            Some(Shape::PartialObjectMetadataList(version.into()))
-        }
-        (Endpoint::Discovery, "APIGroupDiscoveryList")
-            if group == "apidiscovery.k8s.io" && matches!(version, "v2" | "v2beta1") =>
+        Endpoint::Discovery
+            if as_ == "APIGroupDiscoveryList"
+                && group == "apidiscovery.k8s.io"
+                && matches!(version, "v2" | "v2beta1")
+                && format == Format::Json =>
         {
             Some(Shape::Discovery(version.into()))
         }
@@ -70,47 +162,120 @@ pub fn negotiate(accept: Option<&str>, endpoint: Endpoint) -> ApiResult<Accepted
         return Ok(Accepted {
             format: Format::Json,
             shape: Shape::Plain,
+            pretty: false,
         });
     }
-    for range in header.split(',') {
-        let mut parts = range.split(';').map(str::trim);
-        let media = parts.next().unwrap_or("").to_ascii_lowercase();
-        let mut as_ = "";
-        let mut group = "";
-        let mut version = "";
-        let mut q_zero = false;
-        for p in parts {
-            if let Some((k, v)) = p.split_once('=') {
-                match k.trim() {
-                    "as" => as_ = v.trim(),
-                    "g" => group = v.trim(),
-                    "v" => version = v.trim(),
-                    "q" => q_zero = v.trim().parse::<f32>().is_ok_and(|q| q <= 0.0),
-                    _ => {}
-                }
-            }
-        }
-        if q_zero {
+    for clause in clauses(header) {
+        if clause.q <= 0.0 {
             continue;
         }
-        let format = match media.as_str() {
-            "application/json" | "application/*" | "*/*" => Format::Json,
-            "application/yaml" => Format::Yaml,
-            _ => continue,
+        let Some(format) = format_of(&clause.media) else {
+            continue;
         };
-        if as_.is_empty() {
-            return Ok(Accepted {
-                format,
-                shape: Shape::Plain,
-            });
-        }
-        if format == Format::Json
-            && let Some(shape) = shape_for(endpoint, as_, group, version)
-        {
-            return Ok(Accepted { format, shape });
-        }
+        let shape = if clause.transforms() {
+            match shape_for(endpoint, &clause, format) {
+                Some(shape) => shape,
+                None => continue,
+            }
+        } else {
+            Shape::Plain
+        };
+        return Ok(Accepted {
+            format,
+            shape,
+            pretty: clause.pretty,
+        });
     }
-    Err(ApiError::not_acceptable())
+    // go-restful refuses a request none of whose media types a route
+    // produces before any handler runs; the handler refuses the rest.
+    let routed = endpoint != Endpoint::CustomResource;
+    let produced = header.split(',').any(|range| {
+        let media = range.split(';').next().unwrap_or("").trim();
+        media == "*/*" || PRODUCED.contains(&media)
+    });
+    if routed && !produced {
+        return Err(ApiError::not_acceptable());
+    }
+    Err(ApiError::not_acceptable_of(SERVED_MEDIA_TYPES))
+}
+
+/// What go-restful's routes declare they produce (compared case-sensitively,
+/// without parameters).
+const PRODUCED: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+/// How a Status error is written for this Accept header: the first range
+/// that asks for no transformation, or `None` when there is none (the
+/// server then writes indented JSON, `WriteRawJSON`).
+pub fn error_format(accept: Option<&str>) -> Option<Accepted> {
+    negotiate(accept, Endpoint::Plain).ok()
+}
+
+/// Go's `%T` of what a handler returns for `res` (`*core.ConfigMap`,
+/// `*unstructured.UnstructuredList`), as 406 messages name it.
+fn go_type(res: &Resource, list: bool) -> String {
+    let suffix = if list { "List" } else { "" };
+    if res.is_custom() {
+        return format!("*unstructured.Unstructured{suffix}");
+    }
+    let package = match res.group.as_str() {
+        "" | "events.k8s.io" => "core",
+        g => g.split('.').next().unwrap_or(g),
+    };
+    let kind = if res.is_events_v1() {
+        "Event"
+    } else {
+        &res.kind
+    };
+    format!("*{package}.{kind}{suffix}")
+}
+
+/// A Status passes through every transformation (a DELETE that removed the object).
+fn is_status(obj: &Value) -> bool {
+    obj.get("kind").and_then(Value::as_str) == Some("Status")
+        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
+}
+
+/// The PartialObjectMetadata view of one object, or the 406 kube-apiserver
+/// gives when the client asked for a list. `None`: no metadata shape asked.
+pub fn object_metadata(res: &Resource, obj: &Value, shape: &Shape) -> Option<ApiResult<Value>> {
+    match shape {
+        _ if is_status(obj) => None,
+        Shape::PartialObjectMetadata(v) => Some(Ok(partial_metadata(obj, v))),
+        Shape::PartialObjectMetadataList(_) => {
+            Some(Err(ApiError::not_acceptable_message(format!(
+                "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+                go_type(res, false)
+            ))))
+        }
+        _ => None,
+    }
+}
+
+/// The PartialObjectMetadataList of a list's items, or the 406 for a client
+/// that asked for one object's metadata. `None`: no metadata shape asked.
+pub fn list_metadata(
+    res: &Resource,
+    list_meta: Value,
+    items: &[std::sync::Arc<Value>],
+    shape: &Shape,
+) -> Option<ApiResult<Value>> {
+    match shape {
+        Shape::PartialObjectMetadataList(v) => Some(Ok(json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": format!("meta.k8s.io/{v}"),
+            "metadata": list_meta,
+            "items": items.iter().map(|o| partial_metadata(o, v)).collect::<Vec<_>>(),
+        }))),
+        Shape::PartialObjectMetadata(_) => Some(Err(ApiError::not_acceptable_message(format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({})",
+            go_type(res, true)
+        )))),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -121,7 +286,7 @@ mod tests {
     fn kubectl_table_header_picks_table() {
         let h = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(
-            negotiate(Some(h), Endpoint::List).unwrap().shape,
+            negotiate(Some(h), Endpoint::Resource).unwrap().shape,
             Shape::Table("v1".into())
         );
         assert_eq!(
@@ -131,13 +296,55 @@ mod tests {
     }
 
     #[test]
-    fn xml_is_not_acceptable_and_discovery_falls_back() {
+    fn metadata_shapes_are_negotiated_for_every_resource_request() {
+        let pom = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
         assert_eq!(
-            negotiate(Some("application/xml"), Endpoint::Object)
-                .unwrap_err()
-                .code,
-            406
+            negotiate(Some(pom), Endpoint::Resource).unwrap().shape,
+            Shape::PartialObjectMetadata("v1".into())
         );
+        let yaml = "application/yaml;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1";
+        let acc = negotiate(Some(yaml), Endpoint::Resource).unwrap();
+        assert_eq!(acc.format, Format::Yaml);
+        assert_eq!(
+            acc.shape,
+            Shape::PartialObjectMetadataList("v1beta1".into())
+        );
+        // Another group version, or a transformation without one, is not served.
+        let v2 = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2";
+        let err = negotiate(Some(v2), Endpoint::Resource).unwrap_err();
+        assert_eq!(err.details, None);
+        assert_eq!(err.code, 406);
+        assert_eq!(
+            err.message,
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
+        assert!(negotiate(Some("application/json;as=Table"), Endpoint::Resource).is_err());
+    }
+
+    #[test]
+    fn higher_q_wins_and_errors_skip_transformations() {
+        let h = "application/yaml;q=0.5,application/json";
+        assert_eq!(
+            negotiate(Some(h), Endpoint::Resource).unwrap().format,
+            Format::Json
+        );
+        let h = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+        assert!(error_format(Some(h)).is_none());
+        let h = "application/json;as=Table;v=v1;g=meta.k8s.io,application/yaml";
+        assert_eq!(error_format(Some(h)).unwrap().format, Format::Yaml);
+        assert!(
+            negotiate(Some("application/json;pretty=1"), Endpoint::Plain)
+                .unwrap()
+                .pretty
+        );
+    }
+
+    #[test]
+    fn xml_is_not_acceptable_and_discovery_falls_back() {
+        let routed = negotiate(Some("application/xml"), Endpoint::Resource).unwrap_err();
+        assert!(routed.message.starts_with("406: Not Acceptable"));
+        let custom = negotiate(Some("application/xml"), Endpoint::CustomResource).unwrap_err();
+        assert!(custom.message.starts_with("only the following media types"));
         let h =
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
         assert_eq!(
@@ -145,13 +352,8 @@ mod tests {
             Shape::Discovery("v2".into())
         );
         assert_eq!(
-            negotiate(Some(h), Endpoint::Object).unwrap().shape,
+            negotiate(Some(h), Endpoint::Resource).unwrap().shape,
             Shape::Plain
-        );
-        let pom = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-        assert_eq!(
-            negotiate(Some(pom), Endpoint::Object).unwrap_err().code,
-            406
         );
     }
 }

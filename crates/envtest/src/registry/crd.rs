@@ -212,6 +212,56 @@ impl CustomResource {
         self.versions.iter().find(|v| v.name == name)
     }
 
+    fn schema_of(&self, version: &str) -> Option<&Structural> {
+        self.version(version).and_then(|v| v.schema.as_deref())
+    }
+
+    /// What a read through `version` shows of a stored object, as
+    /// kube-apiserver's storage codec decodes it (conversion strategy None):
+    /// pruned and defaulted against the schema of the version it was stored
+    /// in, then given `version`'s apiVersion and pruned against its schema.
+    /// So a field the storage version lacks never reads back, and a default
+    /// added to a schema shows on objects stored before.
+    pub fn read_as(&self, stored: &Value, version: &str) -> Value {
+        let stored_version = crate::meta::split_api_version(
+            stored
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        )
+        .1
+        .to_string();
+        let mut obj = stored.clone();
+        if let Some(schema) = self.schema_of(&stored_version) {
+            schema.prune(&mut obj);
+            schema.apply_defaults(&mut obj);
+        }
+        if stored_version != version {
+            let api_version = crate::meta::api_version(&self.group, version);
+            super::set_type_meta(&mut obj, &api_version, &self.kind);
+            if let Some(schema) = self.schema_of(version) {
+                schema.prune(&mut obj);
+            }
+        }
+        obj
+    }
+
+    /// What a write of `obj` (already pruned and defaulted for its own
+    /// version) stores: the storage version's apiVersion, and only the
+    /// fields that version's schema keeps.
+    pub fn storage_form(&self, obj: Value, version: &str) -> Value {
+        if version == self.storage_version {
+            return obj;
+        }
+        let mut obj = obj;
+        let api_version = crate::meta::api_version(&self.group, &self.storage_version);
+        super::set_type_meta(&mut obj, &api_version, &self.kind);
+        if let Some(schema) = self.schema_of(&self.storage_version) {
+            schema.prune(&mut obj);
+        }
+        obj
+    }
+
     pub(super) fn resource(self: &Arc<Self>, v: &CustomVersion) -> Resource {
         Resource {
             group: self.group.clone(),

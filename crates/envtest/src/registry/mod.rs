@@ -5,7 +5,6 @@
 
 pub mod crd;
 pub mod discovery;
-mod required;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -117,13 +116,8 @@ impl Resource {
             set_type_meta(&mut out, &self.api_version(), &self.kind);
             return Arc::new(out);
         }
-        if self.is_custom() {
-            let api_version = self.api_version();
-            if stored.get("apiVersion").and_then(Value::as_str) != Some(api_version.as_str()) {
-                let mut out = (**stored).clone();
-                set_type_meta(&mut out, &api_version, &self.kind);
-                return Arc::new(out);
-            }
+        if let Some(custom) = self.custom() {
+            return Arc::new(custom.read_as(stored, &self.version));
         }
         stored.clone()
     }
@@ -140,15 +134,10 @@ impl Resource {
             set_type_meta(&mut out, "v1", "Event");
             return out;
         }
-        if let Some(custom) = self.custom()
-            && custom.storage_version != self.version
-        {
-            let mut out = obj;
-            let av = crate::meta::api_version(&self.group, &custom.storage_version);
-            set_type_meta(&mut out, &av, &self.kind);
-            return out;
+        match self.custom() {
+            Some(custom) => custom.storage_form(obj, &self.version),
+            None => obj,
         }
-        obj
     }
 }
 
@@ -163,7 +152,7 @@ pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
 pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
     builtin::kinds()
         .iter()
-        .chain(required::REQUIRED.iter())
+        .chain(builtin::older_versions())
         .any(|b| b.group == group && b.version == version && b.kind == kind)
 }
 
@@ -197,15 +186,9 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
-        let table = builtin::kinds();
-        let missing = required::REQUIRED.iter().filter(|r| {
-            !table
-                .iter()
-                .any(|k| k.group == r.group && k.version == r.version && k.plural == r.plural)
-        });
-        let mut resources: Vec<Arc<Resource>> = table
+        let mut resources: Vec<Arc<Resource>> = builtin::kinds()
             .iter()
-            .chain(missing)
+            .chain(builtin::older_versions())
             .map(|k| Arc::new(Resource::from_builtin(k)))
             .collect();
         let mut crd_map = HashMap::new();

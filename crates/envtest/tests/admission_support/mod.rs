@@ -66,6 +66,17 @@ impl Pki {
         }
     }
 
+    /// A serving certificate (DER, with its PKCS#8 key) trusted through
+    /// `ca_pem`, made by the caller. (Not every suite including this module uses it.)
+    #[allow(dead_code)]
+    pub fn from_parts(ca_pem: String, cert: CertificateDer<'static>, key_der: Vec<u8>) -> Pki {
+        Pki {
+            ca_pem,
+            cert,
+            key_der,
+        }
+    }
+
     /// The `caBundle` value: the CA certificate, PEM, base64.
     pub fn ca_bundle(&self) -> String {
         base64::engine::general_purpose::STANDARD.encode(&self.ca_pem)
