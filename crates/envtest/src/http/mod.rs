@@ -334,7 +334,7 @@ async fn resource(
             Ok(respond::object(200, &body, &acc, &[]))
         }
         (Method::POST, Some(name)) if matches!(sub, Some("binding" | "eviction")) => {
-            let acc = negotiate(accept, Endpoint::Plain)?;
+            let acc = call.negotiate(Endpoint::Plain)?;
             let bytes = read_body(body).await?;
             let opts = query::write_options(q, "CreateOptions", false)?;
             let format = body::body_format(content_type)?;
@@ -347,7 +347,7 @@ async fn resource(
             } else {
                 api::pods::evict(app, &res, &ns, &name, decoded.value, &ctx).await
             };
-            Ok(written(app, &res, result, &ctx.warnings, &acc))
+            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
         }
         (Method::POST, None) => {
             check_verb(&res, "create")?;

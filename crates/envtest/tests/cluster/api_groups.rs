@@ -81,10 +81,8 @@ async fn networking_objects_get_their_defaults_and_validation() {
         spec.policy_types,
         Some(vec!["Ingress".to_string(), "Egress".to_string()])
     );
-    let port = &spec.egress.expect("egress")[0]
-        .ports
-        .as_ref()
-        .expect("ports")[0];
+    let egress = spec.egress.expect("egress");
+    let port = &egress[0].ports.as_ref().expect("ports")[0];
     assert_eq!(port.protocol.as_deref(), Some("TCP"));
 
     let ingresses: Api<Ingress> = Api::namespaced(client.clone(), &ns);
