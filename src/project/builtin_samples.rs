@@ -117,6 +117,15 @@ fn fields(api_group: &str, kind: &str) -> Option<Value> {
         }
         ("scheduling.k8s.io", "PriorityClass") => json!({"value": 1000}),
         ("storage.k8s.io", "StorageClass") => json!({"provisioner": "example.com/e2e"}),
+        ("storage.k8s.io", "CSIDriver") => json!({"spec": {"attachRequired": false}}),
+        ("storage.k8s.io", "CSINode") => json!({"spec": {"drivers": []}}),
+        ("storage.k8s.io", "CSIStorageCapacity") => json!({"storageClassName": "standard"}),
+        ("storage.k8s.io", "VolumeAttachment") => json!({"spec": {
+            "attacher": "example.com/e2e",
+            "nodeName": "node-1",
+            "source": {"persistentVolumeName": SAMPLE_NAME},
+        }}),
+        ("node.k8s.io", "RuntimeClass") => json!({"handler": "runc"}),
         // No spec: a quota without limits constrains nothing else the tests create.
         (
             "",

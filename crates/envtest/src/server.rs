@@ -37,6 +37,8 @@ pub struct Config {
     /// Faults to inject (`--faults`); see `docs/envtest.md`. Parse one with
     /// `"default,seed=42".parse::<FaultSpec>()`.
     pub faults: FaultSpec,
+    /// kube-controller-manager's controllers beyond the essential ones.
+    pub cluster_controllers: crate::api::ClusterControllers,
     /// How long a deleted namespace stays Terminating with its content
     /// before the namespace controller empties it (kube-controller-manager
     /// waits 5 s; a short wait lets clients see the Terminating namespace
@@ -53,6 +55,7 @@ impl Default for Config {
             read_history: 100_000,
             webhook_routes: Vec::new(),
             faults: FaultSpec::default(),
+            cluster_controllers: crate::api::ClusterControllers::default(),
             namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
         }
     }
@@ -79,6 +82,7 @@ impl Envtest {
         let crds = load_crd_documents(&config.crd_paths)?;
         let mut app = App::with_history(config.watch_history, config.read_history);
         app.faults = Faults::new(config.faults.clone(), app.metrics.clone());
+        app.cluster_controllers = config.cluster_controllers;
         let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
@@ -89,14 +93,13 @@ impl Envtest {
         if let Some(period) = app.faults.compaction_period() {
             controllers.push(tokio::spawn(compact_every(app.clone(), period)));
         }
-        crate::bootstrap::create_all(&app)?;
-        // The bootstrap admin, edit and view roles are aggregated before the
-        // first request, as on a cluster that has been up for a moment.
-        controllers::aggregation::aggregate_all(&app);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", config.port))?;
         let addr = listener.local_addr()?;
+        // The bootstrap admin, edit and view roles come aggregated, as on a
+        // cluster that has been up for a moment.
+        crate::bootstrap::create_all(&app, addr)?;
         if let Ok(mut a) = app.server_address.write() {
             *a = addr.to_string();
         }

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt;
 use opctl_envtest::Config;
+use opctl_envtest::api::ClusterControllers;
 use support::transcript::known;
 use support::transcript::model::{self, Transcript};
 use support::transcript::replay::{FileReport, Outcome, render, replay};
@@ -48,8 +49,11 @@ fn selected(all: Vec<Transcript>) -> Vec<Transcript> {
 }
 
 async fn run_one(transcript: &Transcript, known: &BTreeMap<String, String>) -> FileReport {
+    // The recorded cluster ran no controllers beyond the namespace and
+    // serviceaccount ones.
     let config = Config {
         watch_history: WATCH_HISTORY,
+        cluster_controllers: ClusterControllers::none(),
         // The recording's namespace controller waited 5 s before emptying a
         // deleted namespace, and the steps taken meanwhile (11 #5-#7) expect
         // it untouched: wait as long, since a loaded machine can take over a

@@ -133,6 +133,12 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
     // The server's own admission plugins run before the mutating webhooks.
     if let Some(kind) = res.builtin() {
         let service_account = pod_service_account(app, kind, ns, &obj)?;
+        if (kind.group, kind.kind) == ("", "Pod") {
+            // kube-apiserver's default plugin order: LimitRanger, then
+            // ServiceAccount, then Priority.
+            super::limit_ranger::admit(app, ns, &mut obj)?;
+            super::priority::admit(app, &mut obj)?;
+        }
         builtin::admit_create(kind, &mut obj, service_account.as_deref());
     }
     Ok(Staged {

@@ -189,7 +189,6 @@ fn delete_once(
     stored: &Arc<Value>,
 ) -> Result<Written, Option<ApiError>> {
     let view = res.from_storage(stored);
-    let uid = meta::uid(&view).to_string();
     let current_rv = parse_rv(meta::resource_version(&view));
     check_preconditions(res, name, opts, &view).map_err(Some)?;
     let now = meta::now_rfc3339();
@@ -237,7 +236,39 @@ fn delete_once(
         finalizers.push(CRD_CLEANUP.to_string());
     }
 
+    let is_pod = is_kind(res, "", "pods");
+    // Negative grace periods count as one second (BeforeDelete).
+    let requested_grace = opts.grace_period.map(|g| if g < 0 { 1 } else { g });
+
     if meta::is_deleting(&view) {
+        // A Pod in graceful deletion: a DELETE may only shorten its grace
+        // period; one that does not is answered with the Pod as it is.
+        let current = meta::metadata(&view)
+            .and_then(|m| m.get("deletionGracePeriodSeconds"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if is_pod && current > 0 {
+            let Some(shorter) = requested_grace.filter(|g| *g < current) else {
+                return Ok(Written {
+                    code: 200,
+                    body: view,
+                    warnings: Vec::new(),
+                });
+            };
+            let mut obj = (*view).clone();
+            let deadline = meta::meta_str(&view, "deletionTimestamp").to_string();
+            meta::set_meta(
+                &mut obj,
+                "deletionTimestamp",
+                Value::String(shift_seconds(&deadline, shorter - current)),
+            );
+            meta::set_meta(&mut obj, "deletionGracePeriodSeconds", json!(shorter));
+            let written = write(obj)?;
+            if shorter > 0 || !meta::finalizers(&written.body).is_empty() || opts.dry_run {
+                return Ok(written);
+            }
+            return remove_now(app, res, ns, name, opts, &written.body);
+        }
         if finalizers == existing {
             return Ok(Written {
                 code: 200,
@@ -250,18 +281,23 @@ fn delete_once(
         return write(obj);
     }
 
-    // Pods are deleted gracefully; without a node nothing would ever finish
-    // the grace period, so unscheduled Pods go at once (as on a real server).
-    let is_pod = is_kind(res, "", "pods");
+    // Pods are deleted gracefully (CheckGracefulDelete): the grace period
+    // asked for, else the Pod's terminationGracePeriodSeconds; without a
+    // node nothing would ever finish it, so unscheduled Pods (and finished
+    // ones) go at once, as on a real server.
     let grace = if is_pod {
         let scheduled = meta::get_path(&view, &["spec", "nodeName"])
             .and_then(Value::as_str)
             .is_some_and(|n| !n.is_empty());
-        if scheduled {
-            opts.grace_period.unwrap_or_else(|| {
+        let finished = matches!(
+            meta::get_path(&view, &["status", "phase"]).and_then(Value::as_str),
+            Some("Succeeded" | "Failed")
+        );
+        if scheduled && !finished {
+            requested_grace.unwrap_or_else(|| {
                 meta::get_path(&view, &["spec", "terminationGracePeriodSeconds"])
                     .and_then(Value::as_i64)
-                    .unwrap_or(30)
+                    .unwrap_or(0)
             })
         } else {
             0
@@ -272,7 +308,13 @@ fn delete_once(
 
     if !finalizers.is_empty() || grace > 0 {
         let mut obj = (*view).clone();
-        meta::set_meta(&mut obj, "deletionTimestamp", Value::String(now));
+        // A graceful deletion's timestamp is when the grace period ends.
+        let deadline = if grace > 0 {
+            shift_seconds(&now, grace)
+        } else {
+            now
+        };
+        meta::set_meta(&mut obj, "deletionTimestamp", Value::String(deadline));
         // CRDs are marked for deletion without a grace period.
         if !is_crd {
             meta::set_meta(&mut obj, "deletionGracePeriodSeconds", json!(grace));
@@ -291,7 +333,6 @@ fn delete_once(
 
     // Immediate deletion.
     let mut shown = (*view).clone();
-    let mut expected_rv = current_rv;
     if is_pod {
         meta::set_meta(&mut shown, "deletionTimestamp", Value::String(now));
         meta::set_meta(&mut shown, "deletionGracePeriodSeconds", json!(0));
@@ -303,18 +344,28 @@ fn delete_once(
                 current_rv,
                 res.to_storage(shown.clone()),
             ) {
-                Ok(s) => {
-                    shown = Arc::unwrap_or_clone(res.from_storage(&s));
-                    expected_rv = parse_rv(meta::resource_version(&shown));
-                }
+                Ok(s) => shown = Arc::unwrap_or_clone(res.from_storage(&s)),
                 Err(WriteError::NotFound) => return Err(Some(not_found(res, name))),
                 Err(_) => return Err(None),
             }
         }
     }
+    remove_now(app, res, ns, name, opts, &shown)
+}
+
+/// Removes the object `shown` (as last written) from storage and answers
+/// as kube-apiserver does: with the object for some kinds, else a Status.
+fn remove_now(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOptions,
+    shown: &Value,
+) -> Result<Written, Option<ApiError>> {
     if !opts.dry_run {
         let pre = Preconditions {
-            resource_version: Some(expected_rv),
+            resource_version: Some(parse_rv(meta::resource_version(shown))),
             uid: None,
         };
         match app.store.delete(&res.store_key, ns, name, &pre) {
@@ -326,19 +377,31 @@ fn delete_once(
             app.allocator
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .release_service(&view);
+                .release_service(shown);
         }
     }
     let body = if returns_deleted_object(res) {
-        shown
+        shown.clone()
     } else {
-        success_status(res, name, &uid)
+        success_status(res, name, meta::uid(shown))
     };
     Ok(Written {
         code: 200,
         body: Arc::new(body),
         warnings: Vec::new(),
     })
+}
+
+/// An RFC 3339 time moved by `seconds`.
+fn shift_seconds(time: &str, seconds: i64) -> String {
+    match time.parse::<jiff::Timestamp>() {
+        Ok(t) => t
+            .checked_add(jiff::SignedDuration::from_secs(seconds))
+            .unwrap_or(t)
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string(),
+        Err(_) => time.to_string(),
+    }
 }
 
 /// Adds the CRD `Terminating` condition set when deletion starts.

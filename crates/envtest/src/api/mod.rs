@@ -5,6 +5,10 @@
 pub mod admit;
 pub mod create;
 pub mod delete;
+pub mod disruption;
+pub mod limit_ranger;
+pub mod pods;
+pub mod priority;
 pub mod read;
 pub mod scale;
 pub mod update;
@@ -40,15 +44,58 @@ pub struct App {
     pub server_address: std::sync::RwLock<String>,
     /// Set when the server stops: open watches end so connections can close.
     pub closing: tokio::sync::watch::Sender<bool>,
+    /// Which of kube-controller-manager's optional controllers run.
+    pub cluster_controllers: ClusterControllers,
     /// The request counters `/metrics` serves.
     pub metrics: crate::metrics::Metrics,
     /// Signs and checks the ServiceAccount tokens this server issues.
     pub tokens: crate::tokens::Signer,
     /// Faults to inject into requests and watches (none unless configured).
     pub faults: crate::faults::Faults,
+    /// The PEM bundle of the CA that verifies this server, published in
+    /// every namespace's `kube-root-ca.crt`; empty while serving plain HTTP.
+    pub root_ca: std::sync::RwLock<String>,
+}
+
+/// Controllers every cluster runs that kube-apiserver alone lacks, on by
+/// default. The recorded transcripts come from a server without them, so
+/// their replay turns them off ([`ClusterControllers::none`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterControllers {
+    /// Keeps PodDisruptionBudgets' status (what evictions honour).
+    pub disruption: bool,
+    /// Publishes the `kube-root-ca.crt` ConfigMap in every namespace.
+    pub root_ca_publisher: bool,
+}
+
+impl Default for ClusterControllers {
+    fn default() -> Self {
+        ClusterControllers {
+            disruption: true,
+            root_ca_publisher: true,
+        }
+    }
+}
+
+impl ClusterControllers {
+    /// None of them, as in the recorded cluster.
+    pub fn none() -> Self {
+        ClusterControllers {
+            disruption: false,
+            root_ca_publisher: false,
+        }
+    }
 }
 
 impl App {
+    /// See [`App::root_ca`].
+    pub fn root_ca_pem(&self) -> String {
+        self.root_ca
+            .read()
+            .map(|pem| pem.clone())
+            .unwrap_or_default()
+    }
+
     /// A server state whose watches and reads of the past reach back `history` changes.
     pub fn new(history: usize) -> App {
         App::with_history(history, history)
@@ -67,9 +114,11 @@ impl App {
             allocator: Mutex::new(builtin::Allocator::default()),
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
+            cluster_controllers: ClusterControllers::default(),
             metrics: crate::metrics::Metrics::default(),
             tokens: crate::tokens::Signer::new(),
             faults: crate::faults::Faults::default(),
+            root_ca: std::sync::RwLock::new(String::new()),
         }
     }
 }

@@ -393,8 +393,10 @@ pub(crate) fn with_retries(
 pub(crate) enum Attempt {
     /// Update the stored object `old` to `new`.
     Update { new: Value, old: Arc<Value> },
-    /// Create the object (a server-side apply of an object that does not exist).
-    Create(Value),
+    /// Create the object: a server-side apply of an object that does not
+    /// exist (managed fields recorded), or a PUT of one where the kind allows
+    /// create on update.
+    Create(super::create::Input),
 }
 
 /// [`with_retries`] for writes that call the admission webhooks: `next`
@@ -413,11 +415,9 @@ pub(crate) async fn with_retries_admitted(
             Ok(Attempt::Update { new, old }) => {
                 update_once_admitted(app, c, new, duplicates, &old).await
             }
-            Ok(Attempt::Create(obj)) => {
-                super::create::create(app, c.res, c.ns, super::create::Input::Applied(obj), c.ctx)
-                    .await
-                    .map_err(Fail::Api)
-            }
+            Ok(Attempt::Create(input)) => super::create::create(app, c.res, c.ns, input, c.ctx)
+                .await
+                .map_err(Fail::Api),
         };
         match outcome {
             Ok(w) => return Ok(w),
@@ -451,13 +451,63 @@ pub async fn replace(
         managed_done: false,
     };
     with_retries_admitted(app, &change, &duplicates, |old| {
-        let old = old.ok_or_else(|| Fail::Api(not_found(res, name)))?;
+        let Some(old) = old else {
+            if sub.is_some() || !allows_create_on_update(res) {
+                return Err(Fail::Api(not_found(res, name)));
+            }
+            return create_on_update(app, &change, obj.clone(), duplicates.clone());
+        };
         Ok(Attempt::Update {
             new: obj.clone(),
             old,
         })
     })
     .await
+}
+
+/// Kinds whose strategy allows a PUT to create (`AllowCreateOnUpdate`).
+fn allows_create_on_update(res: &Resource) -> bool {
+    res.builtin().is_some()
+        && matches!(
+            (res.group.as_str(), res.plural.as_str()),
+            ("", "endpoints" | "events" | "limitranges" | "services")
+                | ("events.k8s.io", "events")
+                | ("coordination.k8s.io", "leases")
+                | ("node.k8s.io", "runtimeclasses")
+                | (
+                    "rbac.authorization.k8s.io",
+                    "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings"
+                )
+        )
+}
+
+/// A PUT of a missing object that creates it: the name comes from the URL,
+/// a resourceVersion in the body is ignored, and the user needs the
+/// `create` verb too.
+fn create_on_update(
+    app: &App,
+    c: &Change<'_>,
+    mut obj: Value,
+    duplicates: Vec<String>,
+) -> Result<Attempt, Fail> {
+    check_name_and_namespace(c, &mut obj)?;
+    meta::remove_meta(&mut obj, "resourceVersion");
+    let attrs = crate::authz::Attributes {
+        verb: "create".into(),
+        resource_request: true,
+        api_group: c.res.group.clone(),
+        resource: c.res.plural.clone(),
+        name: c.name.to_string(),
+        namespace: c.ns.to_string(),
+        ..crate::authz::Attributes::default()
+    };
+    if !crate::authz::authorize(&app.store, &c.ctx.user, &attrs).allowed {
+        return Err(Fail::Api(crate::authz::forbidden(&c.ctx.user, &attrs)));
+    }
+    Ok(Attempt::Create(super::create::Input::Body {
+        obj,
+        duplicates,
+    }))
 }
 
 fn apply_body(res: &Resource, name: &str, body: &[u8]) -> ApiResult<Value> {
@@ -568,7 +618,7 @@ pub async fn patch(
                     })?;
                     let mut created = created;
                     meta::set_meta(&mut created, "name", Value::String(name.to_string()));
-                    Ok(Attempt::Create(created))
+                    Ok(Attempt::Create(super::create::Input::Applied(created)))
                 }
                 _ => Err(Fail::Api(not_found(res, name))),
             };

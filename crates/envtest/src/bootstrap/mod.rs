@@ -1,10 +1,18 @@
 //! The objects a kube-apiserver v1.32 cluster has before anyone writes: the
-//! system namespaces and the RBAC bootstrap policy. The server creates them
-//! as its own (`kube-apiserver`) writes before it serves.
+//! system namespaces, the RBAC bootstrap policy, the built-in
+//! PriorityClasses and the `default/kubernetes` Service with its Endpoints
+//! and EndpointSlice. The server creates them as its own (`kube-apiserver`)
+//! writes before it serves.
+//!
+//! The policy's ~125 objects (with `admin`, `edit` and `view` already
+//! aggregated) are made once per process through the ordinary create path
+//! into a scratch server; each server then stores copies with their own
+//! uids and times, so that starting stays a matter of milliseconds.
 
+mod cluster;
 mod rbac;
 
-pub use rbac::{PolicyObject, policy_objects};
+use std::sync::{Arc, LazyLock};
 
 use anyhow::bail;
 use serde_json::{Value, json};
@@ -12,26 +20,86 @@ use serde_json::{Value, json};
 use crate::api::create::{Input, create_internal};
 use crate::api::{App, WriteCtx};
 use crate::controllers::APISERVER;
+use crate::meta;
+use crate::store::ResKey;
+
+pub use cluster::is_system_priority_class;
+pub use rbac::{PolicyObject, policy_objects};
 
 const NAMESPACES_AT_START: &[&str] = &["default", "kube-system", "kube-public"];
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
-/// Creates everything a cluster starts with.
-pub fn create_all(app: &App) -> anyhow::Result<()> {
+/// Creates everything a cluster starts with; `addr` is where the server
+/// listens, which the `kubernetes` Service's endpoints name.
+pub fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+    create_namespaces(app)?;
+    create_rbac_policy(app)?;
+    cluster::create_priority_classes(app)?;
+    cluster::create_kubernetes_service(app, addr)
+}
+
+fn create_rbac_policy(app: &App) -> anyhow::Result<()> {
+    let templates = match &*RBAC_OBJECTS {
+        Ok(templates) => templates,
+        Err(e) => bail!("the RBAC bootstrap policy: {e}"),
+    };
+    let now = meta::now_rfc3339();
+    for (key, ns, name, template) in templates {
+        let mut obj = template.clone();
+        meta::set_meta(&mut obj, "uid", json!(uuid::Uuid::new_v4().to_string()));
+        meta::set_meta(&mut obj, "creationTimestamp", json!(now));
+        if let Some(Value::Array(entries)) = meta::metadata_mut(&mut obj).get_mut("managedFields") {
+            for entry in entries {
+                entry["time"] = json!(now);
+            }
+        }
+        app.store
+            .create(key, ns, name, obj)
+            .map_err(|e| anyhow::anyhow!("storing {key} {name}: {e:?}"))?;
+    }
+    Ok(())
+}
+
+fn create_namespaces(app: &App) -> anyhow::Result<()> {
     for name in NAMESPACES_AT_START {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         create(app, "", "v1", "namespaces", "", obj)?;
     }
-    for object in rbac::policy_objects() {
+    Ok(())
+}
+
+/// The stored form of every policy object, in creation order, as the
+/// create path and the clusterrole-aggregation controller made them.
+type Templates = Vec<(ResKey, String, String, Value)>;
+
+static RBAC_OBJECTS: LazyLock<Result<Templates, String>> =
+    LazyLock::new(|| rbac_templates().map_err(|e| format!("{e:#}")));
+
+fn rbac_templates() -> anyhow::Result<Templates> {
+    let scratch = App::new(1000);
+    create_namespaces(&scratch)?;
+    let objects = policy_objects();
+    for object in &objects {
         create(
-            app,
-            "rbac.authorization.k8s.io",
+            &scratch,
+            RBAC_GROUP,
             "v1",
             object.plural,
             &object.namespace,
-            object.body,
+            object.body.clone(),
         )?;
     }
-    Ok(())
+    crate::controllers::aggregation::aggregate_all(&scratch);
+    let mut out = Vec::new();
+    for object in objects {
+        let key: ResKey = Arc::from(format!("{RBAC_GROUP}/{}", object.plural));
+        let name = meta::name(&object.body).to_string();
+        let Some(stored) = scratch.store.get(&key, &object.namespace, &name) else {
+            bail!("{} {name} was not stored", object.plural);
+        };
+        out.push((key, object.namespace, name, (*stored).clone()));
+    }
+    Ok(out)
 }
 
 fn create(
@@ -46,7 +114,7 @@ fn create(
     let Some(res) = reg.get(group, version, plural) else {
         bail!("this server does not serve {group}/{version} {plural}");
     };
-    let name = crate::meta::name(&obj).to_string();
+    let name = meta::name(&obj).to_string();
     let input = Input::Body {
         obj,
         duplicates: Vec::new(),

@@ -15,10 +15,10 @@
 use k8s_openapi::api::{
     admissionregistration::v1 as admissionregistration, apps::v1 as apps,
     authentication::v1 as authentication, authorization::v1 as authorization,
-    autoscaling::v2 as autoscaling, batch::v1 as batch, coordination::v1 as coordination,
-    core::v1 as core, discovery::v1 as discovery, events::v1 as events,
-    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
-    scheduling::v1 as scheduling, storage::v1 as storage,
+    autoscaling::v1 as autoscaling_v1, autoscaling::v2 as autoscaling, batch::v1 as batch,
+    coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
+    events::v1 as events, networking::v1 as networking, node::v1 as node, policy::v1 as policy,
+    rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope, Resource};
@@ -222,6 +222,8 @@ pub(super) static KINDS: &[KindInfo] = &[
         .short(&["ing"])
         .status(),
     of::<networking::NetworkPolicy>("networkpolicy").short(&["netpol"]),
+    // node.k8s.io/v1
+    of::<node::RuntimeClass>("runtimeclass"),
     // policy/v1
     of::<policy::PodDisruptionBudget>("poddisruptionbudget")
         .short(&["pdb"])
@@ -234,7 +236,22 @@ pub(super) static KINDS: &[KindInfo] = &[
     // scheduling.k8s.io/v1
     of::<scheduling::PriorityClass>("priorityclass").short(&["pc"]),
     // storage.k8s.io/v1
+    of::<storage::CSIDriver>("csidriver"),
+    of::<storage::CSINode>("csinode"),
+    of::<storage::CSIStorageCapacity>("csistoragecapacity"),
     of::<storage::StorageClass>("storageclass").short(&["sc"]),
+    of::<storage::VolumeAttachment>("volumeattachment").status(),
+];
+
+/// Older versions served over the storage of a row above, converted on the
+/// way in and out; served, but not offered to the scaffolder (which offers
+/// a kind's preferred version).
+pub(super) static OLDER_VERSIONS: &[KindInfo] = &[
+    // autoscaling/v1 over autoscaling/v2 storage
+    of::<autoscaling_v1::HorizontalPodAutoscaler>("horizontalpodautoscaler")
+        .short(&["hpa"])
+        .categories(ALL)
+        .status(),
 ];
 
 /// Finds a kind by group and resource name (`apps`, `deployments`).

@@ -9,6 +9,7 @@ mod alloc;
 mod decode;
 mod defaults;
 pub mod events;
+pub mod hpa;
 mod kinds;
 mod listtypes;
 mod prepare;
@@ -125,9 +126,14 @@ impl KindInfo {
     }
 }
 
-/// Every built-in kind the server serves.
+/// Every built-in kind the server serves, each in its preferred version.
 pub fn kinds() -> &'static [KindInfo] {
     kinds::KINDS
+}
+
+/// Older versions of [`kinds`] the server serves too (`autoscaling/v1`).
+pub fn older_versions() -> &'static [KindInfo] {
+    kinds::OLDER_VERSIONS
 }
 
 /// Decodes a request body object as the typed kind: fields the type does not
@@ -219,6 +225,7 @@ pub fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause>
 static TYPE_INFOS: LazyLock<Vec<listtypes::BuiltinTypeInfo>> = LazyLock::new(|| {
     kinds::KINDS
         .iter()
+        .chain(kinds::OLDER_VERSIONS)
         .map(listtypes::BuiltinTypeInfo::new)
         .collect()
 });
@@ -227,7 +234,8 @@ static TYPE_INFOS: LazyLock<Vec<listtypes::BuiltinTypeInfo>> = LazyLock::new(|| 
 pub fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
     let index = kinds::KINDS
         .iter()
-        .position(|k| k.group == kind.group && k.kind == kind.kind);
+        .chain(kinds::OLDER_VERSIONS)
+        .position(|k| k.group == kind.group && k.version == kind.version && k.kind == kind.kind);
     match index.and_then(|i| TYPE_INFOS.get(i)) {
         Some(info) => info,
         None => &Untyped,

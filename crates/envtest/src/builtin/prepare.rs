@@ -19,6 +19,13 @@ fn tracks_generation(kind: &KindInfo) -> bool {
         ) | ("batch", "Job" | "CronJob")
             | ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("admissionregistration.k8s.io", _)
+            | ("policy", "PodDisruptionBudget")
+            | (
+                "networking.k8s.io",
+                "Ingress" | "IngressClass" | "NetworkPolicy"
+            )
+            | ("discovery.k8s.io", "EndpointSlice")
+            | ("scheduling.k8s.io", "PriorityClass")
     )
 }
 
@@ -26,6 +33,8 @@ fn tracks_generation(kind: &KindInfo) -> bool {
 fn generation_fields(kind: &KindInfo) -> &'static [&'static str] {
     match (kind.group, kind.kind) {
         ("admissionregistration.k8s.io", _) => &["webhooks"],
+        ("discovery.k8s.io", _) => &["addressType", "endpoints", "ports"],
+        ("scheduling.k8s.io", _) => &["value", "description", "globalDefault", "preemptionPolicy"],
         _ => &["spec"],
     }
 }
@@ -37,7 +46,18 @@ fn initial_status(kind: &KindInfo, obj: &Value) -> Option<Value> {
         ("", "Pod") => json!({"phase": "Pending", "qosClass": qos_class(obj)}),
         ("", "Namespace") => json!({"phase": "Active"}),
         ("", "Service") => json!({"loadBalancer": {}}),
-        ("", "PersistentVolumeClaim") => json!({"phase": "Pending"}),
+        ("", "PersistentVolumeClaim" | "PersistentVolume") => json!({"phase": "Pending"}),
+        ("networking.k8s.io", "Ingress") => json!({"loadBalancer": {}}),
+        ("policy", "PodDisruptionBudget") => json!({
+            "disruptionsAllowed": 0,
+            "currentHealthy": 0,
+            "desiredHealthy": 0,
+            "expectedPods": 0
+        }),
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            json!({"desiredReplicas": 0, "currentMetrics": null})
+        }
+        ("storage.k8s.io", "VolumeAttachment") => json!({"attached": false}),
         ("apps", "StatefulSet") => json!({"replicas": 0, "availableReplicas": 0}),
         ("apps", "DaemonSet") => json!({
             "currentNumberScheduled": 0,

@@ -1,16 +1,19 @@
 //! The controllers a test cluster needs and kube-apiserver alone lacks: the
 //! CRD registry (conditions and serving), the garbage collector, the
-//! namespace lifecycle, the serviceaccount controller and the
-//! clusterrole-aggregation controller. They share one task
+//! namespace lifecycle, the serviceaccount controller, the root-CA
+//! publisher, the disruption controller and the clusterrole-aggregation
+//! controller. They share one task
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
 pub mod aggregation;
 mod crds;
+pub mod disruption;
 mod events;
 mod gc;
 mod namespaces;
 mod node_lifecycle;
+mod root_ca;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +51,8 @@ struct Controllers {
     cluster_roles_changed: bool,
     /// A CRD changed: owner references to its kind may resolve now.
     crds_changed: bool,
+    /// Namespaces whose PodDisruptionBudgets may need a new status.
+    dirty_budgets: std::collections::BTreeSet<String>,
 }
 
 impl Controllers {
@@ -69,6 +74,7 @@ impl Controllers {
             }
             None => {}
         }
+        root_ca::on_event(&self.app, ev, |ns| self.namespaces.is_terminating(ns));
         self.gc.on_event(&self.app, ev);
         node_lifecycle::on_event(&self.app, ev);
         if crate::api::admit::is_configuration_key(&ev.resource) {
@@ -79,6 +85,11 @@ impl Controllers {
         }
         if &*ev.resource == crds::CRD_KEY {
             self.crds_changed = true;
+        }
+        if self.app.cluster_controllers.disruption
+            && let Some(ns) = disruption::namespace_to_sync(ev)
+        {
+            self.dirty_budgets.insert(ns.to_string());
         }
     }
 
@@ -99,6 +110,9 @@ impl Controllers {
         }
         if std::mem::take(&mut self.crds_changed) {
             self.gc.recheck_unresolved(&self.app);
+        }
+        for ns in std::mem::take(&mut self.dirty_budgets) {
+            disruption::sync_namespace(&self.app, &ns);
         }
     }
 }
@@ -125,6 +139,7 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         webhooks_changed: false,
         cluster_roles_changed: false,
         crds_changed: false,
+        dirty_budgets: Default::default(),
     };
     crds::rebuild_registry(&app);
     let existing: Vec<Event> = app

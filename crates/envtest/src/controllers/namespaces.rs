@@ -58,6 +58,11 @@ pub enum Work {
 }
 
 impl Lifecycle {
+    /// Whether namespace `name` is being deleted.
+    pub fn is_terminating(&self, name: &str) -> bool {
+        self.terminating.contains_key(name)
+    }
+
     /// The grace of namespace `name` has passed: its content may go.
     pub fn grace_passed(&mut self, name: &str) -> bool {
         match self.terminating.get_mut(name) {

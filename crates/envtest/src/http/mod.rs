@@ -409,6 +409,22 @@ async fn resource(
             let body = transform_object(&res, &obj, &acc, q)?;
             Ok(respond::object(200, &body, &acc, &[]))
         }
+        (Method::POST, Some(name)) if matches!(sub, Some("binding" | "eviction")) => {
+            let acc = call.negotiate(Endpoint::Plain)?;
+            let bytes = read_body(body).await?;
+            let opts = query::write_options(q, "CreateOptions", false)?;
+            let format = body::body_format(content_type)?;
+            let binding = sub == Some("binding");
+            let kind = if binding { "Binding" } else { "Eviction" };
+            let decoded = body::decode_object(&bytes, format, kind)?;
+            let ctx = write_ctx(opts, call);
+            let result = if binding {
+                api::pods::bind(app, &res, &ns, &name, decoded.value, &ctx).await
+            } else {
+                api::pods::evict(app, &res, &ns, &name, decoded.value, &ctx).await
+            };
+            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
+        }
         (Method::POST, None) => {
             check_verb(&res, "create")?;
             if res.custom().is_some_and(|c| c.terminating) {

@@ -110,7 +110,7 @@ pub fn error_with_warnings(err: &ApiError, prefs: &Preferences, warnings: &[Stri
     match error_format(prefs.accept.as_deref()) {
         Some(mut acc) => {
             acc.pretty |= prefs.pretty;
-            object(err.code, &err.to_status(), &acc, warnings)
+            with_retry_after(err, object(err.code, &err.to_status(), &acc, warnings))
         }
         None => {
             let mut resp = raw_json(err.code, &err.to_status());
@@ -119,9 +119,20 @@ pub fn error_with_warnings(err: &ApiError, prefs: &Preferences, warnings: &[Stri
                     resp.headers_mut().append("warning", v);
                 }
             }
-            resp
+            with_retry_after(err, resp)
         }
     }
+}
+
+/// As kube-apiserver does for a Status that suggests a delay (429, 504).
+fn with_retry_after(err: &ApiError, mut resp: Response) -> Response {
+    let retry_after = err.details.as_ref().and_then(|d| d.retry_after_seconds);
+    if let Some(seconds) = retry_after.filter(|s| *s > 0)
+        && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    resp
 }
 
 /// A body that is already encoded, such as protobuf.

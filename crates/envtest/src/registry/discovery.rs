@@ -111,6 +111,7 @@ pub(crate) fn builtin_storage_hash(kind: &KindInfo) -> String {
             storage_version_hash(kind.group, "v1beta1", kind.kind)
         }
         ("events.k8s.io", "Event") => storage_version_hash("", "v1", "Event"),
+        ("autoscaling", _) => storage_version_hash(kind.group, "v2", kind.kind),
         _ => storage_version_hash(kind.group, kind.version, kind.kind),
     }
 }

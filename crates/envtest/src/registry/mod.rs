@@ -91,6 +91,9 @@ impl Resource {
             }
             "log" if self.group.is_empty() && self.plural == "pods" => Some(&["get"]),
             "exec" if self.group.is_empty() && self.plural == "pods" => Some(&["create", "get"]),
+            "binding" | "eviction" if self.group.is_empty() && self.plural == "pods" => {
+                Some(&["create"])
+            }
             _ => None,
         }
     }
@@ -101,8 +104,18 @@ impl Resource {
         self.group == "events.k8s.io" && self.plural == "events"
     }
 
+    /// Whether this is `autoscaling/v1`'s view of the autoscalers stored as v2.
+    fn is_autoscaling_v1(&self) -> bool {
+        self.group == "autoscaling" && self.version == "v1" && !self.is_custom()
+    }
+
     /// Converts a stored object to what this version serves.
     pub fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
+        if self.is_autoscaling_v1() {
+            let mut out = builtin::hpa::v2_to_v1(stored);
+            set_type_meta(&mut out, &self.api_version(), &self.kind);
+            return Arc::new(out);
+        }
         if self.is_events_v1() {
             let mut out = builtin::events::core_to_events_v1(stored);
             set_type_meta(&mut out, &self.api_version(), &self.kind);
@@ -116,6 +129,11 @@ impl Resource {
 
     /// Converts an object of this version to its stored form.
     pub fn to_storage(&self, obj: Value) -> Value {
+        if self.is_autoscaling_v1() {
+            let mut out = builtin::hpa::v1_to_v2(&obj);
+            set_type_meta(&mut out, "autoscaling/v2", &self.kind);
+            return out;
+        }
         if self.is_events_v1() {
             let mut out = builtin::events::events_v1_to_core(&obj);
             set_type_meta(&mut out, "v1", "Event");
@@ -139,6 +157,7 @@ pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
 pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
     builtin::kinds()
         .iter()
+        .chain(builtin::older_versions())
         .any(|b| b.group == group && b.version == version && b.kind == kind)
 }
 
@@ -174,6 +193,7 @@ impl Registry {
     pub fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
         let mut resources: Vec<Arc<Resource>> = builtin::kinds()
             .iter()
+            .chain(builtin::older_versions())
             .map(|k| Arc::new(Resource::from_builtin(k)))
             .collect();
         let mut crd_map = HashMap::new();
@@ -238,7 +258,9 @@ impl Registry {
         for r in self.resources.iter().filter(|r| &*r.store_key == key) {
             let preferred = match &r.source {
                 Source::Custom(c) => c.storage_version == r.version,
-                Source::Builtin(k) => k.group != "events.k8s.io",
+                Source::Builtin(k) => {
+                    k.group != "events.k8s.io" && (k.group, k.version) != ("autoscaling", "v1")
+                }
             };
             if found.is_none() || preferred {
                 found = Some(r);

@@ -1,6 +1,7 @@
 //! Defaulting (`pkg/apis/*/v1/defaults.go` of kube-apiserver v1.24), applied
 //! to every create and update body after decoding.
 
+mod cluster_kinds;
 mod other;
 pub(crate) mod pod;
 mod workloads;
@@ -22,7 +23,10 @@ pub(crate) fn apply(kind: &KindInfo, obj: &mut Value) {
     }
     match kind.group {
         "apps" | "batch" => workloads::apply(kind, obj),
-        _ => other::apply(kind, obj),
+        _ => {
+            other::apply(kind, obj);
+            cluster_kinds::apply(kind, obj);
+        }
     }
 }
 pub(crate) use workloads::job_labels_from_template as job_labels;

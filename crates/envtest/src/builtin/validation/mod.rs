@@ -1,6 +1,7 @@
 //! Validation of built-in kinds with kube-apiserver's messages, field paths
 //! and order (metadata first, then the kind's own rules).
 
+mod cluster_kinds;
 mod container;
 mod core;
 mod cron;
@@ -157,6 +158,13 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ("batch", "Job", Some(old)) => workloads::job_update(obj, old),
         ("batch", "CronJob", _) => workloads::cron_job(obj),
         ("coordination.k8s.io", "Lease", _) => core::lease(obj),
+        ("networking.k8s.io", "Ingress", _) => cluster_kinds::ingress(obj),
+        ("autoscaling", "HorizontalPodAutoscaler", _) => {
+            cluster_kinds::horizontal_pod_autoscaler(obj)
+        }
+        ("scheduling.k8s.io", "PriorityClass", old) => cluster_kinds::priority_class(obj, old),
+        ("storage.k8s.io", "StorageClass", _) => cluster_kinds::storage_class(obj),
+        ("", "LimitRange", _) => cluster_kinds::limit_range(obj),
         ("rbac.authorization.k8s.io", "Role", _) => rbac_admission::role(obj, true),
         ("rbac.authorization.k8s.io", "ClusterRole", _) => rbac_admission::role(obj, false),
         ("rbac.authorization.k8s.io", "RoleBinding", None) => rbac_admission::binding(obj, true),

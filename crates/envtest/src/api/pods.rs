@@ -1,0 +1,355 @@
+//! The Pod subresources that act rather than store: `pods/binding` (assign a
+//! Pod to a node, as a scheduler does) and `pods/eviction` (delete a Pod if
+//! its PodDisruptionBudget allows it), as kube-apiserver v1.32's
+//! `BindingREST` and `EvictionREST` do. Both answer a `Status`.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::{App, WriteCtx, Written, not_found};
+use crate::admission::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::http::query::DeleteOptions;
+use crate::meta;
+use crate::registry::Resource;
+use crate::store::{WriteError, parse_rv};
+
+/// `{"kind": "Status", "status": "Success", "code": 201}`.
+fn created() -> Written {
+    Written {
+        code: 201,
+        body: Arc::new(json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
+        })),
+        warnings: Vec::new(),
+    }
+}
+
+fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
+    meta::get_path(value, path)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The body's kind must be `kind` of one of `api_versions` (or left out).
+fn check_kind(body: &Value, api_versions: &[&str], kind: &str) -> ApiResult<()> {
+    let given_kind = str_at(body, &["kind"]);
+    let given_version = str_at(body, &["apiVersion"]);
+    let version_ok = given_version.is_empty() || api_versions.contains(&given_version);
+    if (given_kind.is_empty() || given_kind == kind) && version_ok {
+        return Ok(());
+    }
+    let (_, version) = meta::split_api_version(given_version);
+    Err(ApiError::bad_request(format!(
+        "{given_kind} in version {version:?} cannot be handled as a {kind}: no kind {given_kind:?} is registered for version {given_version:?} in scheme \"pkg/runtime/scheme.go:100\""
+    )))
+}
+
+/// The Pod subresource a create acts on.
+struct Target<'a> {
+    ns: &'a str,
+    name: &'a str,
+    /// `binding` or `eviction`.
+    sub: &'a str,
+    /// The subresource's own kind (a v1 Binding, a policy/v1 Eviction).
+    kind: GroupVersionKind,
+}
+
+/// Mutating then validating admission webhooks of a create on a Pod
+/// subresource whose object is its own kind.
+async fn admit(
+    app: &App,
+    pods: &Resource,
+    target: Target<'_>,
+    object: Value,
+    ctx: &WriteCtx,
+) -> ApiResult<Value> {
+    let Target {
+        ns,
+        name,
+        sub,
+        kind,
+    } = target;
+    if !app.webhooks.has_mutating() && !app.webhooks.has_validating() {
+        return Ok(object);
+    }
+    let mut options = Map::new();
+    options.insert("kind".into(), json!("CreateOptions"));
+    options.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
+    if ctx.opts.dry_run {
+        options.insert("dryRun".into(), json!(["All"]));
+    }
+    let mut attrs = AdmissionAttributes::new(
+        Operation::Create,
+        kind,
+        GroupVersionResource::new(&pods.group, &pods.version, &pods.plural),
+        ns,
+        name,
+    )
+    .with_subresource(sub)
+    .with_dry_run(ctx.opts.dry_run)
+    .with_options(Value::Object(options));
+    attrs.user_info = ctx.user.clone();
+    attrs.object = Some(object.clone());
+    let mutated = app.webhooks.admit_mutating(&attrs).await;
+    ctx.warnings.extend(mutated.warnings);
+    let object = mutated.result?.unwrap_or(object);
+    attrs.object = Some(object.clone());
+    let validated = app.webhooks.admit_validating(&attrs).await;
+    ctx.warnings.extend(validated.warnings);
+    validated.result?;
+    Ok(object)
+}
+
+/// POST `pods/<name>/binding`: sets `spec.nodeName` and the PodScheduled
+/// condition of an unassigned Pod (the node need not exist); 409 when the
+/// Pod is assigned already or being deleted.
+pub async fn bind(
+    app: &App,
+    pods: &Resource,
+    ns: &str,
+    name: &str,
+    body: Value,
+    ctx: &WriteCtx,
+) -> ApiResult<Written> {
+    check_kind(&body, &["v1"], "Binding")?;
+    if meta::name(&body) != name {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Binding object",
+        ));
+    }
+    let mut problems = Vec::new();
+    let target_kind = str_at(&body, &["target", "kind"]);
+    if !target_kind.is_empty() && target_kind != "Node" {
+        problems.push(format!(
+            "target.kind: Unsupported value: {target_kind:?}: supported values: \"Node\", \"<empty>\""
+        ));
+    }
+    if str_at(&body, &["target", "name"]).is_empty() {
+        problems.push("target.name: Required value".to_string());
+    }
+    if !problems.is_empty() {
+        // An aggregate of field errors, which the server reports as is.
+        let message = if problems.len() == 1 {
+            problems.remove(0)
+        } else {
+            format!("[{}]", problems.join(", "))
+        };
+        return Err(super::internal_no_reason(&message));
+    }
+    let target = Target {
+        ns,
+        name,
+        sub: "binding",
+        kind: GroupVersionKind::new("", "v1", "Binding"),
+    };
+    let body = admit(app, pods, target, body, ctx).await?;
+    let node = str_at(&body, &["target", "name"]).to_string();
+    let pre_uid = meta::uid(&body).to_string();
+    let pre_rv = meta::resource_version(&body).to_string();
+    let annotations = meta::metadata(&body)
+        .and_then(|m| m.get("annotations"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for _ in 0..8 {
+        let stored = app
+            .store
+            .get(&pods.store_key, ns, name)
+            .ok_or_else(|| not_found(pods, name))?;
+        let pod = pods.from_storage(&stored);
+        check_preconditions(pods, name, &pod, &pre_uid, &pre_rv)?;
+        let refuse = |detail: String| ApiError::conflict("", "pods/binding", name, &detail);
+        if meta::is_deleting(&pod) {
+            return Err(refuse(format!(
+                "pod {name} is being deleted, cannot be assigned to a host"
+            )));
+        }
+        let assigned = str_at(&pod, &["spec", "nodeName"]);
+        if !assigned.is_empty() {
+            return Err(refuse(format!(
+                "pod {name} is already assigned to node {assigned:?}"
+            )));
+        }
+        if meta::get_path(&pod, &["spec", "schedulingGates"])
+            .and_then(Value::as_array)
+            .is_some_and(|gates| !gates.is_empty())
+        {
+            return Err(refuse(format!(
+                "pod {name} has non-empty .spec.schedulingGates"
+            )));
+        }
+        let mut pod = (*pod).clone();
+        meta::set_path(&mut pod, &["spec", "nodeName"], json!(node));
+        for (key, value) in &annotations {
+            meta::set_path(&mut pod, &["metadata", "annotations", key], value.clone());
+        }
+        set_pod_condition(&mut pod, json!({"type": "PodScheduled", "status": "True"}));
+        if ctx.opts.dry_run {
+            return Ok(created());
+        }
+        let rv = parse_rv(meta::resource_version(&pod));
+        match app
+            .store
+            .update(&pods.store_key, ns, name, rv, pods.to_storage(pod))
+        {
+            Ok(_) => return Ok(created()),
+            Err(WriteError::NotFound) => return Err(not_found(pods, name)),
+            Err(_) => continue,
+        }
+    }
+    Err(super::conflict(pods, name))
+}
+
+/// The uid and resourceVersion a Binding names must be the Pod's.
+fn check_preconditions(
+    pods: &Resource,
+    name: &str,
+    pod: &Value,
+    uid: &str,
+    rv: &str,
+) -> ApiResult<()> {
+    let (pod_uid, pod_rv) = (meta::uid(pod), meta::resource_version(pod));
+    let failed = if !uid.is_empty() && uid != pod_uid {
+        format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {pod_uid}")
+    } else if !rv.is_empty() && rv != pod_rv {
+        format!(
+            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {pod_rv}"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(ApiError::conflict(&pods.group, &pods.plural, name, &failed))
+}
+
+/// `UpdatePodCondition`: adds or replaces the condition of its type; the
+/// transition time is now unless the status stays the same.
+pub(crate) fn set_pod_condition(pod: &mut Value, mut condition: Value) {
+    let now = json!(meta::now_rfc3339());
+    condition["lastProbeTime"] = Value::Null;
+    condition["lastTransitionTime"] = now;
+    let kind = condition["type"].clone();
+    if !pod.get("status").is_some_and(Value::is_object) {
+        pod["status"] = json!({});
+    }
+    let conditions = &mut pod["status"]["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let Some(list) = conditions.as_array_mut() else {
+        return;
+    };
+    match list.iter_mut().find(|c| c["type"] == kind) {
+        Some(existing) => {
+            if existing["status"] == condition["status"] {
+                condition["lastTransitionTime"] = existing["lastTransitionTime"].clone();
+            }
+            *existing = condition;
+        }
+        None => list.push(condition),
+    }
+}
+
+/// POST `pods/<name>/eviction`: deletes the Pod when that disrupts nothing
+/// its PodDisruptionBudget protects (see [`super::disruption`]).
+pub async fn evict(
+    app: &App,
+    pods: &Resource,
+    ns: &str,
+    name: &str,
+    body: Value,
+    ctx: &WriteCtx,
+) -> ApiResult<Written> {
+    check_kind(&body, &["policy/v1", "policy/v1beta1"], "Eviction")?;
+    if meta::name(&body) != name {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    let body_options = body.get("deleteOptions").filter(|o| !o.is_null());
+    if body_options
+        .and_then(|o| o.get("ignoreStoreReadErrorWithClusterBreakingPotential"))
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        return Err(ApiError::invalid(
+            "policy",
+            "Eviction",
+            name,
+            vec![Cause::invalid(
+                "deleteOptions.ignoreStoreReadErrorWithClusterBreakingPotential",
+                &json!(true),
+                "can not be set for pod eviction, try after removing the option",
+            )],
+        ));
+    }
+    let mut options =
+        crate::http::query::delete_options(&crate::http::query::Query::parse(None), body_options)?;
+    // The request's dryRun and the body's must agree (propagateDryRun).
+    let body_dry_run = body_options
+        .and_then(|o| o.get("dryRun"))
+        .and_then(Value::as_array)
+        .is_some_and(|d| !d.is_empty());
+    if ctx.opts.dry_run && !body_dry_run && body_options.is_some_and(|o| o.get("dryRun").is_some())
+    {
+        return Err(super::internal_no_reason(
+            "Non-matching dry-run options in request and content: [All] and []",
+        ));
+    }
+    options.dry_run = options.dry_run || ctx.opts.dry_run;
+    let target = Target {
+        ns,
+        name,
+        sub: "eviction",
+        kind: GroupVersionKind::new("policy", "v1", "Eviction"),
+    };
+    admit(app, pods, target, body, ctx).await?;
+    super::disruption::evict(app, pods, ns, name, options).await
+}
+
+/// Deletes an evicted Pod: its DisruptionTarget condition first, then the
+/// Pod with the eviction's options (no admission webhooks run for it).
+pub(crate) fn delete_evicted(
+    app: &App,
+    pods: &Resource,
+    ns: &str,
+    name: &str,
+    options: &DeleteOptions,
+) -> ApiResult<()> {
+    if !options.dry_run
+        && let Some(stored) = app.store.get(&pods.store_key, ns, name)
+    {
+        let mut pod = (*pods.from_storage(&stored)).clone();
+        check_preconditions(
+            pods,
+            name,
+            &pod,
+            options.precondition_uid.as_deref().unwrap_or(""),
+            options.precondition_rv.as_deref().unwrap_or(""),
+        )?;
+        set_pod_condition(
+            &mut pod,
+            json!({"type": "DisruptionTarget", "status": "True",
+                "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}),
+        );
+        let rv = parse_rv(meta::resource_version(&pod));
+        if let Err(e) = app
+            .store
+            .update(&pods.store_key, ns, name, rv, pods.to_storage(pod))
+        {
+            return Err(match e {
+                WriteError::NotFound => not_found(pods, name),
+                _ => super::conflict(pods, name),
+            });
+        }
+    }
+    let mut options = options.clone();
+    // The condition write moved the resourceVersion a precondition names.
+    if options.precondition_rv.is_some()
+        && let Some(stored) = app.store.get(&pods.store_key, ns, name)
+    {
+        options.precondition_rv = Some(meta::resource_version(&stored).to_string());
+    }
+    super::delete::delete_internal(app, pods, ns, name, &options).map(|_| ())
+}

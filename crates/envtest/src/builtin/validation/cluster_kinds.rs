@@ -1,0 +1,319 @@
+//! Validation of the networking, autoscaling, scheduling and storage kinds: the rules an operator's objects most often break, with
+//! kube-apiserver v1.32's messages.
+
+use serde_json::Value;
+
+use crate::error::Cause;
+
+/// The largest priority a PriorityClass not named `system-*` may have.
+const HIGHEST_USER_DEFINABLE_PRIORITY: i64 = 1_000_000_000;
+
+pub(super) fn priority_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let name = crate::meta::name(obj);
+    if old.is_none()
+        && name.starts_with("system-")
+        && !crate::bootstrap::is_system_priority_class(name)
+    {
+        causes.push(Cause::forbidden(
+            "metadata.name",
+            &format!(
+                "priority class names with 'system-' prefix are reserved for system use only. error: {name} is not a known system priority class"
+            ),
+        ));
+    }
+    let value = obj.get("value").and_then(Value::as_i64).unwrap_or(0);
+    if !name.starts_with("system-") && value > HIGHEST_USER_DEFINABLE_PRIORITY {
+        causes.push(Cause::forbidden(
+            "value",
+            &format!(
+                "maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"
+            ),
+        ));
+    }
+    if let Some(old) = old
+        && old.get("value") != obj.get("value")
+    {
+        causes.push(Cause::forbidden(
+            "value",
+            "may not be changed in an update.",
+        ));
+    }
+    causes
+}
+
+pub(super) fn ingress(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let rules = obj
+        .pointer("/spec/rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for (i, rule) in rules.enumerate() {
+        let paths = rule
+            .pointer("/http/paths")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        for (j, path) in paths.enumerate() {
+            let at = format!("spec.rules[{i}].http.paths[{j}]");
+            match path.get("pathType").and_then(Value::as_str) {
+                None | Some("") => causes.push(Cause::required(
+                    format!("{at}.pathType"),
+                    "pathType must be specified",
+                )),
+                Some("Exact" | "Prefix") => {
+                    let p = path.get("path").and_then(Value::as_str).unwrap_or("");
+                    if !p.starts_with('/') {
+                        causes.push(Cause::invalid(
+                            format!("{at}.path"),
+                            &Value::from(p),
+                            "must be an absolute path",
+                        ));
+                    }
+                }
+                Some("ImplementationSpecific") => {}
+                Some(other) => causes.push(Cause::not_supported(
+                    format!("{at}.pathType"),
+                    &Value::from(other),
+                    &["Exact", "ImplementationSpecific", "Prefix"],
+                )),
+            }
+        }
+    }
+    causes
+}
+
+pub(super) fn horizontal_pod_autoscaler(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let spec = obj.get("spec");
+    let target = spec.and_then(|s| s.get("scaleTargetRef"));
+    for field in ["kind", "name"] {
+        if target
+            .and_then(|t| t.get(field))
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            causes.push(Cause::required(format!("spec.scaleTargetRef.{field}"), ""));
+        }
+    }
+    let min = spec
+        .and_then(|s| s.get("minReplicas"))
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let max = spec
+        .and_then(|s| s.get("maxReplicas"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if min < 1 {
+        causes.push(Cause::invalid(
+            "spec.minReplicas",
+            &Value::from(min),
+            "must be greater than or equal to 1",
+        ));
+    }
+    if max < 1 {
+        causes.push(Cause::invalid(
+            "spec.maxReplicas",
+            &Value::from(max),
+            "must be greater than 0",
+        ));
+    } else if max < min {
+        causes.push(Cause::invalid(
+            "spec.maxReplicas",
+            &Value::from(max),
+            "must be greater than or equal to `minReplicas`",
+        ));
+    }
+    causes
+}
+
+pub(super) fn storage_class(obj: &Value) -> Vec<Cause> {
+    if obj
+        .get("provisioner")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return vec![Cause::required("provisioner", "")];
+    }
+    Vec::new()
+}
+
+/// Go's `%#v` of a `resource.Quantity` parsed from `text` whose cached
+/// string is `canonical` (what field errors print for a quantity).
+fn go_quantity(text: &str, canonical: &str) -> String {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(trimmed.len());
+    let (number, suffix) = trimmed.split_at(split);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits: i64 = format!("{whole}{fraction}")
+        .trim_start_matches('+')
+        .parse()
+        .unwrap_or(0);
+    let binary = |power: u32| digits.checked_mul(1i64 << (10 * power));
+    let decimal = |exp: i32| Some((digits, exp - fraction.len() as i32));
+    let (amount, format) = match suffix {
+        "Ki" => (binary(1).map(|v| (v, 0)), "BinarySI"),
+        "Mi" => (binary(2).map(|v| (v, 0)), "BinarySI"),
+        "Gi" => (binary(3).map(|v| (v, 0)), "BinarySI"),
+        "Ti" => (binary(4).map(|v| (v, 0)), "BinarySI"),
+        "n" => (decimal(-9), "DecimalSI"),
+        "u" => (decimal(-6), "DecimalSI"),
+        "m" => (decimal(-3), "DecimalSI"),
+        "" => (decimal(0), "DecimalSI"),
+        "k" => (decimal(3), "DecimalSI"),
+        "M" => (decimal(6), "DecimalSI"),
+        "G" => (decimal(9), "DecimalSI"),
+        "T" => (decimal(12), "DecimalSI"),
+        _ => (decimal(0), "DecimalExponent"),
+    };
+    let (value, scale) = amount.unwrap_or((0, 0));
+    format!(
+        "resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{canonical:?}, Format:{format:?}}}"
+    )
+}
+
+/// One resource's quantity of a LimitRange item's map.
+struct Limit<'a> {
+    text: &'a str,
+    quantity: crate::quantity::Quantity,
+}
+
+impl Limit<'_> {
+    fn shown(&self) -> String {
+        self.quantity.canonical()
+    }
+
+    fn go(&self) -> String {
+        go_quantity(self.text, &self.shown())
+    }
+}
+
+fn limits<'a>(item: &'a Value, key: &str) -> Vec<(&'a str, Limit<'a>)> {
+    item.get(key)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(resource, value)| {
+            let text = value.as_str()?;
+            let quantity = crate::quantity::Quantity::parse(text.trim()).ok()?;
+            Some((resource.as_str(), Limit { text, quantity }))
+        })
+        .collect()
+}
+
+/// The consistency rules of a LimitRange's items (`ValidateLimitRange`):
+/// min ≤ default request ≤ default limit ≤ max.
+pub(super) fn limit_range(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let items = obj
+        .pointer("/spec/limits")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for (i, item) in items.enumerate() {
+        let at = format!("spec.limits[{i}]");
+        let min = limits(item, "min");
+        let max = limits(item, "max");
+        let defaults = limits(item, "default");
+        let requests = limits(item, "defaultRequest");
+        let invalid = |field: String, value: &Limit<'_>, detail: String| {
+            Cause::new(
+                "FieldValueInvalid",
+                field,
+                format!("Invalid value: {}: {detail}", value.go()),
+            )
+        };
+        for (resource, lo) in &min {
+            if let Some((_, hi)) = max.iter().find(|(k, _)| k == resource)
+                && lo.quantity.nanos() > hi.quantity.nanos()
+            {
+                causes.push(invalid(
+                    format!("{at}.min[{resource}]"),
+                    lo,
+                    format!(
+                        "min value {} is greater than max value {}",
+                        lo.shown(),
+                        hi.shown()
+                    ),
+                ));
+            }
+        }
+        for (resource, request) in &requests {
+            let lookup = |list: &[(&str, Limit<'_>)]| {
+                list.iter()
+                    .find(|(k, _)| k == resource)
+                    .map(|(_, l)| (l.quantity.nanos(), l.shown()))
+            };
+            let field = format!("{at}.defaultRequest[{resource}]");
+            if let Some((lo, shown)) = lookup(&min)
+                && lo > request.quantity.nanos()
+            {
+                causes.push(invalid(
+                    field.clone(),
+                    request,
+                    format!(
+                        "min value {shown} is greater than default request value {}",
+                        request.shown()
+                    ),
+                ));
+            }
+            if let Some((hi, shown)) = lookup(&max)
+                && request.quantity.nanos() > hi
+            {
+                causes.push(invalid(
+                    field.clone(),
+                    request,
+                    format!(
+                        "default request value {} is greater than max value {shown}",
+                        request.shown()
+                    ),
+                ));
+            }
+            if let Some((limit, shown)) = lookup(&defaults)
+                && request.quantity.nanos() > limit
+            {
+                causes.push(invalid(
+                    field,
+                    request,
+                    format!(
+                        "default request value {} is greater than default limit value {shown}",
+                        request.shown()
+                    ),
+                ));
+            }
+        }
+        for (resource, default) in &defaults {
+            let field = format!("{at}.default[{resource}]");
+            if let Some((_, lo)) = min.iter().find(|(k, _)| k == resource)
+                && lo.quantity.nanos() > default.quantity.nanos()
+            {
+                causes.push(invalid(
+                    field.clone(),
+                    lo,
+                    format!(
+                        "min value {} is greater than default value {}",
+                        lo.shown(),
+                        default.shown()
+                    ),
+                ));
+            }
+            if let Some((_, hi)) = max.iter().find(|(k, _)| k == resource)
+                && default.quantity.nanos() > hi.quantity.nanos()
+            {
+                causes.push(invalid(
+                    field,
+                    hi,
+                    format!(
+                        "default value {} is greater than max value {}",
+                        default.shown(),
+                        hi.shown()
+                    ),
+                ));
+            }
+        }
+    }
+    causes
+}
