@@ -14,6 +14,7 @@
 //! This file is yours; `opctl create api` adds a test per kind at the
 //! `+opctl:scaffold:e2e` marker, `opctl create webhook` one per webhook.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus};
@@ -217,6 +218,77 @@ fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// One kind of API request as kube-apiserver's `apiserver_request_total`
+/// labels it: verb (`GET`, `POST`, `PATCH`, `APPLY`, ...), resource,
+/// subresource.
+type Request = (String, String, String);
+
+/// API requests counted, by kind of request.
+type Requests = BTreeMap<Request, u64>;
+
+/// The request `verb resource[/subresource]`.
+fn request(verb: &str, resource: &str, subresource: &str) -> Request {
+    (verb.to_owned(), resource.to_owned(), subresource.to_owned())
+}
+
+/// The requests of objects the API server has answered so far: its
+/// `apiserver_request_total` (served on `/metrics` by `opctl envtest` as by
+/// kube-apiserver), summed over groups, versions, scopes and codes. Lists
+/// and watches are left out: they fill the caches, not one reconcile.
+async fn api_requests(client: &kube::Client) -> Requests {
+    let metrics = axum::http::Request::get("/metrics").body(Vec::new());
+    let metrics = metrics.expect("a GET of /metrics");
+    let text = client.request_text(metrics).await;
+    let text = text.expect("the API server's /metrics");
+    let mut requests = Requests::new();
+    for line in text.lines() {
+        let Some((labels, value)) = line
+            .strip_prefix("apiserver_request_total{")
+            .and_then(|sample| sample.rsplit_once("} "))
+        else {
+            continue;
+        };
+        let label = |name: &str| {
+            let start = format!("{name}=\"");
+            let value = labels.split(',').find_map(|pair| pair.strip_prefix(&start));
+            value.unwrap_or_default().trim_end_matches('"').to_owned()
+        };
+        let verb = label("verb");
+        let resource = label("resource");
+        if resource.is_empty() || verb == "LIST" || verb == "WATCH" {
+            continue;
+        }
+        let count = value.trim().parse::<f64>().unwrap_or_default() as u64;
+        *requests
+            .entry((verb, resource, label("subresource")))
+            .or_default() += count;
+    }
+    requests
+}
+
+/// The requests counted in `after` and not in `before`.
+fn requests_between(before: &Requests, after: &Requests) -> Requests {
+    let grown = after.iter().map(|(request, count)| {
+        let earlier = before.get(request).copied().unwrap_or_default();
+        (request.clone(), count.saturating_sub(earlier))
+    });
+    grown.filter(|(_, count)| *count > 0).collect()
+}
+
+impl Manager {
+    /// The reconciles of `controller` counted so far (every result) on the
+    /// manager's `/metrics`.
+    fn reconciles(&self, controller: &str) -> u64 {
+        let (status, body) = http_get(self.metrics, "/metrics").expect("/metrics answers");
+        assert_eq!(status, 200, "{body}");
+        let metric = "controller_runtime_reconcile_total{controller=\"";
+        let prefix = [metric, controller, "\","].concat();
+        let counts = body.lines().filter_map(|line| line.strip_prefix(&prefix));
+        let counts = counts.filter_map(|rest| rest.rsplit(' ').next()?.parse::<u64>().ok());
+        counts.sum()
+    }
+}
+
 #[test]
 #[ignore = "needs a cluster: run `make test-e2e`"]
 fn the_manager_serves_probes_and_metrics_and_stops_on_sigterm() {
@@ -286,16 +358,19 @@ async fn a_database_becomes_ready_and_goes_away_on_delete() {
         .await
         .expect("a cluster from the kubeconfig");
     let manager = Manager::start(&[]);
-    let api: Api<Database> = Api::namespaced(client, "default");
+    let api: Api<Database> = Api::namespaced(client.clone(), "default");
     let name = "e2e-database";
     let object = Database::new(name, Default::default());
+    let before = api_requests(&client).await;
     api.create(&PostParams::default(), &object)
         .await
         .expect("create the object");
 
     // The controller reports Ready.
+    let mut polls = 0;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
+        polls += 1;
         let current = api.get(name).await.expect("read the object");
         let status = current.status.unwrap_or_default();
         let ready = status
@@ -308,6 +383,24 @@ async fn a_database_becomes_ready_and_goes_away_on_delete() {
         assert!(Instant::now() < deadline, "the object did not become Ready");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // What reconciling it cost the API server: its reads come from the
+    // caches, and the reconcile that its own status write triggers finds it up
+    // to date and writes nothing. Grow this budget with what your
+    // reconcile must write.
+    let reconciles = 2;
+    let reconciled = || manager.reconciles("database") >= reconciles;
+    eventually(Duration::from_secs(30), "more reconciles", reconciled);
+    let spent = requests_between(&before, &api_requests(&client).await);
+    let expected = Requests::from([
+        // This test's create and reads.
+        (request("POST", "databases", ""), 1),
+        (request("GET", "databases", ""), polls),
+        // The status and the Ready event.
+        (request("APPLY", "databases", "status"), 1),
+        (request("POST", "events", ""), 1),
+    ]);
+    assert_eq!(spent, expected, "the API requests of one reconcile");
 
     // No finalizer: the object goes at once.
     api.delete(name, &DeleteParams::default())
@@ -333,16 +426,19 @@ async fn a_sidecar_set_becomes_ready_and_goes_away_on_delete() {
         .await
         .expect("a cluster from the kubeconfig");
     let manager = Manager::start(&[]);
-    let api: Api<SidecarSet> = Api::all(client);
+    let api: Api<SidecarSet> = Api::all(client.clone());
     let name = "e2e-sidecarset";
     let object = SidecarSet::new(name, Default::default());
+    let before = api_requests(&client).await;
     api.create(&PostParams::default(), &object)
         .await
         .expect("create the object");
 
     // The controller reports Ready.
+    let mut polls = 0;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
+        polls += 1;
         let current = api.get(name).await.expect("read the object");
         let status = current.status.unwrap_or_default();
         let ready = status
@@ -355,6 +451,24 @@ async fn a_sidecar_set_becomes_ready_and_goes_away_on_delete() {
         assert!(Instant::now() < deadline, "the object did not become Ready");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // What reconciling it cost the API server: its reads come from the
+    // caches, and the reconcile that its own status write triggers finds it up
+    // to date and writes nothing. Grow this budget with what your
+    // reconcile must write.
+    let reconciles = 2;
+    let reconciled = || manager.reconciles("sidecar_set") >= reconciles;
+    eventually(Duration::from_secs(30), "more reconciles", reconciled);
+    let spent = requests_between(&before, &api_requests(&client).await);
+    let expected = Requests::from([
+        // This test's create and reads.
+        (request("POST", "sidecarsets", ""), 1),
+        (request("GET", "sidecarsets", ""), polls),
+        // The status and the Ready event.
+        (request("APPLY", "sidecarsets", "status"), 1),
+        (request("POST", "events", ""), 1),
+    ]);
+    assert_eq!(spent, expected, "the API requests of one reconcile");
 
     // No finalizer: the object goes at once.
     api.delete(name, &DeleteParams::default())
