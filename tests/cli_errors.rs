@@ -144,6 +144,28 @@ fn flags_that_contradict_each_other_or_the_project() {
         &["--resource=false", "--controller=false"],
     );
     assert!(line.contains("nothing to scaffold"), "{line}");
+    let line = api(
+        &dir,
+        "web",
+        "v1",
+        "Bucket",
+        &["--finalizer", "--controller=false"],
+    );
+    assert!(
+        line.contains("--finalizer") && line.contains("--controller=false"),
+        "{line}"
+    );
+    let line = api(
+        &dir,
+        "apps",
+        "v1",
+        "Deployment",
+        &["--resource=false", "--finalizer"],
+    );
+    assert!(
+        line.contains("built-in kind apps/v1 Deployment") && line.contains("drop --finalizer"),
+        "{line}"
+    );
 
     opctl_ok(
         &dir,

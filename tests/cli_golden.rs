@@ -149,6 +149,8 @@ fn namespaced_project_with_two_versions_and_a_pod_controller() {
                 "v2beta1",
                 "--kind",
                 "NetworkPolicy",
+                // Its controller cleans up outside the cluster.
+                "--finalizer",
             ],
         ],
     );

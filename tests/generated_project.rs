@@ -1,5 +1,6 @@
-//! The generated project works: a namespaced kind, a cluster-scoped kind and
-//! a controller for apps/v1 Deployment, a defaulting and a validating
+//! The generated project works: a namespaced kind, a cluster-scoped kind (its
+//! controller with a finalizer) and a controller for apps/v1 Deployment, a
+//! defaulting and a validating
 //! webhook for the namespaced kind and a defaulting webhook for core/v1 Pod;
 //! `opctl manifests` (twice: nothing changes), then in the project `cargo
 //! test`, `cargo fmt --check` and `cargo clippy --all-targets -- -D
@@ -163,6 +164,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
             "--kind",
             "ClusterPolicy",
             "--namespaced=false",
+            "--finalizer",
         ],
     );
     opctl_ok(
@@ -231,7 +233,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     assert!(ok, "cargo test failed:\n{out}");
     assert!(out.contains("test result: ok"), "{out}");
     assert!(
-        out.contains("6 ignored"),
+        out.contains("7 ignored"),
         "the e2e tests are listed as ignored:\n{out}"
     );
     assert!(
@@ -336,7 +338,9 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     };
     assert!(grants("apps", "deployments").is_some_and(|r| r.verbs == ["get", "list", "watch"]));
     assert!(grants("web.example.com", "guestbooks/status").is_some());
+    // Only the kind scaffolded with --finalizer may update its finalizers.
     assert!(grants("infra.example.com", "clusterpolicies/finalizers").is_some());
+    assert!(grants("web.example.com", "guestbooks/finalizers").is_none());
     assert!(grants("events.k8s.io", "events").is_some());
 
     // kubectl renders the kustomizations into valid objects.
@@ -399,13 +403,14 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         "a_guestbook_becomes_ready_and_goes_away_on_delete ... ok",
         "a_cluster_policy_becomes_ready_and_goes_away_on_delete ... ok",
         "the_manager_serves_probes_and_metrics_and_stops_on_sigterm ... ok",
+        "a_second_replica_is_ready_at_once_and_takes_over_when_the_first_stops ... ok",
         "the_defaulting_webhook_of_guestbook_v1_is_called ... ok",
         "the_validating_webhook_of_guestbook_v1_is_called ... ok",
         "the_defaulting_webhook_of_pod_v1_is_called ... ok",
     ] {
         assert!(text.contains(test), "{test}:\n{text}");
     }
-    assert!(text.contains("6 passed"), "{text}");
+    assert!(text.contains("7 passed"), "{text}");
     assert!(
         text.contains("impersonating user"),
         "the manager runs as its ServiceAccount:\n{text}"

@@ -12,6 +12,8 @@ Examples:
   opctl create api --group zalando --version v1 --kind Database
   # A cluster-scoped kind, types only:
   opctl create api --group apps --version v1alpha1 --kind SidecarSet --namespaced=false --controller=false
+  # A kind whose controller cleans up outside the cluster before an object goes:
+  opctl create api --group infra --version v1 --kind Bucket --finalizer
   # A controller for a built-in kind (no CRD, no types):
   opctl create api --group apps --version v1 --kind Deployment --resource=false
   opctl create api --group core --version v1 --kind Pod --resource=false";
@@ -66,6 +68,10 @@ pub struct Args {
     /// Scaffold a controller for the kind.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "true", action = ArgAction::Set)]
     pub controller: bool,
+
+    /// Scaffold the controller with a finalizer, for kinds whose deletion needs cleanup outside the cluster (what the object owns through ownerReferences needs none).
+    #[arg(long)]
+    pub finalizer: bool,
 
     /// Scaffold again over an existing group/version/kind, overwriting its files.
     #[arg(long)]
@@ -148,6 +154,11 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     if !args.resource && !args.controller {
         anyhow::bail!(
             "nothing to scaffold: --resource=false and --controller=false; drop one of them"
+        );
+    }
+    if args.finalizer && !args.controller {
+        anyhow::bail!(
+            "--finalizer scaffolds a controller's cleanup, but --controller=false scaffolds no controller; drop one of them"
         );
     }
 
@@ -275,6 +286,7 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         resource: true,
         builtin: false,
         controller: args.controller,
+        finalizer: args.finalizer,
         webhooks: None,
     })
 }
@@ -283,6 +295,14 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
 /// kinds scaffolded earlier without a controller.
 fn existing_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     if let Some(known) = builtin::find(&args.group, &args.version, &args.kind) {
+        if args.finalizer {
+            anyhow::bail!(
+                "--finalizer is for controllers of kinds this project defines; opctl scaffolds none for the built-in kind {}/{} {}: drop --finalizer",
+                known.short_group(),
+                known.version,
+                known.kind
+            );
+        }
         return Ok(Resource::builtin(known, args.controller));
     }
     let api_group = format!("{}.{}", args.group, project.domain);
@@ -292,6 +312,7 @@ fn existing_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     {
         let mut own = own.clone();
         own.controller = true;
+        own.finalizer = args.finalizer;
         return Ok(own);
     }
     anyhow::bail!(

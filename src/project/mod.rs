@@ -74,6 +74,9 @@ pub struct Resource {
     pub builtin: bool,
     /// Whether a controller was scaffolded for it.
     pub controller: bool,
+    /// Whether its controller was scaffolded with a finalizer (`--finalizer`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finalizer: bool,
     /// The Rust path of the type.
     pub path: String,
     /// Admission webhooks scaffolded for the kind (by `opctl create webhook`).
@@ -113,6 +116,7 @@ impl Resource {
             resource: false,
             builtin: true,
             controller,
+            finalizer: false,
             path: format!("{}::{}", known.rust_module(), known.kind),
             webhooks: None,
         }
@@ -235,6 +239,12 @@ impl Project {
             if resource.webhooks.as_ref().is_some_and(|w| !w.any()) {
                 anyhow::bail!("{} lists webhooks but neither kind of them", resource.gvk());
             }
+            if resource.finalizer && (!resource.controller || resource.builtin) {
+                anyhow::bail!(
+                    "{} has a finalizer but no controller of a kind opctl scaffolds finalizers for",
+                    resource.gvk()
+                );
+            }
             if !resource.resource && !resource.controller && !resource.webhooks().any() {
                 anyhow::bail!(
                     "{} has neither a type, a controller nor a webhook",
@@ -296,6 +306,7 @@ mod tests {
             resource: true,
             builtin: false,
             controller: true,
+            finalizer: true,
             path: "database::api::zalando::v1::Database".into(),
             webhooks: None,
         });

@@ -47,6 +47,18 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
         "config/rbac/leader_election_role_binding.yaml",
     ),
     (
+        "config/rbac/metrics_auth_role.yaml",
+        "config/rbac/metrics_auth_role.yaml",
+    ),
+    (
+        "config/rbac/metrics_auth_role_binding.yaml",
+        "config/rbac/metrics_auth_role_binding.yaml",
+    ),
+    (
+        "config/rbac/metrics_reader_role.yaml",
+        "config/rbac/metrics_reader_role.yaml",
+    ),
+    (
         "config/rbac/role_binding.yaml",
         "config/rbac/role_binding.yaml",
     ),
@@ -62,15 +74,22 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
     ("src/controller/mod.rs", "src/controller/mod.rs"),
     ("src/crdgen.rs", "src/crdgen.rs"),
     ("src/manager/backoff.rs", "src/manager/backoff.rs"),
+    ("src/manager/cache.rs", "src/manager/cache.rs"),
     ("src/manager/conditions.rs", "src/manager/conditions.rs"),
     ("src/manager/context.rs", "src/manager/context.rs"),
+    ("src/manager/controller.rs", "src/manager/controller.rs"),
     ("src/manager/http.rs", "src/manager/http.rs"),
     ("src/manager/leader.rs", "src/manager/leader.rs"),
     ("src/manager/metrics.rs", "src/manager/metrics.rs"),
+    ("src/manager/metrics_auth.rs", "src/manager/metrics_auth.rs"),
     ("src/manager/mod.rs", "src/manager/mod.rs"),
     ("src/manager/options.rs", "src/manager/options.rs"),
+    ("src/manager/readiness.rs", "src/manager/readiness.rs"),
+    ("src/manager/self_signed.rs", "src/manager/self_signed.rs"),
     ("src/manager/shutdown.rs", "src/manager/shutdown.rs"),
     ("src/manager/telemetry.rs", "src/manager/telemetry.rs"),
+    ("src/manager/tls.rs", "src/manager/tls.rs"),
+    ("src/manager/writes.rs", "src/manager/writes.rs"),
 ];
 
 /// User-owned files written once by `opctl init`.
@@ -121,6 +140,7 @@ pub(super) struct ResourceView {
     builtin: bool,
     resource: bool,
     controller: bool,
+    finalizer: bool,
     crd_name: String,
     crd_file: String,
     rbac_group: String,
@@ -248,6 +268,7 @@ pub(super) fn resource_view(project: &Project, r: &Resource) -> ResourceView {
         builtin: r.builtin,
         resource: r.resource,
         controller: r.controller,
+        finalizer: r.finalizer,
         crd_name: format!("{}.{}", r.plural, r.api_group),
         crd_file: crd_file(r),
         rbac_group: if r.api_group.is_empty() {

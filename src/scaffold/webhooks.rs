@@ -104,7 +104,6 @@ const WEBHOOK_TEMPLATES: &[(&str, &str)] = &[
         "src/manager/webhook/self_signed.rs",
         "src/manager/webhook/self_signed.rs",
     ),
-    ("src/manager/webhook/tls.rs", "src/manager/webhook/tls.rs"),
     ("src/webhook/mod.rs", "src/webhook/mod.rs"),
     ("tests/webhooks/mod.rs", "tests/webhooks/mod.rs"),
 ];

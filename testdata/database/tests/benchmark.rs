@@ -1,17 +1,26 @@
-//! Benchmark: the operator reconciling many Databases created at once.
+//! Benchmark: what the operator costs the API server and itself.
 //!
 //!     opctl envtest run --crds config/crd/bases -- \
 //!         cargo test --release --test benchmark -- --ignored --nocapture
 //!
-//! Starts the manager binary (optimised with `--release`) watching a fresh
-//! namespace, creates `BENCH_DATABASES` Databases (default 1,000; half mongo,
-//! half mysql) as fast as the API server takes them, and waits until every
-//! one reports Ready at its generation. Prints the total time, reconciles per
-//! second (from the manager's own /metrics), the manager's peak resident
-//! memory (VmHWM in /proc) and CPU time, then deletes them all (timing how
-//! long until their children are gone too) and stops the manager. It is an
-//! ignored test so that `cargo test` and CI leave it out (and the image
-//! build, which copies only src/, needs no bench target).
+//! For each count of `BENCH_DATABASES` (default `200,1000`; half mongo,
+//! half mysql) it runs two scenarios, each in a fresh namespace with the
+//! manager binary (optimised with `--release`) watching only it:
+//!
+//! - **waiting**: the Databases exist before the manager starts; timed from
+//!   the manager's start until every Database is Ready at its generation;
+//! - **running**: the manager runs (caches filled) when the Databases are
+//!   created, as fast as the API server takes them; timed from the first
+//!   create until every Database is Ready.
+//!
+//! It reports the API requests the manager made per Database, split by
+//! verb and resource (from `apiserver_request_total` on envtest's
+//! `/metrics`, minus the benchmark's own creates and its watch), the
+//! requests per Database of one resync that changes nothing (the manager
+//! runs with `--sync-period-seconds=10`; a resync is every Database
+//! reconciled again), the reconciles, and the manager's peak resident
+//! memory (`VmHWM`). It is an ignored test so that `cargo test` and CI
+//! leave it out.
 
 mod support;
 
@@ -19,33 +28,120 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, ResourceExt};
 
 use database::api::zalando::v1::{Database, DatabasePhase, DatabaseSpec, DatabaseType};
-use support::{Manager, create_namespace, http_get};
+use support::{
+    Manager, Request, Requests, api_requests, create_namespace, reconciles, requests_between,
+};
 
 /// Creates in flight at once (kube-rs opens a connection per request).
 const CREATE_CONCURRENCY: usize = 64;
+/// How long the request counts must stay still to call the manager idle.
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// What one scenario measured.
+struct Report {
+    count: usize,
+    waiting: bool,
+    ready_after: Duration,
+    /// The manager's requests until every Database was Ready and it idled.
+    requests: Requests,
+    /// The manager's requests during one resync.
+    resync: Requests,
+    resync_reconciles: u64,
+    reconciles: u64,
+    peak_kib: u64,
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: run it as the module documentation says"]
-async fn many_databases_created_at_once_become_ready() -> anyhow::Result<()> {
-    let count: usize = match std::env::var("BENCH_DATABASES") {
-        Ok(text) => text.parse()?,
-        Err(_) => 1_000,
-    };
+async fn databases_become_ready_with_few_requests() -> anyhow::Result<()> {
+    let counts = std::env::var("BENCH_DATABASES").unwrap_or_else(|_| "200,1000".to_owned());
     let client = Client::try_default().await?;
-    let namespace = create_namespace(&client, "bench").await;
-    let manager = Manager::start(&[&format!("--namespace={namespace}")]);
-    let api: Api<Database> = Api::namespaced(client.clone(), &namespace);
-    let baseline = reconciles(&manager)?;
+    for count in counts.split(',') {
+        let count: usize = count.trim().parse()?;
+        for waiting in [true, false] {
+            let report = scenario(&client, count, waiting).await?;
+            print(&report);
+        }
+    }
+    Ok(())
+}
 
-    // Watch before creating, so that no Ready status is missed.
-    let all_ready = tokio::spawn(wait_until_ready(api.clone(), count));
-    let started = Instant::now();
+/// Runs one scenario in a namespace of its own.
+async fn scenario(client: &Client, count: usize, waiting: bool) -> anyhow::Result<Report> {
+    let namespace = create_namespace(client, "bench").await;
+    let api: Api<Database> = Api::namespaced(client.clone(), &namespace);
+    let args = [
+        format!("--namespace={namespace}"),
+        "--sync-period-seconds=10".to_owned(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    let (manager, before, started, own_creates) = if waiting {
+        create_all(&api, count).await?;
+        let before = api_requests(client).await?;
+        let started = Instant::now();
+        (Manager::start(&args), before, started, 0)
+    } else {
+        let manager = Manager::start(&args);
+        let before = api_requests(client).await?;
+        let started = Instant::now();
+        create_all(&api, count).await?;
+        (manager, before, started, count)
+    };
+    wait_until_ready(&api, count).await?;
+    let ready_after = started.elapsed();
+    let after = settle(client).await?;
+    let mut requests = requests_between(&before, &after);
+    let own = Request {
+        verb: "POST".to_owned(),
+        resource: "databases".to_owned(),
+        subresource: String::new(),
+    };
+    if let Some(creates) = requests.get_mut(&own) {
+        *creates -= own_creates as u64;
+    }
+    // Watches are counted when they end: the benchmark's own (ended), and
+    // none of the manager's (still open).
+    requests.retain(|request, count| request.verb != "WATCH" && *count > 0);
+    let reconciled = reconciles(&manager)?;
+
+    // One resync: every Database reconciled again, nothing to change.
+    let resync_from = reconciles(&manager)?;
+    let before = api_requests(client).await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while reconciles(&manager)? < resync_from + count as u64 {
+        anyhow::ensure!(Instant::now() < deadline, "no resync within a minute");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let resync_reconciles = reconciles(&manager)? - resync_from;
+    let after = settle(client).await?;
+    let resync = requests_between(&before, &after);
+
+    let peak_kib = peak_memory_kib(manager.pid())?;
+    let exit = manager.terminate(Duration::from_secs(30));
+    anyhow::ensure!(exit.success(), "the manager exited with {exit}");
+    Api::<Namespace>::all(client.clone())
+        .delete(&namespace, &DeleteParams::default())
+        .await?;
+    Ok(Report {
+        count,
+        waiting,
+        ready_after,
+        requests,
+        resync,
+        resync_reconciles,
+        reconciles: reconciled,
+        peak_kib,
+    })
+}
+
+/// Creates `count` Databases, half mongo and half mysql.
+async fn create_all(api: &Api<Database>, count: usize) -> anyhow::Result<()> {
     futures::stream::iter(0..count)
         .map(|i| {
             let api = api.clone();
@@ -62,76 +158,23 @@ async fn many_databases_created_at_once_become_ready() -> anyhow::Result<()> {
         .buffer_unordered(CREATE_CONCURRENCY)
         .try_collect::<Vec<_>>()
         .await?;
-    let created = started.elapsed();
-    all_ready.await??;
-    let total = started.elapsed();
-    let reconciled = reconciles(&manager)? - baseline;
-    let memory = peak_memory_kib(manager.pid())?;
-    let cpu = cpu_seconds(manager.pid())?;
-
-    println!("databases created at once:  {count} (half mongo, half mysql)");
-    println!("all created after:          {:.2} s", created.as_secs_f64());
-    println!("all Ready after:            {:.2} s", total.as_secs_f64());
-    println!(
-        "reconciles:                 {reconciled} ({:.1} per Database)",
-        reconciled as f64 / count as f64
-    );
-    println!(
-        "reconciles per second:      {:.0}",
-        reconciled as f64 / total.as_secs_f64()
-    );
-    println!(
-        "Databases Ready per second: {:.0}",
-        count as f64 / total.as_secs_f64()
-    );
-    println!(
-        "operator peak memory:       {:.1} MiB (VmHWM)",
-        memory as f64 / 1024.0
-    );
-    println!("operator CPU time:          {cpu:.2} s (user + system, all threads)");
-
-    // Deleting them all: the operator's finalizer, then garbage collection.
-    let deleting = Instant::now();
-    api.delete_collection(&DeleteParams::default(), &ListParams::default())
-        .await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    let services: Api<Service> = Api::namespaced(client.clone(), &namespace);
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-    let everything = ListParams::default();
-    loop {
-        let left = api.list_metadata(&everything).await?.items.len()
-            + pods.list_metadata(&everything).await?.items.len()
-            + services.list_metadata(&everything).await?.items.len()
-            + secrets.list_metadata(&everything).await?.items.len();
-        if left == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    println!(
-        "all deleted, with their children, after: {:.2} s",
-        deleting.elapsed().as_secs_f64()
-    );
-    // Stopped first: reconciles still queued for the deleted Databases would
-    // otherwise try to record events in a terminating namespace.
-    let exit = manager.terminate(Duration::from_secs(30));
-    anyhow::ensure!(exit.success(), "the manager exited with {exit}");
-    Api::<Namespace>::all(client)
-        .delete(&namespace, &DeleteParams::default())
-        .await?;
     Ok(())
 }
 
-/// Completes once `count` Databases report Ready at their generation.
-async fn wait_until_ready(api: Api<Database>, count: usize) -> anyhow::Result<()> {
+/// Completes once `count` Databases report Ready at their generation. One
+/// watch request from resourceVersion 0 (every Database, then their
+/// changes), so that it adds no LIST to the counts.
+async fn wait_until_ready(api: &Api<Database>, count: usize) -> anyhow::Result<()> {
     let mut ready = HashSet::new();
-    let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .applied_objects();
-    let mut stream = std::pin::pin!(stream);
-    while let Some(database) = stream.try_next().await? {
-        let status = database.status.as_ref();
-        let is_ready = status.is_some_and(|s| {
+    let params = WatchParams::default().timeout(290);
+    let mut stream = std::pin::pin!(api.watch(&params, "0").await?);
+    while let Some(event) = stream.try_next().await? {
+        let database = match event {
+            WatchEvent::Added(database) | WatchEvent::Modified(database) => database,
+            WatchEvent::Error(status) => anyhow::bail!("the watch failed: {status:?}"),
+            WatchEvent::Deleted(_) | WatchEvent::Bookmark(_) => continue,
+        };
+        let is_ready = database.status.as_ref().is_some_and(|s| {
             s.phase == Some(DatabasePhase::Ready)
                 && s.observed_generation == database.metadata.generation
         });
@@ -145,19 +188,103 @@ async fn wait_until_ready(api: Api<Database>, count: usize) -> anyhow::Result<()
     anyhow::bail!("the watch of Databases ended with {} Ready", ready.len())
 }
 
-/// Reconciles the manager has counted (successes and errors).
-fn reconciles(manager: &Manager) -> anyhow::Result<u64> {
-    let (status, body) = http_get(manager.metrics, "/metrics")
-        .ok_or_else(|| anyhow::anyhow!("/metrics does not answer"))?;
-    anyhow::ensure!(status == 200, "/metrics answered {status}");
-    let mut total = 0;
-    for line in body.lines() {
-        if let Some(rest) = line.strip_prefix("controller_reconcile_total{") {
-            let value = rest.rsplit(' ').next().unwrap_or_default();
-            total += value.parse::<u64>()?;
+/// The request counts once they have stayed still for [`SETTLED`].
+async fn settle(client: &Client) -> anyhow::Result<Requests> {
+    let mut last = api_requests(client).await?;
+    let mut still_since = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = api_requests(client).await?;
+        // Only the benchmark's watch may still be ending.
+        let moved = requests_between(&last, &now)
+            .keys()
+            .any(|request| request.verb != "WATCH");
+        if moved {
+            still_since = Instant::now();
+        }
+        last = now;
+        if still_since.elapsed() >= SETTLED {
+            return Ok(last);
         }
     }
-    Ok(total)
+}
+
+/// Prints one scenario.
+fn print(report: &Report) {
+    let count = report.count as f64;
+    let when = if report.waiting {
+        "waiting when the operator starts"
+    } else {
+        "created while it runs"
+    };
+    println!(
+        "{} Databases {when} ({} mongo, {} mysql)",
+        report.count,
+        report.count.div_ceil(2),
+        report.count / 2
+    );
+    println!(
+        "  all Ready after:             {:.2} s",
+        report.ready_after.as_secs_f64()
+    );
+    let per_start = |request: &Request| request.verb == "LIST";
+    let per_database: u64 = report
+        .requests
+        .iter()
+        .filter(|(request, _)| !per_start(request))
+        .map(|(_, n)| n)
+        .sum();
+    println!(
+        "  API requests per Database:   {:.2}",
+        per_database as f64 / count
+    );
+    for (request, n) in report.requests.iter().filter(|(r, _)| !per_start(r)) {
+        println!("    {request:<28} {:.2}", *n as f64 / count);
+    }
+    let secrets = report
+        .requests
+        .iter()
+        .filter(|(r, _)| r.resource == "secrets" && r.verb != "LIST")
+        .map(|(_, n)| *n)
+        .sum::<u64>();
+    let mysql = (report.count / 2).max(1) as f64;
+    let without_secrets = (per_database - secrets) as f64 / count;
+    println!(
+        "    by type: mongo {:.2}, mysql {:.2} (the Secret: {:.2} per mysql Database)",
+        without_secrets,
+        without_secrets + secrets as f64 / mysql,
+        secrets as f64 / mysql
+    );
+    let starts: Vec<String> = report
+        .requests
+        .iter()
+        .filter(|(request, _)| per_start(request))
+        .map(|(request, n)| format!("{request} {n}"))
+        .collect();
+    println!(
+        "  filling the caches (once):   {} (and one WATCH per kind, open)",
+        starts.join(", ")
+    );
+    let resync: u64 = report.resync.values().sum();
+    println!(
+        "  resync changing nothing:     {:.2} requests per Database ({} reconciles{})",
+        resync as f64 / count,
+        report.resync_reconciles,
+        if resync == 0 {
+            String::new()
+        } else {
+            format!(": {:?}", report.resync)
+        }
+    );
+    println!(
+        "  reconciles until idle:       {} ({:.1} per Database)",
+        report.reconciles,
+        report.reconciles as f64 / count
+    );
+    println!(
+        "  operator peak memory:        {:.1} MiB (VmHWM)",
+        report.peak_kib as f64 / 1024.0
+    );
 }
 
 /// The peak resident set size of process `pid`, in KiB.
@@ -169,32 +296,4 @@ fn peak_memory_kib(pid: u32) -> anyhow::Result<u64> {
         .ok_or_else(|| anyhow::anyhow!("no VmHWM in /proc/{pid}/status"))?;
     let kib = line.split_whitespace().nth(1).unwrap_or_default();
     Ok(kib.parse()?)
-}
-
-/// CPU time (user + system) process `pid` has used so far, in seconds.
-fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name (which may hold spaces): the state is
-    // the 1st of them, utime and stime the 12th and 13th.
-    let after_name = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .unwrap_or_default();
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |index: usize| -> anyhow::Result<f64> {
-        let field = fields
-            .get(index)
-            .ok_or_else(|| anyhow::anyhow!("short /proc/{pid}/stat"))?;
-        Ok(field.parse::<f64>()?)
-    };
-    Ok((ticks(11)? + ticks(12)?) / clock_ticks_per_second())
-}
-
-/// The kernel's clock ticks per second (`getconf CLK_TCK`; 100 on Linux).
-fn clock_ticks_per_second() -> f64 {
-    let output = std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output();
-    let text = output.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    text.ok().and_then(|t| t.parse().ok()).unwrap_or(100.0)
 }

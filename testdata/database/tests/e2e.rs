@@ -208,9 +208,106 @@ fn the_manager_serves_probes_and_metrics_and_stops_on_sigterm() {
     assert_eq!(status, 200);
     let (status, body) = http_get(manager.metrics, "/metrics").expect("/metrics answers");
     assert_eq!(status, 200);
-    assert!(body.contains("controller_reconcile"), "{body}");
+    assert!(
+        body.contains(
+            r#"controller_runtime_reconcile_total{controller="database",result="success"}"#
+        ),
+        "{body}"
+    );
     let exit = manager.terminate(Duration::from_secs(10));
     assert!(exit.success(), "the manager exited with {exit}");
+}
+
+/// The holder of the Lease `name` in the namespace `default`, if any.
+async fn lease_holder(client: &kube::Client, name: &str) -> Result<String, String> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let lease = leases.get_opt(name).await.map_err(|e| e.to_string())?;
+    let holder = lease.and_then(|lease| lease.spec?.holder_identity);
+    holder.ok_or_else(|| "no holder".to_owned())
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_second_replica_is_ready_at_once_and_takes_over_when_the_first_stops() {
+    let client = kube::Client::try_default()
+        .await
+        .expect("a cluster from the kubeconfig");
+    let namespace = support::create_namespace(&client, "e2e-rollout").await;
+    let account = support::operator_account(&client).await;
+    let lease = "database-e2e-rollout";
+    let flags = [
+        format!("--namespace={namespace}"),
+        "--leader-elect".to_owned(),
+        format!("--leader-election-id={lease}"),
+        "--leader-election-namespace=default".to_owned(),
+        "--leader-election-lease-duration-seconds=2".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let first = Manager::start_replica("e2e-first", Some(&account), &flags);
+    let holder = wait_for("the first replica to lead", async || {
+        lease_holder(&client, lease).await
+    })
+    .await;
+    assert_eq!(holder, "e2e-first");
+
+    // Ready while the first one leads (a rolling update can go on), but
+    // not reconciling: the first one does.
+    let second = Manager::start_replica("e2e-second", Some(&account), &flags);
+    assert_eq!(
+        lease_holder(&client, lease).await.as_deref(),
+        Ok("e2e-first")
+    );
+    let databases: Api<Database> = Api::namespaced(client.clone(), &namespace);
+    let create = |name: &str| {
+        Database::new(
+            name,
+            DatabaseSpec {
+                type_: DatabaseType::Mongo,
+            },
+        )
+    };
+    databases
+        .create(&PostParams::default(), &create("before"))
+        .await
+        .expect("create a Database");
+    let is_ready = |database: &Database| {
+        database.status.as_ref().is_some_and(|s| {
+            s.phase == Some(DatabasePhase::Ready)
+                && s.observed_generation == database.metadata.generation
+        })
+    };
+    wait_for("the first replica to make it Ready", async || {
+        let current = databases.get("before").await.map_err(|e| e.to_string())?;
+        is_ready(&current)
+            .then_some(())
+            .ok_or(format!("{:?}", current.status))
+    })
+    .await;
+
+    let exit = first.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the first replica exited with {exit}");
+    wait_for("the second replica to lead", async || {
+        match lease_holder(&client, lease).await?.as_str() {
+            "e2e-second" => Ok(()),
+            other => Err(other.to_owned()),
+        }
+    })
+    .await;
+    databases
+        .create(&PostParams::default(), &create("after"))
+        .await
+        .expect("create a Database");
+    wait_for("the second replica to make it Ready", async || {
+        let current = databases.get("after").await.map_err(|e| e.to_string())?;
+        is_ready(&current)
+            .then_some(())
+            .ok_or(format!("{:?}", current.status))
+    })
+    .await;
+    let exit = second.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the second replica exited with {exit}");
+    let _ = kubectl(&["delete", "namespace", &namespace, "--wait=false"]);
 }
 
 #[tokio::test]
@@ -558,10 +655,14 @@ async fn a_deleted_child_comes_back() {
 
 #[tokio::test]
 #[ignore = "needs a cluster: run `make test-e2e`"]
-async fn deleting_the_database_removes_everything() {
-    let fixture = Fixture::start("delete").await;
+async fn deleting_the_database_removes_everything_without_the_operator() {
+    let mut fixture = Fixture::start("delete").await;
     create(&fixture, "ledger", DatabaseType::Mysql).await;
-    ready(&fixture, "ledger").await;
+    let database = ready(&fixture, "ledger").await;
+    assert!(
+        database.finalizers().is_empty(),
+        "no finalizer: {database:?}"
+    );
     let pods = fixture.api::<Pod>();
     let services = fixture.api::<Service>();
     let secrets = fixture.api::<Secret>();
@@ -569,6 +670,9 @@ async fn deleting_the_database_removes_everything() {
     child(&services, "ledger", |_| true).await;
     child(&secrets, "ledger-credentials", |_| true).await;
 
+    // The garbage collector alone removes the children.
+    let exit = fixture.stop_manager();
+    assert!(exit.success(), "the manager exited with {exit}");
     let databases = fixture.api::<Database>();
     databases
         .delete("ledger", &DeleteParams::default())
@@ -578,9 +682,49 @@ async fn deleting_the_database_removes_everything() {
     gone(&pods, "ledger").await;
     gone(&services, "ledger").await;
     gone(&secrets, "ledger-credentials").await;
-    let deleting = event(&fixture, "ledger", "Deleting").await;
-    assert_eq!(deleting.type_.as_deref(), Some("Normal"));
-    assert_eq!(deleting.series, None, "one Deleting event: {deleting:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn the_finalizer_of_earlier_versions_is_removed() {
+    let fixture = Fixture::start("legacy").await;
+    // A Database as the earlier versions of the operator left it.
+    let mut object = Database::new(
+        "journal",
+        DatabaseSpec {
+            type_: DatabaseType::Mongo,
+        },
+    );
+    object.metadata.finalizers = Some(vec![
+        "zalando.org/finalizer".to_owned(),
+        "e2e.zalando.org/other".to_owned(),
+    ]);
+    let databases = fixture.api::<Database>();
+    databases
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("create the Database");
+    ready(&fixture, "journal").await;
+    let database = wait_for("the old finalizer to go", async || {
+        let current = databases.get("journal").await.map_err(|e| e.to_string())?;
+        match current.finalizers() {
+            [only] if only == "e2e.zalando.org/other" => Ok(current),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(database.status.is_some());
+    let release = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    databases
+        .patch("journal", &PatchParams::default(), &release)
+        .await
+        .expect("drop the test's finalizer");
+    databases
+        .delete("journal", &DeleteParams::default())
+        .await
+        .expect("delete the Database");
+    gone(&databases, "journal").await;
+    gone(&fixture.api::<Pod>(), "journal").await;
     assert_stops_cleanly(fixture);
 }
 

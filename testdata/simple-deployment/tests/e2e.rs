@@ -11,9 +11,10 @@
 //! graceful Pod deletion) and short where the operator does: a Deployment
 //! gets its Pod within 2 s.
 //!
-//! The operator runs as a ServiceAccount granted exactly the ClusterRole of
-//! config/rbac/role.yaml (what `opctl manifests` writes from the
-//! `+opctl:rbac` markers), by impersonation: a permission the markers lack
+//! The operator runs as a ServiceAccount granted exactly the roles
+//! config/rbac grants it (the ClusterRole of role.yaml, what `opctl
+//! manifests` writes from the `+opctl:rbac` markers; the leader-election and
+//! metrics-auth roles), by impersonation: a permission the markers lack
 //! fails these tests, under envtest as on a cluster.
 
 use std::collections::BTreeMap;
@@ -28,9 +29,11 @@ use k8s_openapi::api::core::v1::{
     Container, Namespace, Pod, PodSpec, PodTemplateSpec, ServiceAccount,
 };
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
 use kube::{Client, ResourceExt};
 
 /// How soon the operator must act on a change it watches.
@@ -44,44 +47,69 @@ const STOP_WITHIN: Duration = Duration::from_secs(10);
 /// The ServiceAccount (namespace, name) the operator runs as in these tests.
 const OPERATOR_ACCOUNT: (&str, &str) = ("default", "simple-deployment-e2e");
 
-/// Grants [`OPERATOR_ACCOUNT`] the ClusterRole of config/rbac/role.yaml,
-/// under a name of its own (so a `make deploy`ed operator keeps its role),
-/// and returns the user name to impersonate.
+/// Grants [`OPERATOR_ACCOUNT`] what config/rbac grants the operator's
+/// ServiceAccount (the ClusterRole of role.yaml, the leader-election Role,
+/// the metrics-auth ClusterRole), under names of their own (so a `make
+/// deploy`ed operator keeps its roles), and returns the user name to
+/// impersonate.
 async fn operator_account(client: &Client) -> String {
+    let roles = [
+        ("manager", include_str!("../config/rbac/role.yaml")),
+        (
+            "leader-election",
+            include_str!("../config/rbac/leader_election_role.yaml"),
+        ),
+        (
+            "metrics-auth",
+            include_str!("../config/rbac/metrics_auth_role.yaml"),
+        ),
+    ];
+    for (suffix, yaml) in roles {
+        grant(client, suffix, yaml)
+            .await
+            .unwrap_or_else(|err| panic!("cannot grant the operator's RBAC: {err:#}"));
+    }
     let (namespace, name) = OPERATOR_ACCOUNT;
-    let mut role: ClusterRole = serde_saphyr::from_str(include_str!("../config/rbac/role.yaml"))
-        .expect("config/rbac/role.yaml is a ClusterRole (run `opctl manifests`)");
+    format!("system:serviceaccount:{namespace}:{name}")
+}
+
+/// Applies the Role or ClusterRole in `yaml` as `<account>-<suffix>` and
+/// binds it to [`account`].
+async fn grant(client: &Client, suffix: &str, yaml: &str) -> anyhow::Result<()> {
+    let (namespace, account) = OPERATOR_ACCOUNT;
+    let mut role: DynamicObject = serde_saphyr::from_str(yaml)?;
+    let cluster = role.types.as_ref().is_some_and(|t| t.kind == "ClusterRole");
+    let (role_kind, binding_kind) = if cluster {
+        ("ClusterRole", "ClusterRoleBinding")
+    } else {
+        ("Role", "RoleBinding")
+    };
+    let name = format!("{account}-{suffix}");
+    let role_namespace = (!cluster).then(|| namespace.to_owned());
     role.metadata = ObjectMeta {
-        name: Some(name.to_owned()),
+        name: Some(name.clone()),
+        namespace: role_namespace.clone(),
         ..ObjectMeta::default()
     };
-    let binding = ClusterRoleBinding {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
-            kind: "ClusterRole".to_owned(),
-            name: name.to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: name.to_owned(),
-            namespace: Some(namespace.to_owned()),
-            ..Subject::default()
-        }]),
-    };
-    let apply = PatchParams::apply("simple-deployment-e2e").force();
-    Api::<ClusterRole>::all(client.clone())
-        .patch(name, &apply, &Patch::Apply(&role))
-        .await
-        .expect("the operator's ClusterRole applies");
-    Api::<ClusterRoleBinding>::all(client.clone())
-        .patch(name, &apply, &Patch::Apply(&binding))
-        .await
-        .expect("the operator's ClusterRoleBinding applies");
-    format!("system:serviceaccount:{namespace}:{name}")
+    let binding: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": binding_kind,
+        "metadata": {"name": name, "namespace": role_namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    }))?;
+    for object in [role, binding] {
+        let types = object.types.clone().unwrap_or_default();
+        let gvk = GroupVersionKind::try_from(&types)?;
+        let resource = ApiResource::from_gvk(&gvk);
+        let api: Api<DynamicObject> = match &role_namespace {
+            Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let apply = PatchParams::apply(account).force();
+        api.patch(&name, &apply, &Patch::Apply(&object)).await?;
+    }
+    Ok(())
 }
 
 /// The operator, started from the binary cargo built for this test.
@@ -113,6 +141,8 @@ impl Operator {
             "POD_IMAGE",
             "RESYNC_SECONDS",
             "LEADER_ELECT",
+            "METRICS_SECURE",
+            "POD_NAME",
             "KUBE_RS_DEBUG_IMPERSONATE_GROUP",
         ] {
             command.env_remove(name);
@@ -122,6 +152,7 @@ impl Operator {
         let process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
+            .arg("--metrics-secure=false")
             .args(args)
             .envs(env.iter().copied())
             .spawn()
@@ -630,6 +661,52 @@ async fn a_pod_it_does_not_own_is_left_alone_with_a_warning() {
     assert_is_the_pod_of(&pod, &web, "ubi8");
 }
 
+/// The holder of the Lease `name` in the namespace `default`, if any.
+async fn lease_holder(client: &Client, name: &str) -> Option<String> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let lease = leases.get_opt(name).await.expect("read the Lease");
+    lease.and_then(|lease| lease.spec?.holder_identity)
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_second_replica_is_ready_at_once_and_takes_over_when_the_first_stops() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "rollout").await;
+    let lease = unique_name("rollout");
+    let flags = vec![
+        format!("--namespace={}", ns.name),
+        "--leader-elect".to_owned(),
+        format!("--leader-election-id={lease}"),
+        "--leader-election-namespace=default".to_owned(),
+        "--leader-election-lease-duration-seconds=2".to_owned(),
+    ];
+    let first = Operator::start(&flags, &[("POD_NAME", "e2e-first")]).await;
+    eventually(CLUSTER_PACE, "the first replica to lead", || async {
+        (lease_holder(&client, &lease).await.as_deref() == Some("e2e-first")).then_some(())
+    })
+    .await;
+    // Ready while the first one leads: a rolling update can go on.
+    let second = Operator::start(&flags, &[("POD_NAME", "e2e-second")]).await;
+    assert_eq!(
+        lease_holder(&client, &lease).await.as_deref(),
+        Some("e2e-first")
+    );
+    let exit = first.terminate(STOP_WITHIN).await;
+    assert!(exit.success(), "the first replica exited with {exit}");
+    eventually(CLUSTER_PACE, "the second replica to lead", || async {
+        (lease_holder(&client, &lease).await.as_deref() == Some("e2e-second")).then_some(())
+    })
+    .await;
+    // Only the second one can have made this Pod.
+    let web = create_deployment(&client, &ns.name, "web").await;
+    let pod = wait_for_pod_of(&client, &web, CLUSTER_PACE).await;
+    assert_is_the_pod_of(&pod, &web, "ubi8");
+    let exit = second.terminate(STOP_WITHIN).await;
+    assert!(exit.success(), "the second replica exited with {exit}");
+}
+
 #[tokio::test]
 #[ignore = "needs a cluster: run `make test-e2e`"]
 async fn sigterm_stops_the_operator_cleanly() {
@@ -643,10 +720,16 @@ async fn sigterm_stops_the_operator_cleanly() {
     assert_eq!(status, 200);
     let (status, body) = http_get(operator.metrics, "/metrics").expect("/metrics answers");
     assert_eq!(status, 200);
-    assert!(
-        body.contains(r#"controller_reconcile_total{controller="deployment",result="success"}"#),
-        "{body}"
-    );
+    // Every reconcile asks to run again after the resync period.
+    let requeued = body
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(
+                r#"controller_runtime_reconcile_total{controller="deployment",result="requeue_after"} "#,
+            )
+        })
+        .and_then(|count| count.parse::<u64>().ok());
+    assert!(requeued.is_some_and(|count| count >= 1), "{body}");
 
     let exit = operator.terminate(STOP_WITHIN).await;
     assert!(exit.success(), "the operator exited with {exit}");

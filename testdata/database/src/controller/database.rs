@@ -1,10 +1,19 @@
 //! The Database controller: for each `databases.zalando.org` object it keeps
 //! a Pod running the database server (`mongo:4.0` or `mysql:8.0`), a
 //! NodePort Service selecting exactly that Pod and, for mysql, a Secret with
-//! a random root password, all owned by the Database (so the garbage
-//! collector removes them with it) and all written with server-side apply.
-//! A change of `spec.type` replaces the Pod and updates the Service; a
-//! deleted child comes back, since the controller watches its children.
+//! a random root password, all owned by the Database: the garbage collector
+//! removes them with it, so the Database needs no finalizer. A change of
+//! `spec.type` replaces the Pod and updates the Service; a deleted child
+//! comes back, since the controller watches its children.
+//!
+//! Cache first: a reconcile reads the Database and the metadata of its
+//! children from the manager's caches, never from the API server. The Pod
+//! and the Service are applied (server-side apply) only when their cached
+//! metadata shows another desired state; the status is written only when
+//! it changes, and events go with status changes. The Secret is created
+//! once if absent (a 409 means it exists) and never read: the Pod takes
+//! the password from it by reference. A Database already as it should be
+//! costs no request.
 
 mod children;
 
@@ -12,45 +21,42 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use either::Either;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, Preconditions};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
-use kube::runtime::finalizer::{self, finalizer};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
 use database::api::zalando::v1::{Database, DatabasePhase, DatabaseStatus, DatabaseType};
-use database::manager::{self, Manager, conditions};
+use database::manager::{self, Manager, Scope, conditions, find};
 
 use children::Desired;
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
-// Databases: watched, read fresh where the watch may lag, finalizer patched,
-// status applied; `finalizers` lets the children's ownerReferences set
-// blockOwnerDeletion.
+// Databases: cached (list, watch), status applied, and the finalizer of
+// earlier versions removed (patch); `finalizers` lets the children's
+// ownerReferences set blockOwnerDeletion.
 // +opctl:rbac:groups=zalando.org,resources=databases,verbs=get;list;watch;patch
 // +opctl:rbac:groups=zalando.org,resources=databases/status,verbs=get;patch
 // +opctl:rbac:groups=zalando.org,resources=databases/finalizers,verbs=update
-// Children: watched and applied (a create or a patch); Pods and Secrets are
-// read (type, password) and deleted when the type changes.
-// +opctl:rbac:groups=core,resources=pods,verbs=get;list;watch;create;patch;delete
+// Children: their metadata cached (list, watch); Pods and Services applied
+// (a create or a patch), Secrets created; Pods and Secrets of another type
+// deleted.
+// +opctl:rbac:groups=core,resources=pods,verbs=list;watch;create;patch;delete
 // +opctl:rbac:groups=core,resources=services,verbs=list;watch;create;patch
-// +opctl:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;patch;delete
+// +opctl:rbac:groups=core,resources=secrets,verbs=list;watch;create;delete
 
 /// The controller's name in logs and metrics.
 const NAME: &str = "database";
 
-/// The finalizer that lets [`cleanup`] run before an object is deleted.
-pub fn finalizer_name() -> String {
-    format!("{}/finalizer", Database::group(&()))
-}
-
-/// How often an object is reconciled when nothing changes.
-const RESYNC: Duration = Duration::from_secs(300);
+/// The finalizer earlier versions of this operator put on every Database.
+/// It guards nothing (the children are garbage-collected), so it is removed
+/// wherever it is found: those Databases can then be deleted.
+pub const LEGACY_FINALIZER: &str = "zalando.org/finalizer";
 
 /// How soon to look again while an old Pod is terminating (its deletion
 /// also triggers a reconcile; this is the fallback).
@@ -61,11 +67,14 @@ fn created_message(name: &str) -> String {
     format!("Pod and Service created by Database {name}")
 }
 
-/// What every reconcile can use: the manager's context, plus anything you
-/// add (fill it in [`run`]).
+/// What every reconcile can use: the manager's context and the caches of
+/// the children's metadata (this scope's).
 pub struct Context {
-    /// Client, event recorder, metrics and backoff shared by the manager.
+    /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
+    pods: Store<PartialObjectMeta<Pod>>,
+    services: Store<PartialObjectMeta<Service>>,
+    secrets: Store<PartialObjectMeta<Secret>>,
 }
 
 /// Why a reconcile failed; it is retried with backoff.
@@ -74,9 +83,6 @@ pub enum Error {
     /// A Kubernetes API call failed.
     #[error("Kubernetes API call failed: {0}")]
     Kube(#[from] kube::Error),
-    /// Adding or removing the finalizer, or the cleanup, failed.
-    #[error("finalizer: {0}")]
-    Finalizer(#[source] Box<finalizer::Error<Error>>),
     /// A namespaced object came without a namespace.
     #[error("the object has no namespace")]
     MissingNamespace,
@@ -87,104 +93,106 @@ pub enum Error {
 
 /// Adds this controller to the manager (called from src/main.rs).
 pub fn register(manager: Manager) -> Manager {
-    manager.with_controller(NAME, run)
+    manager.with_controller(NAME, setup, reconcile)
 }
 
-/// Runs the controller until the manager shuts down: one controller per
-/// watched namespace (or one for all), each also watching the children it
-/// owns, so that a changed or deleted child triggers its Database.
-pub async fn run(manager: manager::Context) {
-    let shutdown = manager.shutdown.clone();
-    let databases = manager.namespaced_apis::<Database>();
-    let pods = manager.namespaced_apis::<Pod>();
-    let services = manager.namespaced_apis::<Service>();
-    let secrets = manager.namespaced_apis::<Secret>();
-    let ctx = Arc::new(Context { manager });
-    // Only this operator's children: no cache of every Pod in the cluster.
+/// Sets up the controller for one watched scope: the Databases, and the
+/// metadata of the Pods, Services and Secrets this operator owns (only
+/// those labelled as its own: no cache of every Pod in the cluster), whose
+/// changes trigger their Database.
+fn setup(scope: &Scope) -> (Controller<Database>, Context) {
     let owned = watcher::Config::default()
         .labels(&children::managed_selector())
         .any_semantic();
-    let scopes = databases.into_iter().zip(pods).zip(services).zip(secrets);
-    let controllers = scopes.map(|(((databases, pods), services), secrets)| {
-        Controller::new(databases, watcher::Config::default().any_semantic())
-            .owns(pods, owned.clone())
-            .owns(services, owned.clone())
-            .owns(secrets, owned.clone())
-            .graceful_shutdown_on(shutdown.clone().wait_owned())
-            .run(reconcile, error_policy, ctx.clone())
-            .for_each(|result| async move {
-                match result {
-                    Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                    Err(err) => tracing::debug!(error = %err, "reconcile failed"),
-                }
-            })
-    });
-    futures::future::join_all(controllers).await;
+    let pods = scope.cache_metadata::<Pod>(owned.clone());
+    let services = scope.cache_metadata::<Service>(owned.clone());
+    let secrets = scope.cache_metadata::<Secret>(owned);
+    let context = Context {
+        manager: scope.context().clone(),
+        pods: pods.store(),
+        services: services.store(),
+        secrets: secrets.store(),
+    };
+    let databases = scope.cache::<Database>(watcher::Config::default().any_semantic());
+    let controller = databases
+        .controller()
+        .owns_stream(pods.touched())
+        .owns_stream(services.touched())
+        .owns_stream(secrets.touched());
+    (controller, context)
 }
 
-/// Brings the cluster in line with one object: called on every change of it
-/// or of its children, and after each requeue.
-async fn reconcile(
-    object: Arc<Database>, // as last seen by the watch
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    let mut timer = ctx.manager.metrics.reconcile(NAME);
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let namespace = object.namespace().ok_or(Error::MissingNamespace)?;
-    let api = Api::namespaced(ctx.manager.client.clone(), &namespace);
-    let finalizer_name = finalizer_name();
-    let result = finalizer(&api, &finalizer_name, object, |event| async {
-        match event {
-            finalizer::Event::Apply(object) => apply(&object, &api, &ctx).await,
-            finalizer::Event::Cleanup(object) => cleanup(&object, &api, &ctx).await,
-        }
-    })
-    .await;
-    let result = match result {
-        // The Database went while this reconcile ran (a reconcile queued by a
-        // child's deletion can see it after its finalizer is gone): done.
-        Err(finalizer::Error::AddFinalizer(kube::Error::Api(status)))
-        | Err(finalizer::Error::RemoveFinalizer(kube::Error::Api(status)))
-            if status.code == 404 =>
-        {
-            Ok(Action::await_change())
-        }
-        other => other.map_err(|err| Error::Finalizer(Box::new(err))),
-    };
-    match &result {
-        Ok(_) => ctx.manager.backoff.succeeded(&key),
-        Err(_) => timer.failed(),
+/// Brings the cluster in line with one Database, as cached: called on every
+/// change of it or of its children, every sync period, and after a failure.
+async fn reconcile(database: Arc<Database>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let namespace = database.namespace().ok_or(Error::MissingNamespace)?;
+    let api: Api<Database> = Api::namespaced(ctx.manager.client.clone(), &namespace);
+    if database.finalizers().iter().any(|f| f == LEGACY_FINALIZER) {
+        remove_legacy_finalizer(&api, &database).await?;
     }
-    result
+    if database.metadata.deletion_timestamp.is_some() {
+        // Going: the garbage collector removes its children.
+        return Ok(Action::await_change());
+    }
+    apply(&database, &api, &ctx).await
+}
+
+/// Removes [`LEGACY_FINALIZER`] (a JSON patch that tests it is still where
+/// it was seen, so no other finalizer is touched).
+async fn remove_legacy_finalizer(api: &Api<Database>, database: &Database) -> Result<(), Error> {
+    let Some(index) = database
+        .finalizers()
+        .iter()
+        .position(|f| f == LEGACY_FINALIZER)
+    else {
+        return Ok(());
+    };
+    let path = format!("/metadata/finalizers/{index}");
+    let patch = serde_json::json!([
+        {"op": "test", "path": path, "value": LEGACY_FINALIZER},
+        {"op": "remove", "path": path},
+    ]);
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
+    match api
+        .patch(
+            &database.name_any(),
+            &PatchParams::default(),
+            &Patch::Json::<()>(patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Gone, or its finalizers changed meanwhile: the next event tells.
+        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 422 => Ok(()),
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// What one pass over a Database's children achieved.
 #[derive(Debug, Default)]
 struct Progress {
-    /// Whether this pass created the Pod (it did not exist before).
-    created_pod: bool,
-    /// The type of the Pod this pass deleted because `spec.type` changed.
+    /// The type of the Pod this pass deleted because `spec.type` changed
+    /// (not when a stale cache showed a Pod deleted before).
     replaced: Option<String>,
     /// Whether an old Pod is still terminating, so the new one must wait.
     waiting_for_old_pod: bool,
 }
 
-/// Puts the children in place, then reports it in the status and in events.
-async fn apply(
-    object: &Database, // carries the finalizer
-    api: &Api<Database>,
-    ctx: &Context,
-) -> Result<Action, Error> {
-    let desired = Desired::of(object)?;
+/// Puts the children in place, then reports it in the status, with an
+/// event for each change of status that tells something.
+async fn apply(database: &Database, api: &Api<Database>, ctx: &Context) -> Result<Action, Error> {
+    let desired = Desired::of(database)?;
     let name = desired.name.clone();
     let progress = match ensure_children(&desired, ctx).await {
         Ok(progress) => progress,
         Err(err) => {
             let message = format!("cannot put the children of Database {name} in place: {err}");
-            match set_status(api, object, DatabasePhase::Failed, "Failed", &message).await {
+            let failed = (DatabasePhase::Failed, "Failed", message.as_str());
+            match set_status(ctx, api, database, failed).await {
                 Ok(true) => {
                     let warning = EventType::Warning;
-                    publish(ctx, object, warning, "Failed", "Reconcile", message).await;
+                    publish(ctx, database, warning, "Failed", "Reconcile", message).await;
                 }
                 Ok(false) => {}
                 Err(status_err) => {
@@ -195,202 +203,202 @@ async fn apply(
         }
     };
 
-    if let Some(old) = &progress.replaced {
-        let note = format!(
+    let type_changed = progress.replaced.as_ref().map(|old| {
+        format!(
             "spec.type changed from {old} to {}: Pod {name} replaced, Service {name} updated",
             desired.type_
-        );
-        let normal = EventType::Normal;
-        publish(ctx, object, normal, "TypeChanged", "Replace", note).await;
-    }
+        )
+    });
     if progress.waiting_for_old_pod {
         let message = format!("waiting for the old Pod {name} to terminate");
-        set_status(
-            api,
-            object,
-            DatabasePhase::Pending,
-            "ReplacingPod",
-            &message,
-        )
-        .await?;
+        let pending = (DatabasePhase::Pending, REPLACING, message.as_str());
+        if set_status(ctx, api, database, pending).await?
+            && let Some(note) = type_changed
+        {
+            let normal = EventType::Normal;
+            publish(ctx, database, normal, "TypeChanged", "Replace", note).await;
+        }
         return Ok(Action::requeue(WAIT_FOR_OLD_POD));
+    }
+    if let Some(note) = type_changed {
+        // The old Pod went at once.
+        publish(
+            ctx,
+            database,
+            EventType::Normal,
+            "TypeChanged",
+            "Replace",
+            note,
+        )
+        .await;
     }
 
     let message = created_message(&name);
-    set_status(api, object, DatabasePhase::Ready, "ChildrenReady", &message).await?;
-    if progress.created_pod && progress.replaced.is_none() {
-        publish(ctx, object, EventType::Normal, "Created", "Create", message).await;
+    let ready = (DatabasePhase::Ready, "ChildrenReady", message.as_str());
+    let first_time = !is_ready(database) && !is_replacing(database);
+    if set_status(ctx, api, database, ready).await? && first_time {
+        publish(
+            ctx,
+            database,
+            EventType::Normal,
+            "Created",
+            "Create",
+            message,
+        )
+        .await;
     }
-    Ok(Action::requeue(RESYNC))
+    Ok(Action::await_change())
 }
 
-/// Brings the status to `phase`; returns whether it changed. The object from
-/// the watch may predate this controller's last status write (a reconcile
-/// queued by a child can start before that write is seen), so a write is
-/// decided on the stored status: otherwise `lastTransitionTime` would move
-/// while the condition stayed the same.
+/// The reason of the Pending status while an old Pod terminates.
+const REPLACING: &str = "ReplacingPod";
+
+/// The cached Ready condition of the Database.
+fn ready_condition(
+    database: &Database,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    let status = database.status.as_ref()?;
+    conditions::find(&status.conditions, conditions::READY)
+}
+
+/// Whether the cached status says Ready.
+fn is_ready(database: &Database) -> bool {
+    ready_condition(database).is_some_and(|c| c.status == "True")
+}
+
+/// Whether the cached status says an old Pod is being replaced.
+fn is_replacing(database: &Database) -> bool {
+    ready_condition(database).is_some_and(|c| c.reason == REPLACING)
+}
+
+/// Brings the status to `(phase, reason, message)` unless the cached one
+/// says so already; returns whether it wrote (false also when the Database
+/// is gone).
 async fn set_status(
+    ctx: &Context,
     api: &Api<Database>,
-    object: &Database,
-    phase: DatabasePhase,
-    reason: &str,
-    message: &str,
+    database: &Database,
+    (phase, reason, message): (DatabasePhase, &str, &str),
 ) -> Result<bool, kube::Error> {
-    if object.status.as_ref() == Some(&status_for(object, phase, reason, message)) {
+    let status = status_for(database, phase, reason, message);
+    if database.status.as_ref() == Some(&status) {
         return Ok(false);
     }
-    let stored = api.get_status(&object.name_any()).await?;
-    let status = status_for(&stored, phase, reason, message);
-    if stored.status.as_ref() == Some(&status) {
-        return Ok(false);
-    }
-    write_status(api, &object.name_any(), &status).await?;
-    Ok(true)
+    ctx.manager.apply_status(api, database, &status).await
 }
 
-/// Applies the Secret (mysql), the Pod and the Service, replacing a Pod that
-/// runs another type of server first (a Pod's containers cannot be changed
-/// in place).
+/// Puts the Secret (mysql), the Pod and the Service in place as the caches
+/// show them, replacing a Pod that runs another type of server first (a
+/// Pod's containers cannot be changed in place).
 async fn ensure_children(desired: &Desired, ctx: &Context) -> Result<Progress, Error> {
     let client = ctx.manager.client.clone();
-    let namespace = desired.namespace.as_str();
-    let params = PatchParams::apply(manager::NAME).force();
+    let namespace = Some(desired.namespace.as_str());
     let mut progress = Progress::default();
+    ensure_secret(desired, ctx).await?;
 
-    ensure_secret(
-        desired,
-        &Api::namespaced(client.clone(), namespace),
-        &params,
-    )
-    .await?;
-
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    if let Some(pod) = pods.get_opt(&desired.name).await? {
-        let pod_type = children::type_of(&pod).map(str::to_owned);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &desired.namespace);
+    let pod = find(&ctx.pods, &desired.name, namespace);
+    if let Some(pod) = &pod {
         if pod.metadata.deletion_timestamp.is_some() {
             progress.waiting_for_old_pod = true;
             return Ok(progress);
         }
-        if desired.controls(&pod) && pod_type.as_deref() != Some(desired.type_.as_str()) {
-            progress.replaced = Some(pod_type.unwrap_or_else(|| "unknown".to_owned()));
-            if !delete_if_unchanged(&pods, &pod).await? {
+        let pod_type = children::type_of(&**pod);
+        if desired.controls(&**pod) && pod_type != Some(desired.type_.as_str()) {
+            let deletion = delete_if_unchanged(&pods, &pod.metadata).await?;
+            if deletion != Deletion::AlreadyGone {
+                progress.replaced = Some(pod_type.unwrap_or("unknown").to_owned());
+            }
+            if deletion == Deletion::Terminating {
                 progress.waiting_for_old_pod = true;
                 return Ok(progress);
             }
         }
-    } else {
-        progress.created_pod = true;
     }
-    pods.patch(&desired.name, &params, &Patch::Apply(desired.pod()))
+    ctx.manager
+        .apply_owned(&pods, pod.as_deref(), desired.pod())
         .await?;
 
-    let services: Api<Service> = Api::namespaced(client, namespace);
-    services
-        .patch(&desired.name, &params, &Patch::Apply(desired.service()))
+    let services: Api<Service> = Api::namespaced(client, &desired.namespace);
+    let service = find(&ctx.services, &desired.name, namespace);
+    ctx.manager
+        .apply_owned(&services, service.as_deref(), desired.service())
         .await?;
     Ok(progress)
 }
 
-/// For mysql: applies the Secret, keeping the password it already holds (a
-/// new random one the first time). For mongo: removes a Secret left from
-/// an earlier mysql type.
-async fn ensure_secret(
-    desired: &Desired,
-    secrets: &Api<Secret>,
-    params: &PatchParams,
-) -> Result<(), Error> {
+/// For mysql: creates the Secret with a new random password unless it
+/// exists (the password is never read back, nor overwritten). For mongo:
+/// removes a Secret left from an earlier mysql type.
+async fn ensure_secret(desired: &Desired, ctx: &Context) -> Result<(), Error> {
     let name = desired.secret_name();
-    // Read from the API server, not a cache: a stale cache would make a new
-    // password and overwrite the one the database was started with.
-    let existing = secrets.get_opt(&name).await?;
+    let secrets: Api<Secret> = Api::namespaced(ctx.manager.client.clone(), &desired.namespace);
+    let cached = find(&ctx.secrets, &name, Some(desired.namespace.as_str()));
     match desired.type_ {
         DatabaseType::Mysql => {
-            let password = existing.as_ref().and_then(children::password_of);
-            let password = password.unwrap_or_else(children::new_password);
-            secrets
-                .patch(&name, params, &Patch::Apply(desired.secret(&password)))
-                .await?;
+            if cached.is_none() {
+                let secret = desired.secret(&children::new_password());
+                ctx.manager
+                    .create_if_absent(&secrets, None, &secret)
+                    .await?;
+            }
         }
         DatabaseType::Mongo => {
-            if let Some(secret) = existing.filter(|secret| desired.controls(secret)) {
-                delete_if_unchanged(secrets, &secret).await?;
+            if let Some(secret) = cached.filter(|secret| desired.controls(&**secret)) {
+                delete_if_unchanged(&secrets, &secret.metadata).await?;
             }
         }
     }
     Ok(())
 }
 
-/// Deletes `object` if it is still the one read (same uid). Returns whether
-/// it is gone now (false: it is terminating, as a running Pod does).
-async fn delete_if_unchanged<K>(api: &Api<K>, object: &K) -> Result<bool, Error>
+/// What deleting a child came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deletion {
+    /// Deleted now.
+    Gone,
+    /// Deleted, and terminating (as a running Pod does for its grace period).
+    Terminating,
+    /// Gone before, or replaced by another object of the same name.
+    AlreadyGone,
+}
+
+/// Deletes the object `meta` describes if it is still that one (same uid).
+async fn delete_if_unchanged<K>(api: &Api<K>, meta: &ObjectMeta) -> Result<Deletion, Error>
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
-            uid: object.uid(),
+            uid: meta.uid.clone(),
             resource_version: None,
         }),
         ..DeleteParams::default()
     };
-    match api.delete(&object.name_any(), &params).await {
-        Ok(Either::Left(_terminating)) => Ok(false),
-        Ok(Either::Right(_deleted)) => Ok(true),
-        // Gone already, or replaced by another object of the same name.
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(true),
+    let name = meta.name.clone().unwrap_or_default();
+    match api.delete(&name, &params).await {
+        Ok(Either::Left(_terminating)) => Ok(Deletion::Terminating),
+        Ok(Either::Right(_deleted)) => Ok(Deletion::Gone),
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+            Ok(Deletion::AlreadyGone)
+        }
         Err(err) => Err(err.into()),
     }
-}
-
-/// Writes `status` with server-side apply (the status subresource).
-async fn write_status(
-    api: &Api<Database>,
-    name: &str,
-    status: &DatabaseStatus,
-) -> Result<(), kube::Error> {
-    let patch = serde_json::json!({
-        "apiVersion": Database::api_version(&()),
-        "kind": Database::kind(&()),
-        "status": status,
-    });
-    let params = PatchParams::apply(manager::NAME).force();
-    api.patch_status(name, &params, &Patch::Apply(patch))
-        .await
-        .map(drop)
 }
 
 /// Records an event about the Database.
 async fn publish(
     ctx: &Context,
-    object: &Database,
+    database: &Database,
     type_: EventType,
     reason: &str,
     action: &str,
     note: String,
 ) {
-    let regarding = object.object_ref(&());
+    let regarding = database.object_ref(&());
     ctx.manager
         .publish(&regarding, type_, reason, action, Some(note))
         .await;
-}
-
-/// Runs before a Database goes: its children need nothing, the garbage
-/// collector deletes them through their ownerReferences.
-async fn cleanup(
-    object: &Database, // being deleted
-    api: &Api<Database>,
-    ctx: &Context,
-) -> Result<Action, Error> {
-    let name = object.name_any();
-    // A reconcile queued by a child before the Database went can still see
-    // it with the finalizer: only the first cleanup records the event.
-    let stored = api.get_opt(&name).await?;
-    let ours = finalizer_name();
-    if stored.is_some_and(|db| db.finalizers().contains(&ours)) {
-        let note = format!("Database {name} deleted: its Pod, Service and Secret go with it");
-        publish(ctx, object, EventType::Normal, "Deleting", "Delete", note).await;
-    }
-    Ok(Action::await_change())
 }
 
 /// The status of `obj` in `phase` at its current generation, `Ready`
@@ -404,19 +412,6 @@ fn status_for(obj: &Database, phase: DatabasePhase, reason: &str, message: &str)
     let ready = conditions::ready(phase == DatabasePhase::Ready, reason, message, generation);
     conditions::set(&mut status.conditions, ready);
     status
-}
-
-/// Decides when a failed reconcile is retried: exponential backoff per
-/// object.
-fn error_policy(
-    object: Arc<Database>, // the object whose reconcile failed
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let delay = ctx.manager.backoff.failed(&key);
-    tracing::warn!(object = %key, %error, ?delay, "reconcile failed; retrying");
-    Action::requeue(delay)
 }
 
 #[cfg(test)]

@@ -13,8 +13,9 @@ use std::process::{Child, Command, ExitStatus, Output};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ObjectMeta, Patch, PatchParams, PostParams,
+};
 use rand::distr::{Alphanumeric, SampleString};
 
 /// How long the tests wait for the operator (and a real cluster's garbage
@@ -24,45 +25,70 @@ pub const PATIENCE: Duration = Duration::from_secs(120);
 /// The ServiceAccount (namespace, name) the e2e tests run the manager as.
 const OPERATOR_ACCOUNT: (&str, &str) = ("default", "database-e2e");
 
-/// Grants [`OPERATOR_ACCOUNT`] the ClusterRole of config/rbac/role.yaml
-/// (what `opctl manifests` writes from the `+opctl:rbac` markers), under a
-/// name of its own, and returns the user name to impersonate: a permission
-/// the markers lack fails the tests, under envtest as on a cluster.
+/// Grants [`OPERATOR_ACCOUNT`] what config/rbac grants the manager's
+/// ServiceAccount: the ClusterRole of role.yaml (what `opctl manifests`
+/// writes from the `+opctl:rbac` markers), the leader-election Role and the
+/// metrics-auth ClusterRole, under names of their own, and returns the user
+/// name to impersonate: a permission the markers lack fails the tests,
+/// under envtest as on a cluster.
 pub async fn operator_account(client: &kube::Client) -> String {
+    let roles = [
+        ("manager", include_str!("../../config/rbac/role.yaml")),
+        (
+            "leader-election",
+            include_str!("../../config/rbac/leader_election_role.yaml"),
+        ),
+        (
+            "metrics-auth",
+            include_str!("../../config/rbac/metrics_auth_role.yaml"),
+        ),
+    ];
+    for (suffix, yaml) in roles {
+        grant(client, suffix, yaml)
+            .await
+            .unwrap_or_else(|err| panic!("cannot grant the manager's RBAC: {err:#}"));
+    }
     let (namespace, name) = OPERATOR_ACCOUNT;
-    let mut role: ClusterRole = serde_saphyr::from_str(include_str!("../../config/rbac/role.yaml"))
-        .expect("config/rbac/role.yaml is a ClusterRole (run `opctl manifests`)");
+    format!("system:serviceaccount:{namespace}:{name}")
+}
+
+/// Applies the Role or ClusterRole in `yaml` as `<account>-<suffix>` and
+/// binds it to [`account`].
+async fn grant(client: &kube::Client, suffix: &str, yaml: &str) -> anyhow::Result<()> {
+    let (namespace, account) = OPERATOR_ACCOUNT;
+    let mut role: DynamicObject = serde_saphyr::from_str(yaml)?;
+    let cluster = role.types.as_ref().is_some_and(|t| t.kind == "ClusterRole");
+    let (role_kind, binding_kind) = if cluster {
+        ("ClusterRole", "ClusterRoleBinding")
+    } else {
+        ("Role", "RoleBinding")
+    };
+    let name = format!("{account}-{suffix}");
+    let role_namespace = (!cluster).then(|| namespace.to_owned());
     role.metadata = ObjectMeta {
-        name: Some(name.to_owned()),
+        name: Some(name.clone()),
+        namespace: role_namespace.clone(),
         ..ObjectMeta::default()
     };
-    let binding = ClusterRoleBinding {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
-            kind: "ClusterRole".to_owned(),
-            name: name.to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: name.to_owned(),
-            namespace: Some(namespace.to_owned()),
-            ..Subject::default()
-        }]),
-    };
-    let apply = PatchParams::apply("database-e2e").force();
-    Api::<ClusterRole>::all(client.clone())
-        .patch(name, &apply, &Patch::Apply(&role))
-        .await
-        .expect("the manager's ClusterRole applies");
-    Api::<ClusterRoleBinding>::all(client.clone())
-        .patch(name, &apply, &Patch::Apply(&binding))
-        .await
-        .expect("the manager's ClusterRoleBinding applies");
-    format!("system:serviceaccount:{namespace}:{name}")
+    let binding: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": binding_kind,
+        "metadata": {"name": name, "namespace": role_namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    }))?;
+    for object in [role, binding] {
+        let types = object.types.clone().unwrap_or_default();
+        let gvk = GroupVersionKind::try_from(&types)?;
+        let resource = ApiResource::from_gvk(&gvk);
+        let api: Api<DynamicObject> = match &role_namespace {
+            Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let apply = PatchParams::apply(account).force();
+        api.patch(&name, &apply, &Patch::Apply(&object)).await?;
+    }
+    Ok(())
 }
 
 /// The manager, started from the binary cargo built for this test.
@@ -81,11 +107,19 @@ impl Manager {
     /// [`Manager::start`], sending every request as `user` (kube-rs's
     /// `Impersonate-User`; see [`operator_account`]).
     pub fn start_as(user: Option<&str>, args: &[&str]) -> Manager {
+        Manager::start_replica("e2e", user, args)
+    }
+
+    /// [`Manager::start_as`] as the replica `name` (its POD_NAME: its
+    /// identity in leader election and as the reporter of events).
+    pub fn start_replica(name: &str, user: Option<&str>, args: &[&str]) -> Manager {
         let health = free_local_address();
         let metrics = free_local_address();
         let binary = env!("CARGO_BIN_EXE_database");
         let mut command = Command::new(binary);
-        command.env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP");
+        command
+            .env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP")
+            .env("POD_NAME", name);
         match user {
             Some(user) => command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user),
             None => command.env_remove("KUBE_RS_DEBUG_IMPERSONATE_USER"),
@@ -93,6 +127,7 @@ impl Manager {
         let process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
+            .arg("--metrics-secure=false")
             .args(args)
             .spawn()
             .expect("the manager binary starts");
@@ -222,12 +257,13 @@ pub async fn create_namespace(client: &kube::Client, prefix: &str) -> String {
 }
 
 /// A test's own namespace with the manager watching only it. Dropping it
-/// deletes the namespace's Databases while the manager still runs (their
-/// finalizer needs it), then the namespace, then stops the manager.
+/// deletes the namespace's Databases, then the namespace, then stops the
+/// manager.
 pub struct Fixture {
     pub client: kube::Client,
     pub namespace: String,
     manager: Option<Manager>,
+    cleaned_up: bool,
 }
 
 impl Fixture {
@@ -243,6 +279,7 @@ impl Fixture {
             client,
             namespace,
             manager: Some(manager),
+            cleaned_up: false,
         }
     }
 
@@ -258,11 +295,20 @@ impl Fixture {
     /// Cleans up, then stops the manager with SIGTERM and returns how it exited.
     pub fn terminate(mut self) -> ExitStatus {
         self.clean_up();
+        self.stop_manager()
+    }
+
+    /// Stops the manager with SIGTERM and returns how it exited; the
+    /// namespace stays until the fixture is dropped.
+    pub fn stop_manager(&mut self) -> ExitStatus {
         let manager = self.manager.take().expect("the manager runs");
         manager.terminate(Duration::from_secs(10))
     }
 
-    fn clean_up(&self) {
+    fn clean_up(&mut self) {
+        if std::mem::replace(&mut self.cleaned_up, true) {
+            return;
+        }
         let namespace = self.namespace.as_str();
         let timeout = format!("--timeout={}s", PATIENCE.as_secs());
         let steps: [&[&str]; 2] = [
@@ -298,8 +344,94 @@ impl Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
-        if self.manager.is_some() {
-            self.clean_up();
+        self.clean_up();
+    }
+}
+
+/// One kind of API request, as kube-apiserver's `apiserver_request_total`
+/// labels it (summed over groups, versions, scopes and codes).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Request {
+    /// `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `APPLY`, `DELETE`.
+    pub verb: String,
+    pub resource: String,
+    pub subresource: String,
+}
+
+impl std::fmt::Display for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb, self.resource)?;
+        if !self.subresource.is_empty() {
+            write!(f, "/{}", self.subresource)?;
+        }
+        Ok(())
+    }
+}
+
+/// Requests counted by kind.
+pub type Requests = std::collections::BTreeMap<Request, u64>;
+
+/// What the API server has counted so far: `apiserver_request_total` on its
+/// `/metrics` (which `opctl envtest` serves; on a cluster every client's
+/// requests count, not only the operator's).
+pub async fn api_requests(client: &kube::Client) -> anyhow::Result<Requests> {
+    let request = axum::http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    Ok(parse_requests(&text))
+}
+
+/// The `apiserver_request_total` samples of a Prometheus text page.
+pub fn parse_requests(text: &str) -> Requests {
+    let mut requests = Requests::new();
+    for line in text.lines() {
+        let Some(sample) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = sample.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| -> String {
+            let start = format!("{name}=\"");
+            labels
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(&start))
+                .map(|value| value.trim_end_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        let request = Request {
+            verb: label("verb"),
+            resource: label("resource"),
+            subresource: label("subresource"),
+        };
+        let count = value.trim().parse::<f64>().unwrap_or_default() as u64;
+        *requests.entry(request).or_default() += count;
+    }
+    requests
+}
+
+/// The requests counted in `after` and not in `before`.
+pub fn requests_between(before: &Requests, after: &Requests) -> Requests {
+    after
+        .iter()
+        .filter_map(|(request, count)| {
+            let grown = count.saturating_sub(before.get(request).copied().unwrap_or(0));
+            (grown > 0).then(|| (request.clone(), grown))
+        })
+        .collect()
+}
+
+/// The manager's reconciles so far (`controller_runtime_reconcile_total`
+/// summed over results) on its plain-HTTP `/metrics`.
+pub fn reconciles(manager: &Manager) -> anyhow::Result<u64> {
+    let (status, body) = http_get(manager.metrics, "/metrics")
+        .ok_or_else(|| anyhow::anyhow!("/metrics does not answer"))?;
+    anyhow::ensure!(status == 200, "/metrics answered {status}");
+    let mut total = 0;
+    for line in body.lines() {
+        if let Some(rest) = line.strip_prefix("controller_runtime_reconcile_total{") {
+            let value = rest.rsplit(' ').next().unwrap_or_default();
+            total += value.parse::<u64>()?;
         }
     }
+    Ok(total)
 }

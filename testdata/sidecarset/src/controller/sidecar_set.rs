@@ -12,21 +12,26 @@
 //! is the Pod webhook's work (src/webhook/core/v1/pod_defaulting.rs); the
 //! controller never changes a Pod. SidecarSets need no finalizer: deleting
 //! one leaves the Pods as they are.
+//!
+//! Cache first: the SidecarSets and the Pods are counted from the manager's
+//! caches, and each cached Pod keeps only what the counts need (labels, the
+//! injection annotation, its containers' names and images, its phase and
+//! Ready condition). The status is written only when a count or condition
+//! changes: recounting costs no request.
 
+use std::borrow::Borrow;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus};
+use kube::ResourceExt;
+use kube::api::Api;
 use kube::core::ParseExpressionError;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Resource, ResourceExt};
 
 use sidecarset::api::apps::v1alpha1::{SidecarSet, SidecarSetStatus, injected_sidecar_sets};
-use sidecarset::manager::{self, Manager, conditions};
+use sidecarset::manager::{self, Manager, Scope, conditions};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -37,14 +42,12 @@ use sidecarset::manager::{self, Manager, conditions};
 /// The controller's name in logs and metrics.
 const NAME: &str = "sidecar_set";
 
-/// How often a SidecarSet is counted again when nothing seems to change (a
-/// Pod relabelled out of a selector it was never injected by is seen then).
-const RESYNC: Duration = Duration::from_secs(300);
-
 /// What every reconcile can use.
 pub struct Context {
-    /// Client, metrics and backoff shared by the manager.
+    /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
+    /// Every Pod, trimmed to what the counts need.
+    pods: Store<Pod>,
 }
 
 /// Why a reconcile failed; it is retried with backoff.
@@ -57,34 +60,59 @@ pub enum Error {
 
 /// Adds this controller to the manager (called from src/main.rs).
 pub fn register(manager: Manager) -> Manager {
-    manager.with_controller(NAME, run)
+    manager.with_controller(NAME, setup, reconcile)
 }
 
-/// Runs the controller until the manager shuts down.
-pub async fn run(manager: manager::Context) {
-    let shutdown = manager.shutdown.clone();
-    let client = manager.client.clone();
-    let controller = Controller::new(
-        Api::<SidecarSet>::all(client.clone()),
-        watcher::Config::default().any_semantic(),
-    );
-    let sidecar_sets = controller.store();
-    let ctx = Arc::new(Context { manager });
-    controller
-        .watches(
-            Api::<Pod>::all(client),
-            watcher::Config::default().any_semantic(),
-            move |pod| concerned_sidecar_sets(&pod, &sidecar_sets.state()),
-        )
-        .graceful_shutdown_on(shutdown.wait_owned())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            match result {
-                Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                Err(err) => tracing::debug!(error = %err, "reconcile failed"),
-            }
-        })
-        .await;
+/// Sets up the controller: the SidecarSets, and the Pods of every
+/// namespace (trimmed), whose changes reconcile the SidecarSets they
+/// concern.
+fn setup(scope: &Scope) -> (Controller<SidecarSet>, Context) {
+    let everything = watcher::Config::default().any_semantic();
+    let pods = scope.cache_trimmed::<Pod>(everything.clone(), trim);
+    let context = Context {
+        manager: scope.context().clone(),
+        pods: pods.store(),
+    };
+    let sidecar_sets = scope.cache::<SidecarSet>(everything);
+    let cached = sidecar_sets.store();
+    let controller = sidecar_sets
+        .controller()
+        .watches_stream(pods.touched(), move |pod| {
+            concerned_sidecar_sets(&pod, &cached.state())
+        });
+    (controller, context)
+}
+
+/// Keeps of a Pod what the counts and the concerned SidecarSets need.
+fn trim(pod: &mut Pod) {
+    let containers = pod.spec.as_ref().map(|spec| {
+        let containers = spec.containers.iter();
+        let containers = containers.map(|c| Container {
+            name: c.name.clone(),
+            image: c.image.clone(),
+            ..Container::default()
+        });
+        containers.collect()
+    });
+    pod.spec = containers.map(|containers| PodSpec {
+        containers,
+        ..PodSpec::default()
+    });
+    pod.status = pod.status.take().map(|status| PodStatus {
+        phase: status.phase,
+        conditions: status.conditions.map(|conditions| {
+            let ready = conditions.into_iter().filter(|c| c.type_ == "Ready");
+            ready
+                .map(|c| PodCondition {
+                    type_: c.type_,
+                    status: c.status,
+                    ..PodCondition::default()
+                })
+                .collect()
+        }),
+        ..PodStatus::default()
+    });
+    pod.metadata.owner_references = None;
 }
 
 /// The SidecarSets whose counts a change of `pod` may change: those that
@@ -102,51 +130,17 @@ fn concerned_sidecar_sets(
         .collect()
 }
 
-/// Counts the SidecarSet's Pods and writes the status when it changed.
+/// Counts the SidecarSet's Pods in the cache and writes the status when it
+/// changed.
 async fn reconcile(object: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let mut timer = ctx.manager.metrics.reconcile(NAME);
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let result = count_and_report(&object, &ctx).await;
-    match &result {
-        Ok(_) => ctx.manager.backoff.succeeded(&key),
-        Err(_) => timer.failed(),
-    }
-    result
-}
-
-async fn count_and_report(object: &SidecarSet, ctx: &Context) -> Result<Action, Error> {
-    let client = ctx.manager.client.clone();
-    let selected = match object.selector() {
-        Ok(selector) if !selector.selects_all() => {
-            let params = ListParams::default().labels_from(&selector);
-            let pods = Api::<Pod>::all(client.clone()).list(&params).await?;
-            Ok(pods.items)
-        }
-        Ok(_) => Ok(Vec::new()), // an empty selector selects nothing
-        Err(err) => Err(err),
-    };
-    let status = status_for(object, selected.as_deref());
+    let pods = ctx.pods.state();
+    let selector = object.selector();
+    let status = status_for(&object, selector.as_ref().map(|_| pods.as_slice()));
     if object.status.as_ref() != Some(&status) {
-        let patch = serde_json::json!({
-            "apiVersion": SidecarSet::api_version(&()),
-            "kind": SidecarSet::kind(&()),
-            "status": status,
-        });
-        let params = PatchParams::apply(manager::NAME).force();
-        let api = Api::<SidecarSet>::all(client);
-        match api
-            .patch_status(&object.name_any(), &params, &Patch::Apply(patch))
-            .await
-        {
-            Ok(_) => {}
-            // Deleted while it was being counted: nothing left to report.
-            Err(kube::Error::Api(status)) if status.is_not_found() => {
-                return Ok(Action::await_change());
-            }
-            Err(err) => return Err(err.into()),
-        }
+        let api = Api::<SidecarSet>::all(ctx.manager.client.clone());
+        ctx.manager.apply_status(&api, &object, &status).await?;
     }
-    Ok(Action::requeue(RESYNC))
+    Ok(Action::await_change())
 }
 
 /// The counts of a status.
@@ -159,9 +153,9 @@ struct Counts {
 }
 
 /// Counts `pods` (those the selector matched) for `object`.
-fn count(object: &SidecarSet, pods: &[Pod]) -> Counts {
+fn count<P: Borrow<Pod>>(object: &SidecarSet, pods: &[P]) -> Counts {
     let mut counts = Counts::default();
-    for pod in pods.iter().filter(|pod| is_active(pod)) {
+    for pod in pods.iter().map(Borrow::borrow).filter(|pod| is_active(pod)) {
         if !object.selects(pod.labels()) {
             continue;
         }
@@ -177,9 +171,9 @@ fn count(object: &SidecarSet, pods: &[Pod]) -> Counts {
 
 /// The status of `object` for the Pods its selector matched, or the error of
 /// a selector that cannot be read.
-fn status_for(
+fn status_for<P: Borrow<Pod>>(
     object: &SidecarSet,
-    pods: Result<&[Pod], &ParseExpressionError>,
+    pods: Result<&[P], &ParseExpressionError>,
 ) -> SidecarSetStatus {
     let generation = object.metadata.generation;
     let mut status = object.status.clone().unwrap_or_default();
@@ -240,19 +234,6 @@ fn is_ready(pod: &Pod) -> bool {
     conditions
         .iter()
         .any(|c| c.type_ == "Ready" && c.status == "True")
-}
-
-/// Decides when a failed reconcile is retried: exponential backoff per
-/// object.
-fn error_policy(
-    object: Arc<SidecarSet>, // the object whose reconcile failed
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let delay = ctx.manager.backoff.failed(&key);
-    tracing::warn!(object = %key, %error, ?delay, "reconcile failed; retrying");
-    Action::requeue(delay)
 }
 
 #[cfg(test)]
@@ -363,7 +344,7 @@ mod tests {
             message,
             "all 1 matched Pods carry the current sidecars and are ready"
         );
-        let status = status_for(&set, Ok(&[]));
+        let status = status_for::<Pod>(&set, Ok(&[]));
         let (ready, reason, message) = ready_condition(&status);
         assert_eq!((ready, reason), ("True", "NoMatchingPods"));
         assert_eq!(message, "no Pod matches the selector");
@@ -380,7 +361,7 @@ mod tests {
     fn an_unreadable_selector_counts_nothing_and_says_why() {
         let set = sidecar_set("log", "fluentd:2");
         let err = ParseExpressionError("Invalid expression operator".to_owned());
-        let status = status_for(&set, Err(&err));
+        let status = status_for::<Pod>(&set, Err(&err));
         assert_eq!(status.matched_pods, 0);
         let (ready, reason, message) = ready_condition(&status);
         assert_eq!((ready, reason), ("False", "InvalidSelector"));

@@ -7,29 +7,38 @@
 //! it with the Deployment: no finalizer holds the Deployment up. A Pod of
 //! that name that the Deployment does not control is never touched; a
 //! Warning event on the Deployment says why its Pod is missing.
+//!
+//! Cache first: the controller caches only the metadata of the Deployments
+//! and Pods of its namespaces (names, owners; not their specs) and reads
+//! nothing else. A Pod is created when the cache shows none of that name (a
+//! 409 means the cache has not seen it yet), so a check of a Deployment
+//! whose Pod is there costs no request.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Api, PostParams};
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
-use simple_deployment::manager::{self, Manager};
+use simple_deployment::manager::{self, Manager, Scope, find};
+
+/// A Deployment as cached: its metadata.
+pub type CachedDeployment = PartialObjectMeta<Deployment>;
 
 // What this controller may do; `opctl manifests` turns these lines into
-// config/rbac/role.yaml. Pods are read (get), watched through `owns`
-// (list, watch) and created; never updated or deleted.
-// +opctl:rbac:groups=apps,resources=deployments,verbs=get;list;watch
-// +opctl:rbac:groups=core,resources=pods,verbs=get;list;watch;create
+// config/rbac/role.yaml. Deployments and Pods are cached (list, watch:
+// metadata only), Pods created; nothing is read, updated or deleted.
+// +opctl:rbac:groups=apps,resources=deployments,verbs=list;watch
+// +opctl:rbac:groups=core,resources=pods,verbs=list;watch;create
 // Setting `blockOwnerDeletion` on a Pod needs `update` on the owner's
 // finalizers where the OwnerReferencesPermissionEnforcement admission plugin
 // runs (OpenShift, hardened clusters); no finalizer is ever written.
@@ -58,10 +67,12 @@ pub struct Settings {
 
 /// What every reconcile can use.
 pub struct Context {
-    /// Client, event recorder, metrics and backoff shared by the manager.
+    /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
     /// The controller's settings.
     pub settings: Settings,
+    /// The metadata of the Pods of this scope.
+    pods: Store<PartialObjectMeta<Pod>>,
 }
 
 /// Why a reconcile failed; it is retried with backoff.
@@ -95,60 +106,38 @@ pub enum Unbuildable {
 
 /// Adds this controller to the manager (called from src/main.rs).
 pub fn register(manager: Manager, settings: Settings) -> Manager {
-    manager.with_controller(NAME, move |context| run(context, settings))
+    manager.with_controller(NAME, move |scope| setup(scope, &settings), reconcile)
 }
 
-/// Runs the controller until the manager shuts down: one watch of
-/// Deployments, and one of the Pods they own, per watched namespace.
-pub async fn run(manager: manager::Context, settings: Settings) {
-    let shutdown = manager.shutdown.clone();
-    let deployments = manager.namespaced_apis::<Deployment>();
-    let pods = manager.namespaced_apis::<Pod>();
-    let ctx = Arc::new(Context { manager, settings });
-    let controllers = deployments
-        .into_iter()
-        .zip(pods)
-        .map(|(deployments, pods)| {
-            Controller::new(deployments, watcher::Config::default().any_semantic())
-                // A change to (or the deletion of) an owned Pod reconciles its
-                // Deployment at once.
-                .owns(pods, watcher::Config::default().any_semantic())
-                .graceful_shutdown_on(shutdown.clone().wait_owned())
-                .run(reconcile, error_policy, ctx.clone())
-                .for_each(|result| async move {
-                    match result {
-                        Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                        Err(err) => tracing::debug!(error = %err, "reconcile failed"),
-                    }
-                })
-        });
-    futures::future::join_all(controllers).await;
+/// Sets up the controller for one watched namespace: the metadata of its
+/// Deployments and of its Pods; a change to (or the deletion of) a Pod a
+/// Deployment owns reconciles that Deployment at once.
+fn setup(scope: &Scope, settings: &Settings) -> (Controller<CachedDeployment>, Context) {
+    let all = watcher::Config::default().any_semantic();
+    let pods = scope.cache_metadata::<Pod>(all.clone());
+    let context = Context {
+        manager: scope.context().clone(),
+        settings: settings.clone(),
+        pods: pods.store(),
+    };
+    let deployments = scope.cache_metadata::<Deployment>(all);
+    let controller = deployments.controller().owns_stream(pods.touched());
+    (controller, context)
 }
 
 /// Makes sure the Deployment's Pod exists: called on every change of the
 /// Deployment or of its Pod, and every `resync` otherwise.
-async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let mut timer = ctx.manager.metrics.reconcile(NAME);
-    let key = ObjectRef::from_obj(&*deployment).to_string();
-    let result = ensure_pod(&deployment, &ctx).await;
-    match &result {
-        Ok(_) => ctx.manager.backoff.succeeded(&key),
-        Err(_) => timer.failed(),
-    }
-    result
-}
-
-async fn ensure_pod(deployment: &Deployment, ctx: &Context) -> Result<Action, Error> {
+async fn reconcile(deployment: Arc<CachedDeployment>, ctx: Arc<Context>) -> Result<Action, Error> {
     if deployment.metadata.deletion_timestamp.is_some() {
         // The garbage collector removes the Pod once the Deployment is gone.
         return Ok(Action::await_change());
     }
     let resync = Action::requeue(ctx.settings.resync);
-    let desired = match desired_pod(deployment, &ctx.settings.image) {
+    let desired = match desired_pod(&*deployment, &ctx.settings.image) {
         Ok(pod) => pod,
         Err(err @ (Unbuildable::NameTooLong(_) | Unbuildable::InvalidName(_))) => {
             // A name never changes: nothing to retry.
-            warn(ctx, deployment, "InvalidName", err.to_string()).await;
+            warn(&ctx, &deployment, "InvalidName", err.to_string()).await;
             return Ok(Action::await_change());
         }
         Err(err) => return Err(err.into()),
@@ -157,45 +146,42 @@ async fn ensure_pod(deployment: &Deployment, ctx: &Context) -> Result<Action, Er
     let namespace = deployment
         .namespace()
         .ok_or(Unbuildable::Missing("metadata.namespace"))?;
-    let pods: Api<Pod> = Api::namespaced(ctx.manager.client.clone(), &namespace);
-    match pods.get_opt(&name).await? {
+    match find(&ctx.pods, &name, Some(&namespace)) {
         // Ours (perhaps terminating: its deletion brings us back here).
-        Some(pod) if is_controlled_by(&pod, deployment) => {}
+        Some(pod) if is_controlled_by(&*pod, &*deployment) => {}
         Some(pod) => {
             let note = format!(
                 "Pod {namespace}/{name} exists and is not controlled by this Deployment ({}); \
                  it is left alone, retrying in {}s",
-                describe_controller(&pod),
+                describe_controller(&*pod),
                 ctx.settings.resync.as_secs()
             );
-            warn(ctx, deployment, "PodNameTaken", note).await;
+            warn(&ctx, &deployment, "PodNameTaken", note).await;
         }
         None => {
-            let params = PostParams {
-                field_manager: Some(manager::NAME.to_owned()),
-                ..PostParams::default()
-            };
-            // Fails with 409 if a Pod of that name appeared meanwhile: the
-            // retry then finds out whose it is.
-            pods.create(&params, &desired).await?;
-            tracing::info!(pod = %format!("{namespace}/{name}"), "created Pod");
-            let note = format!("created Pod {namespace}/{name}");
-            ctx.manager
-                .publish(
-                    &deployment.object_ref(&()),
-                    EventType::Normal,
-                    "PodCreated",
-                    "CreatePod",
-                    Some(note),
-                )
-                .await;
+            let pods: Api<Pod> = Api::namespaced(ctx.manager.client.clone(), &namespace);
+            // A 409 means a Pod of that name appeared meanwhile: its watch
+            // event brings us back here to find out whose it is.
+            if ctx.manager.create_if_absent(&pods, None, &desired).await? {
+                tracing::info!(pod = %format!("{namespace}/{name}"), "created Pod");
+                let note = format!("created Pod {namespace}/{name}");
+                ctx.manager
+                    .publish(
+                        &deployment.object_ref(&()),
+                        EventType::Normal,
+                        "PodCreated",
+                        "CreatePod",
+                        Some(note),
+                    )
+                    .await;
+            }
         }
     }
     Ok(resync)
 }
 
 /// Records a Warning event on the Deployment (and logs it).
-async fn warn(ctx: &Context, deployment: &Deployment, reason: &str, note: String) {
+async fn warn(ctx: &Context, deployment: &CachedDeployment, reason: &str, note: String) {
     tracing::warn!(deployment = %ObjectRef::from_obj(deployment), reason, "{note}");
     ctx.manager
         .publish(
@@ -208,9 +194,13 @@ async fn warn(ctx: &Context, deployment: &Deployment, reason: &str, note: String
         .await;
 }
 
-/// The Pod that `deployment` should have.
-pub fn desired_pod(deployment: &Deployment, image: &str) -> Result<Pod, Unbuildable> {
-    let meta = &deployment.metadata;
+/// The Pod that `deployment` (a Deployment, or its cached metadata)
+/// should have.
+pub fn desired_pod(
+    deployment: &impl Resource<DynamicType = ()>,
+    image: &str,
+) -> Result<Pod, Unbuildable> {
+    let meta = deployment.meta();
     let name = meta
         .name
         .clone()
@@ -256,8 +246,8 @@ pub fn desired_pod(deployment: &Deployment, image: &str) -> Result<Pod, Unbuilda
 }
 
 /// Whether `pod`'s controller is `deployment` (this very object: same uid).
-pub fn is_controlled_by(pod: &Pod, deployment: &Deployment) -> bool {
-    let Some(uid) = deployment.metadata.uid.as_deref() else {
+pub fn is_controlled_by(pod: &impl Resource, deployment: &impl Resource) -> bool {
+    let Some(uid) = deployment.meta().uid.as_deref() else {
         return false;
     };
     pod.owner_references()
@@ -266,7 +256,7 @@ pub fn is_controlled_by(pod: &Pod, deployment: &Deployment) -> bool {
 }
 
 /// Names the controller of a Pod that is not ours, for the Warning event.
-fn describe_controller(pod: &Pod) -> String {
+fn describe_controller(pod: &impl Resource) -> String {
     match pod
         .owner_references()
         .iter()
@@ -287,15 +277,6 @@ fn is_dns1123_subdomain(name: &str) -> bool {
                 && part.ends_with(alnum)
                 && part.chars().all(|c| alnum(c) || c == '-')
         })
-}
-
-/// Decides when a failed reconcile is retried: exponential backoff per
-/// object.
-fn error_policy(deployment: Arc<Deployment>, error: &Error, ctx: Arc<Context>) -> Action {
-    let key = ObjectRef::from_obj(&*deployment).to_string();
-    let delay = ctx.manager.backoff.failed(&key);
-    tracing::warn!(object = %key, %error, ?delay, "reconcile failed; retrying");
-    Action::requeue(delay)
 }
 
 #[cfg(test)]

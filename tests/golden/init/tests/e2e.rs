@@ -14,13 +14,15 @@
 //! This file is yours; `opctl create api` adds a test per kind at the
 //! `+opctl:scaffold:e2e` marker, `opctl create webhook` one per webhook.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
-use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ObjectMeta, Patch, PatchParams,
+};
 
 // +opctl:scaffold:e2e-modules
 
@@ -28,53 +30,84 @@ use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 const OPERATOR_ACCOUNT: &str = "guestbook-e2e";
 const OPERATOR_NAMESPACE: &str = "default";
 
-/// Grants [`OPERATOR_ACCOUNT`] the ClusterRole of config/rbac/role.yaml
-/// (under a name of its own, so a deployed manager keeps its role) and
-/// returns the user name to impersonate.
+/// Grants [`OPERATOR_ACCOUNT`] what config/rbac grants the manager's
+/// ServiceAccount: the ClusterRole of role.yaml, the leader-election Role and the metrics-auth
+/// ClusterRole, each under a name of its own (so a deployed manager keeps
+/// its roles), and returns the user name to impersonate.
 fn operator_account() -> String {
-    let (namespace, name) = (OPERATOR_NAMESPACE, OPERATOR_ACCOUNT);
-    let mut role: ClusterRole = serde_saphyr::from_str(include_str!("../config/rbac/role.yaml"))
-        .expect("config/rbac/role.yaml is a ClusterRole (run `opctl manifests`)");
-    let metadata = ObjectMeta {
-        name: Some(name.to_owned()),
+    run(async {
+        let client = kube::Client::try_default().await?;
+        let roles = [
+            ("manager", include_str!("../config/rbac/role.yaml")),
+            (
+                "leader-election",
+                include_str!("../config/rbac/leader_election_role.yaml"),
+            ),
+            (
+                "metrics-auth",
+                include_str!("../config/rbac/metrics_auth_role.yaml"),
+            ),
+        ];
+        for (suffix, yaml) in roles {
+            grant(&client, suffix, yaml).await?;
+        }
+        anyhow::Ok(())
+    })
+    .unwrap_or_else(|err| panic!("cannot grant the manager's RBAC: {err:#}"));
+    format!("system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_ACCOUNT}")
+}
+
+/// Applies the Role or ClusterRole in `yaml` as `<account>-<suffix>` and
+/// binds it to [`OPERATOR_ACCOUNT`].
+async fn grant(client: &kube::Client, suffix: &str, yaml: &str) -> anyhow::Result<()> {
+    let mut role: DynamicObject = serde_saphyr::from_str(yaml)?;
+    let cluster = role.types.as_ref().is_some_and(|t| t.kind == "ClusterRole");
+    let (role_kind, binding_kind) = if cluster {
+        ("ClusterRole", "ClusterRoleBinding")
+    } else {
+        ("Role", "RoleBinding")
+    };
+    let name = format!("{OPERATOR_ACCOUNT}-{suffix}");
+    let namespace = (!cluster).then(|| OPERATOR_NAMESPACE.to_owned());
+    role.metadata = ObjectMeta {
+        name: Some(name.clone()),
+        namespace: namespace.clone(),
         ..ObjectMeta::default()
     };
-    role.metadata = metadata.clone();
-    let binding = ClusterRoleBinding {
-        metadata,
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
-            kind: "ClusterRole".to_owned(),
-            name: name.to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: name.to_owned(),
-            namespace: Some(namespace.to_owned()),
-            ..Subject::default()
-        }]),
-    };
-    // The tests may run inside a tokio runtime: apply from a thread of its own.
+    let binding: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": binding_kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": OPERATOR_ACCOUNT, "namespace": OPERATOR_NAMESPACE}],
+    }))?;
+    for object in [role, binding] {
+        let types = object.types.clone().unwrap_or_default();
+        let gvk = GroupVersionKind::try_from(&types)?;
+        let resource = ApiResource::from_gvk(&gvk);
+        let api: Api<DynamicObject> = match &namespace {
+            Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let apply = PatchParams::apply(OPERATOR_ACCOUNT).force();
+        api.patch(&name, &apply, &Patch::Apply(&object)).await?;
+    }
+    Ok(())
+}
+
+/// Runs `work` to completion on a runtime of its own (the tests may run
+/// inside a tokio runtime).
+fn run<T: Send + 'static>(
+    work: impl Future<Output = anyhow::Result<T>> + Send + 'static,
+) -> anyhow::Result<T> {
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build()?;
-        runtime.block_on(async {
-            let client = kube::Client::try_default().await?;
-            let apply = PatchParams::apply(name).force();
-            Api::<ClusterRole>::all(client.clone())
-                .patch(name, &apply, &Patch::Apply(&role))
-                .await?;
-            Api::<ClusterRoleBinding>::all(client)
-                .patch(name, &apply, &Patch::Apply(&binding))
-                .await?;
-            anyhow::Ok(())
-        })
+            .build()?
+            .block_on(work)
     })
     .join()
-    .expect("the RBAC thread")
-    .unwrap_or_else(|err| panic!("cannot grant the manager's RBAC: {err:#}"));
-    format!("system:serviceaccount:{namespace}:{name}")
+    .map_err(|_| anyhow::anyhow!("the thread panicked"))?
 }
 
 /// The manager, started from the binary cargo built for this test.
@@ -87,6 +120,12 @@ struct Manager {
 impl Manager {
     /// Starts the manager with free local ports and waits until /readyz says ok.
     fn start(args: &[&str]) -> Manager {
+        Manager::start_named("e2e", args)
+    }
+
+    /// [`Manager::start`] as the replica `name` (its POD_NAME: its identity
+    /// in leader election and as the reporter of events).
+    fn start_named(name: &str, args: &[&str]) -> Manager {
         let health = free_local_address();
         let metrics = free_local_address();
         let binary = env!("CARGO_BIN_EXE_guestbook");
@@ -95,8 +134,10 @@ impl Manager {
             // kube-rs sends every request as this user (`Impersonate-User`).
             .env("KUBE_RS_DEBUG_IMPERSONATE_USER", operator_account())
             .env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP")
+            .env("POD_NAME", name)
             .arg(format!("--health-probe-bind-address={health}"))
-            .arg(format!("--metrics-bind-address={metrics}"));
+            .arg(format!("--metrics-bind-address={metrics}"))
+            .arg("--metrics-secure=false");
         // +opctl:scaffold:e2e-manager
         let process = command
             .args(args)
@@ -177,6 +218,77 @@ fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// One kind of API request as kube-apiserver's `apiserver_request_total`
+/// labels it: verb (`GET`, `POST`, `PATCH`, `APPLY`, ...), resource,
+/// subresource.
+type Request = (String, String, String);
+
+/// API requests counted, by kind of request.
+type Requests = BTreeMap<Request, u64>;
+
+/// The request `verb resource[/subresource]`.
+fn request(verb: &str, resource: &str, subresource: &str) -> Request {
+    (verb.to_owned(), resource.to_owned(), subresource.to_owned())
+}
+
+/// The requests of objects the API server has answered so far: its
+/// `apiserver_request_total` (served on `/metrics` by `opctl envtest` as by
+/// kube-apiserver), summed over groups, versions, scopes and codes. Lists
+/// and watches are left out: they fill the caches, not one reconcile.
+async fn api_requests(client: &kube::Client) -> Requests {
+    let metrics = axum::http::Request::get("/metrics").body(Vec::new());
+    let metrics = metrics.expect("a GET of /metrics");
+    let text = client.request_text(metrics).await;
+    let text = text.expect("the API server's /metrics");
+    let mut requests = Requests::new();
+    for line in text.lines() {
+        let Some((labels, value)) = line
+            .strip_prefix("apiserver_request_total{")
+            .and_then(|sample| sample.rsplit_once("} "))
+        else {
+            continue;
+        };
+        let label = |name: &str| {
+            let start = format!("{name}=\"");
+            let value = labels.split(',').find_map(|pair| pair.strip_prefix(&start));
+            value.unwrap_or_default().trim_end_matches('"').to_owned()
+        };
+        let verb = label("verb");
+        let resource = label("resource");
+        if resource.is_empty() || verb == "LIST" || verb == "WATCH" {
+            continue;
+        }
+        let count = value.trim().parse::<f64>().unwrap_or_default() as u64;
+        *requests
+            .entry((verb, resource, label("subresource")))
+            .or_default() += count;
+    }
+    requests
+}
+
+/// The requests counted in `after` and not in `before`.
+fn requests_between(before: &Requests, after: &Requests) -> Requests {
+    let grown = after.iter().map(|(request, count)| {
+        let earlier = before.get(request).copied().unwrap_or_default();
+        (request.clone(), count.saturating_sub(earlier))
+    });
+    grown.filter(|(_, count)| *count > 0).collect()
+}
+
+impl Manager {
+    /// The reconciles of `controller` counted so far (every result) on the
+    /// manager's `/metrics`.
+    fn reconciles(&self, controller: &str) -> u64 {
+        let (status, body) = http_get(self.metrics, "/metrics").expect("/metrics answers");
+        assert_eq!(status, 200, "{body}");
+        let metric = "controller_runtime_reconcile_total{controller=\"";
+        let prefix = [metric, controller, "\","].concat();
+        let counts = body.lines().filter_map(|line| line.strip_prefix(&prefix));
+        let counts = counts.filter_map(|rest| rest.rsplit(' ').next()?.parse::<u64>().ok());
+        counts.sum()
+    }
+}
+
 #[test]
 #[ignore = "needs a cluster: run `make test-e2e`"]
 fn the_manager_serves_probes_and_metrics_and_stops_on_sigterm() {
@@ -185,9 +297,54 @@ fn the_manager_serves_probes_and_metrics_and_stops_on_sigterm() {
     assert_eq!(status, 200);
     let (status, body) = http_get(manager.metrics, "/metrics").expect("/metrics answers");
     assert_eq!(status, 200);
-    assert!(body.contains("controller_reconcile"), "{body}");
+    assert!(body.contains("controller_runtime_reconcile"), "{body}");
     let exit = manager.terminate(Duration::from_secs(10));
     assert!(exit.success(), "the manager exited with {exit}");
+}
+
+/// The holder of the Lease `name` in [`OPERATOR_NAMESPACE`], if any.
+fn lease_holder(name: &str) -> Option<String> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let name = name.to_owned();
+    let lease = run(async move {
+        let client = kube::Client::try_default().await?;
+        let leases: Api<Lease> = Api::namespaced(client, OPERATOR_NAMESPACE);
+        Ok(leases.get_opt(&name).await?)
+    });
+    let lease = lease.unwrap_or_else(|err| panic!("cannot read the Lease: {err:#}"));
+    lease.and_then(|lease| lease.spec?.holder_identity)
+}
+
+#[test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+fn a_second_replica_is_ready_at_once_and_takes_over_when_the_first_stops() {
+    // A Lease of this test's own, short so that the takeover is quick.
+    let lease = format!("{}-rollout", OPERATOR_ACCOUNT);
+    let flags = [
+        "--leader-elect".to_owned(),
+        format!("--leader-election-id={lease}"),
+        format!("--leader-election-namespace={OPERATOR_NAMESPACE}"),
+        "--leader-election-lease-duration-seconds=2".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let first = Manager::start_named("e2e-first", &flags);
+    eventually(Duration::from_secs(30), "the first replica to lead", || {
+        lease_holder(&lease).as_deref() == Some("e2e-first")
+    });
+    // Ready while the first one leads: a rolling update can go on.
+    let second = Manager::start_named("e2e-second", &flags);
+    assert_eq!(lease_holder(&lease).as_deref(), Some("e2e-first"));
+    let exit = first.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the first replica exited with {exit}");
+    eventually(
+        Duration::from_secs(30),
+        "the second replica to lead",
+        || lease_holder(&lease).as_deref() == Some("e2e-second"),
+    );
+    let (status, _) = http_get(second.health, "/readyz").expect("/readyz answers");
+    assert_eq!(status, 200);
+    let exit = second.terminate(Duration::from_secs(10));
+    assert!(exit.success(), "the second replica exited with {exit}");
 }
 
 // +opctl:scaffold:e2e

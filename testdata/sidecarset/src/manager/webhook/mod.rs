@@ -17,7 +17,6 @@
 mod inject;
 mod options;
 mod self_signed;
-mod tls;
 
 pub use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 pub use options::Options;
@@ -39,7 +38,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::http::Server;
-use super::{Context, Shutdown};
+use super::{Context, Shutdown, tls};
 
 /// The largest AdmissionReview accepted (an object and its old version).
 const MAX_REVIEW_BYTES: usize = 16 * 1024 * 1024;
@@ -242,9 +241,19 @@ pub(super) async fn serve(
     } else {
         None
     };
-    let certificates = tls::Certificates::load(options.cert_path(), options.key_path())?;
+    let certificates = tls::Certificates::load(
+        "webhook",
+        options.cert_path(),
+        options.key_path(),
+        "in a cluster cert-manager provides them (config/certmanager), for a local run pass --webhook-self-signed, or --enable-webhooks=false to run without webhooks",
+    )?;
     let router = webhooks.router(context.clone())?;
-    let listener = tls::Listener::bind(options.webhook_bind_address, certificates.clone()).await?;
+    let listener = tls::Listener::bind(
+        "webhook",
+        options.webhook_bind_address,
+        certificates.clone(),
+    )
+    .await?;
     tokio::spawn(certificates.reload_on_change(shutdown.clone()));
     tracing::info!(addr = %options.webhook_bind_address, ?paths, "serving admission webhooks");
     if let Some(ca) = ca {

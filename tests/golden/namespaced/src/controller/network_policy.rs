@@ -1,24 +1,30 @@
 //! The NetworkPolicy controller: reconciles `networkpolicies.web.example.com` objects.
 //!
-//! This file is yours: write what a NetworkPolicy means in [`apply`] (and what
-//! its deletion means in [`cleanup`]). opctl never overwrites it without
-//! `--force`.
+//! This file is yours: write what a NetworkPolicy means in [`apply`] (and
+//! what its deletion means outside the cluster in [`cleanup`]). opctl
+//! never overwrites it without `--force`.
+//!
+//! Cache first: a reconcile reads the NetworkPolicy, and whatever else it
+//! needs, from the caches [`setup`] makes (the manager keeps them current
+//! with watches), never from the API server, and writes only what differs:
+//! reconciling an object that is already as it should be costs no request.
+//! Give what you create for a NetworkPolicy an ownerReference to it
+//! (`controller_owner_ref`): the garbage collector deletes it with the
+//! NetworkPolicy, with no finalizer. The finalizer here is for cleanup outside the
+//! cluster (an external system, a cloud resource): drop it if there is none.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{self, finalizer};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
 use shop::api::web::v2beta1::NetworkPolicy;
 use shop::api::web::v2beta1::NetworkPolicyStatus;
-use shop::manager::{self, Manager, conditions};
+use shop::manager::{self, Manager, Scope, conditions};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -34,13 +40,10 @@ pub fn finalizer_name() -> String {
     format!("{}/finalizer", NetworkPolicy::group(&()))
 }
 
-/// How often an object is reconciled when nothing changes.
-const RESYNC: Duration = Duration::from_secs(300);
-
 /// What every reconcile can use: the manager's context, plus anything you
-/// add (fill it in [`run`]).
+/// add in [`setup`] (the stores of more caches, settings).
 pub struct Context {
-    /// Client, event recorder, metrics and backoff shared by the manager.
+    /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
 }
 
@@ -76,38 +79,39 @@ impl Error {
 
 /// Adds this controller to the manager (called from src/main.rs).
 pub fn register(manager: Manager) -> Manager {
-    manager.with_controller(NAME, run)
+    manager.with_controller(NAME, setup, reconcile)
 }
 
-/// Runs the controller until the manager shuts down.
-pub async fn run(manager: manager::Context) {
-    let shutdown = manager.shutdown.clone();
-    let apis = manager.namespaced_apis::<NetworkPolicy>();
-    let ctx = Arc::new(Context { manager });
-    let controllers = apis.into_iter().map(|api| {
-        Controller::new(api, watcher::Config::default().any_semantic())
-            .graceful_shutdown_on(shutdown.clone().wait_owned())
-            .run(reconcile, error_policy, ctx.clone())
-            .for_each(|result| async move {
-                match result {
-                    Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                    Err(err) => tracing::debug!(error = %err, "reconcile failed"),
-                }
-            })
-    });
-    futures::future::join_all(controllers).await;
+/// Sets up the controller for one watched scope: the caches reconciles read
+/// and what triggers a reconcile. To own children, cache their metadata
+/// and let their changes trigger their owner, for example Pods labelled as
+/// this operator's:
+///
+/// ```ignore
+/// let pods = scope.cache_metadata::<Pod>(watcher::Config::default().labels(SELECTOR));
+/// let context = Context { pods: pods.store(), .. };   // reconciles read it
+/// let controller = controller.owns_stream(pods.touched());
+/// ```
+///
+/// and write them with `ctx.manager.apply_owned`, which skips a child whose
+/// cached metadata shows it current.
+fn setup(scope: &Scope) -> (Controller<NetworkPolicy>, Context) {
+    let config = watcher::Config::default().any_semantic();
+    let objects = scope.cache::<NetworkPolicy>(config);
+    let context = Context {
+        manager: scope.context().clone(),
+    };
+    (objects.controller(), context)
 }
 
-/// Brings the cluster in line with one object: called on every change of it
-/// and after each requeue.
+/// Brings the cluster in line with one object, as cached: called on every
+/// change of it (or of what [`setup`] watches for it), every sync period,
+/// and after a failure (with backoff).
 async fn reconcile(
-    object: Arc<NetworkPolicy>, // as last seen by the watch
+    object: Arc<NetworkPolicy>, // as cached
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let mut timer = ctx.manager.metrics.reconcile(NAME);
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let namespace = object.namespace().ok_or(Error::MissingNamespace)?;
-    let api = Api::namespaced(ctx.manager.client.clone(), &namespace);
+    let api = api_of(&object, &ctx)?;
     let finalizer_name = finalizer_name();
     let result = finalizer(&api, &finalizer_name, object, |event| async {
         match event {
@@ -117,37 +121,35 @@ async fn reconcile(
     })
     .await
     .map_err(|err| Error::Finalizer(Box::new(err)));
-    let result = match result {
+    match result {
         Err(err) if err.is_object_gone() => Ok(Action::await_change()),
         other => other,
-    };
-    match &result {
-        Ok(_) => ctx.manager.backoff.succeeded(&key),
-        Err(_) => timer.failed(),
     }
-    result
 }
 
-/// Makes the world match the object's spec, then reports it in its status.
+/// Where `object` is written.
+fn api_of(
+    object: &NetworkPolicy, // read for its namespace
+    ctx: &Context,
+) -> Result<Api<NetworkPolicy>, Error> {
+    let namespace = object.namespace().ok_or(Error::MissingNamespace)?;
+    Ok(Api::namespaced(ctx.manager.client.clone(), &namespace))
+}
+
+/// Makes the world match the object's spec, then reports it in its status
+/// (written only when it changes).
 async fn apply(
     object: &NetworkPolicy, // carries the finalizer
     api: &Api<NetworkPolicy>,
     ctx: &Context,
 ) -> Result<Action, Error> {
     // TODO: create or update what the object stands for here, for example
-    // objects it owns, through server-side apply (Patch::Apply).
+    // objects it owns, with `ctx.manager.apply_owned` (see [`setup`]).
 
     let status = status_for(object);
     if object.status.as_ref() != Some(&status) {
-        let patch = serde_json::json!({
-            "apiVersion": NetworkPolicy::api_version(&()),
-            "kind": NetworkPolicy::kind(&()),
-            "status": status,
-        });
-        let params = PatchParams::apply(manager::NAME).force();
-        api.patch_status(&object.name_any(), &params, &Patch::Apply(patch))
-            .await?;
-        if !is_ready(object) {
+        let written = ctx.manager.apply_status(api, object, &status).await?;
+        if written && !is_ready(object) {
             let note = format!("{} is up to date", object.name_any());
             ctx.manager
                 .publish(
@@ -160,7 +162,7 @@ async fn apply(
                 .await;
         }
     }
-    Ok(Action::requeue(RESYNC))
+    Ok(Action::await_change())
 }
 
 /// Undoes what [`apply`] did outside the cluster before the object goes.
@@ -197,19 +199,6 @@ fn status_for(obj: &NetworkPolicy) -> NetworkPolicyStatus {
 fn is_ready(obj: &NetworkPolicy) -> bool {
     let status = obj.status.as_ref();
     status.is_some_and(|s| conditions::is_true(&s.conditions, conditions::READY))
-}
-
-/// Decides when a failed reconcile is retried: exponential backoff per
-/// object.
-fn error_policy(
-    object: Arc<NetworkPolicy>, // the object whose reconcile failed
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let delay = ctx.manager.backoff.failed(&key);
-    tracing::warn!(object = %key, %error, ?delay, "reconcile failed; retrying");
-    Action::requeue(delay)
 }
 
 #[cfg(test)]

@@ -1,46 +1,41 @@
 //! The Database controller: reconciles `databases.zalando.org` objects.
 //!
-//! This file is yours: write what a Database means in [`apply`] (and what
-//! its deletion means in [`cleanup`]). opctl never overwrites it without
-//! `--force`.
+//! This file is yours: write what a Database means in [`apply`]. opctl
+//! never overwrites it without `--force`.
+//!
+//! Cache first: a reconcile reads the Database, and whatever else it
+//! needs, from the caches [`setup`] makes (the manager keeps them current
+//! with watches), never from the API server, and writes only what differs:
+//! reconciling an object that is already as it should be costs no request.
+//! Give what you create for a Database an ownerReference to it
+//! (`controller_owner_ref`): the garbage collector deletes it with the
+//! Database, with no finalizer. (Cleanup outside the cluster needs one:
+//! `opctl create api ... --finalizer` scaffolds it.)
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
-use kube::runtime::finalizer::{self, finalizer};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
 use database::api::zalando::v1::Database;
 use database::api::zalando::v1::DatabaseStatus;
-use database::manager::{self, Manager, conditions};
+use database::manager::{self, Manager, Scope, conditions};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
-// +opctl:rbac:groups=zalando.org,resources=databases,verbs=get;list;watch;patch;update
+// +opctl:rbac:groups=zalando.org,resources=databases,verbs=get;list;watch
 // +opctl:rbac:groups=zalando.org,resources=databases/status,verbs=get;patch;update
-// +opctl:rbac:groups=zalando.org,resources=databases/finalizers,verbs=update
 
 /// The controller's name in logs and metrics.
 const NAME: &str = "database";
 
-/// The finalizer that lets [`cleanup`] run before an object is deleted.
-pub fn finalizer_name() -> String {
-    format!("{}/finalizer", Database::group(&()))
-}
-
-/// How often an object is reconciled when nothing changes.
-const RESYNC: Duration = Duration::from_secs(300);
-
 /// What every reconcile can use: the manager's context, plus anything you
-/// add (fill it in [`run`]).
+/// add in [`setup`] (the stores of more caches, settings).
 pub struct Context {
-    /// Client, event recorder, metrics and backoff shared by the manager.
+    /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
 }
 
@@ -50,104 +45,76 @@ pub enum Error {
     /// A Kubernetes API call failed.
     #[error("Kubernetes API call failed: {0}")]
     Kube(#[from] kube::Error),
-    /// Adding or removing the finalizer, or the cleanup, failed.
-    #[error("finalizer: {0}")]
-    Finalizer(#[source] Box<finalizer::Error<Error>>),
     /// A namespaced object came without a namespace.
     #[error("the object has no namespace")]
     MissingNamespace,
 }
 
-impl Error {
-    /// Whether adding or removing the finalizer found the object gone: it
-    /// was deleted while this reconcile ran, which is no failure (the watch
-    /// delivers the deletion).
-    fn is_object_gone(&self) -> bool {
-        let Error::Finalizer(err) = self else {
-            return false;
-        };
-        match &**err {
-            finalizer::Error::AddFinalizer(kube::Error::Api(status))
-            | finalizer::Error::RemoveFinalizer(kube::Error::Api(status)) => status.is_not_found(),
-            _ => false,
-        }
-    }
-}
-
 /// Adds this controller to the manager (called from src/main.rs).
 pub fn register(manager: Manager) -> Manager {
-    manager.with_controller(NAME, run)
+    manager.with_controller(NAME, setup, reconcile)
 }
 
-/// Runs the controller until the manager shuts down.
-pub async fn run(manager: manager::Context) {
-    let shutdown = manager.shutdown.clone();
-    let apis = manager.namespaced_apis::<Database>();
-    let ctx = Arc::new(Context { manager });
-    let controllers = apis.into_iter().map(|api| {
-        Controller::new(api, watcher::Config::default().any_semantic())
-            .graceful_shutdown_on(shutdown.clone().wait_owned())
-            .run(reconcile, error_policy, ctx.clone())
-            .for_each(|result| async move {
-                match result {
-                    Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                    Err(err) => tracing::debug!(error = %err, "reconcile failed"),
-                }
-            })
-    });
-    futures::future::join_all(controllers).await;
+/// Sets up the controller for one watched scope: the caches reconciles read
+/// and what triggers a reconcile. To own children, cache their metadata
+/// and let their changes trigger their owner, for example Pods labelled as
+/// this operator's:
+///
+/// ```ignore
+/// let pods = scope.cache_metadata::<Pod>(watcher::Config::default().labels(SELECTOR));
+/// let context = Context { pods: pods.store(), .. };   // reconciles read it
+/// let controller = controller.owns_stream(pods.touched());
+/// ```
+///
+/// and write them with `ctx.manager.apply_owned`, which skips a child whose
+/// cached metadata shows it current.
+fn setup(scope: &Scope) -> (Controller<Database>, Context) {
+    let config = watcher::Config::default().any_semantic();
+    let objects = scope.cache::<Database>(config);
+    let context = Context {
+        manager: scope.context().clone(),
+    };
+    (objects.controller(), context)
 }
 
-/// Brings the cluster in line with one object: called on every change of it
-/// and after each requeue.
+/// Brings the cluster in line with one object, as cached: called on every
+/// change of it (or of what [`setup`] watches for it), every sync period,
+/// and after a failure (with backoff).
 async fn reconcile(
-    object: Arc<Database>, // as last seen by the watch
+    object: Arc<Database>, // as cached
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let mut timer = ctx.manager.metrics.reconcile(NAME);
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let namespace = object.namespace().ok_or(Error::MissingNamespace)?;
-    let api = Api::namespaced(ctx.manager.client.clone(), &namespace);
-    let finalizer_name = finalizer_name();
-    let result = finalizer(&api, &finalizer_name, object, |event| async {
-        match event {
-            finalizer::Event::Apply(object) => apply(&object, &api, &ctx).await,
-            finalizer::Event::Cleanup(object) => cleanup(&object, &ctx).await,
-        }
-    })
-    .await
-    .map_err(|err| Error::Finalizer(Box::new(err)));
-    let result = match result {
-        Err(err) if err.is_object_gone() => Ok(Action::await_change()),
-        other => other,
-    };
-    match &result {
-        Ok(_) => ctx.manager.backoff.succeeded(&key),
-        Err(_) => timer.failed(),
+    if object.metadata.deletion_timestamp.is_some() {
+        // Being deleted: what it owns goes with it.
+        return Ok(Action::await_change());
     }
-    result
+    let api = api_of(&object, &ctx)?;
+    apply(&object, &api, &ctx).await
 }
 
-/// Makes the world match the object's spec, then reports it in its status.
+/// Where `object` is written.
+fn api_of(
+    object: &Database, // read for its namespace
+    ctx: &Context,
+) -> Result<Api<Database>, Error> {
+    let namespace = object.namespace().ok_or(Error::MissingNamespace)?;
+    Ok(Api::namespaced(ctx.manager.client.clone(), &namespace))
+}
+
+/// Makes the world match the object's spec, then reports it in its status
+/// (written only when it changes).
 async fn apply(
-    object: &Database, // carries the finalizer
+    object: &Database, // as cached
     api: &Api<Database>,
     ctx: &Context,
 ) -> Result<Action, Error> {
     // TODO: create or update what the object stands for here, for example
-    // objects it owns, through server-side apply (Patch::Apply).
+    // objects it owns, with `ctx.manager.apply_owned` (see [`setup`]).
 
     let status = status_for(object);
     if object.status.as_ref() != Some(&status) {
-        let patch = serde_json::json!({
-            "apiVersion": Database::api_version(&()),
-            "kind": Database::kind(&()),
-            "status": status,
-        });
-        let params = PatchParams::apply(manager::NAME).force();
-        api.patch_status(&object.name_any(), &params, &Patch::Apply(patch))
-            .await?;
-        if !is_ready(object) {
+        let written = ctx.manager.apply_status(api, object, &status).await?;
+        if written && !is_ready(object) {
             let note = format!("{} is up to date", object.name_any());
             ctx.manager
                 .publish(
@@ -160,26 +127,6 @@ async fn apply(
                 .await;
         }
     }
-    Ok(Action::requeue(RESYNC))
-}
-
-/// Undoes what [`apply`] did outside the cluster before the object goes.
-/// Objects it owns through ownerReferences need nothing here: the garbage
-/// collector deletes them.
-async fn cleanup(
-    object: &Database, // being deleted
-    ctx: &Context,
-) -> Result<Action, Error> {
-    let note = format!("cleaning up {} before deletion", object.name_any());
-    ctx.manager
-        .publish(
-            &object.object_ref(&()),
-            EventType::Normal,
-            "Deleting",
-            "Cleanup",
-            Some(note),
-        )
-        .await;
     Ok(Action::await_change())
 }
 
@@ -197,19 +144,6 @@ fn status_for(obj: &Database) -> DatabaseStatus {
 fn is_ready(obj: &Database) -> bool {
     let status = obj.status.as_ref();
     status.is_some_and(|s| conditions::is_true(&s.conditions, conditions::READY))
-}
-
-/// Decides when a failed reconcile is retried: exponential backoff per
-/// object.
-fn error_policy(
-    object: Arc<Database>, // the object whose reconcile failed
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let delay = ctx.manager.backoff.failed(&key);
-    tracing::warn!(object = %key, %error, ?delay, "reconcile failed; retrying");
-    Action::requeue(delay)
 }
 
 #[cfg(test)]
@@ -240,17 +174,6 @@ mod tests {
         object.status = Some(status_for(&object));
         assert!(is_ready(&object));
         assert_eq!(object.status, Some(status_for(&object)));
-    }
-
-    #[test]
-    fn an_object_deleted_during_its_reconcile_is_no_failure() {
-        use kube::core::Status;
-        let gone = |status: Status| {
-            let err = finalizer::Error::AddFinalizer(kube::Error::Api(status.boxed()));
-            Error::Finalizer(Box::new(err)).is_object_gone()
-        };
-        assert!(gone(Status::failure("deleted", "NotFound").with_code(404)));
-        assert!(!gone(Status::failure("stale", "Conflict").with_code(409)));
     }
 
     #[test]

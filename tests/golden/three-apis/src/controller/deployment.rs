@@ -3,18 +3,22 @@
 //!
 //! This file is yours: write what should happen for each Deployment in
 //! [`reconcile`]. opctl never overwrites it without `--force`.
+//!
+//! Cache first: a reconcile reads the Deployment, and whatever else it
+//! needs, from the caches [`setup`] makes (the manager keeps them current
+//! with watches), never from the API server, and writes only what differs.
+//! Give what you create for a Deployment an ownerReference to it
+//! (`controller_owner_ref`): the garbage collector deletes it with the
+//! Deployment, with no finalizer.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
-use database::manager::{self, Manager};
+use database::manager::{self, Manager, Scope};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -23,13 +27,10 @@ use database::manager::{self, Manager};
 /// The controller's name in logs and metrics.
 const NAME: &str = "deployment";
 
-/// How often an object is reconciled when nothing changes.
-const RESYNC: Duration = Duration::from_secs(300);
-
 /// What every reconcile can use: the manager's context, plus anything you
-/// add (fill it in [`run`]).
+/// add in [`setup`] (the stores of more caches, settings).
 pub struct Context {
-    /// Client, event recorder, metrics and backoff shared by the manager.
+    /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
 }
 
@@ -43,34 +44,28 @@ pub enum Error {
 
 /// Adds this controller to the manager (called from src/main.rs).
 pub fn register(manager: Manager) -> Manager {
-    manager.with_controller(NAME, run)
+    manager.with_controller(NAME, setup, reconcile)
 }
 
-/// Runs the controller until the manager shuts down.
-pub async fn run(manager: manager::Context) {
-    let shutdown = manager.shutdown.clone();
-    let apis = manager.namespaced_apis::<Deployment>();
-    let ctx = Arc::new(Context { manager });
-    let controllers = apis.into_iter().map(|api| {
-        Controller::new(api, watcher::Config::default().any_semantic())
-            .graceful_shutdown_on(shutdown.clone().wait_owned())
-            .run(reconcile, error_policy, ctx.clone())
-            .for_each(|result| async move {
-                match result {
-                    Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                    Err(err) => tracing::debug!(error = %err, "reconcile failed"),
-                }
-            })
-    });
-    futures::future::join_all(controllers).await;
+/// Sets up the controller for one watched scope: the caches reconciles read
+/// and what triggers a reconcile. To own children, cache their metadata
+/// (`scope.cache_metadata`), keep its store in the [`Context`] and pass its
+/// `touched()` stream to `Controller::owns_stream`.
+fn setup(scope: &Scope) -> (Controller<Deployment>, Context) {
+    let config = watcher::Config::default().any_semantic();
+    let objects = scope.cache::<Deployment>(config);
+    let context = Context {
+        manager: scope.context().clone(),
+    };
+    (objects.controller(), context)
 }
 
-/// Called on every change of an object and after each requeue.
+/// Called on every change of an object (as cached), every sync period, and
+/// after a failure (with backoff).
 async fn reconcile(
-    object: Arc<Deployment>, // as last seen by the watch
+    object: Arc<Deployment>, // as cached
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
-    let _timer = ctx.manager.metrics.reconcile(NAME);
     if object.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
@@ -79,22 +74,8 @@ async fn reconcile(
     tracing::info!(
         name = %object.name_any(),
         namespace = object.namespace().unwrap_or_default(),
+        watching = %ctx.manager.scope,
         "reconciling"
     );
-    let key = ObjectRef::from_obj(&*object).to_string();
-    ctx.manager.backoff.succeeded(&key);
-    Ok(Action::requeue(RESYNC))
-}
-
-/// Decides when a failed reconcile is retried: exponential backoff per
-/// object.
-fn error_policy(
-    object: Arc<Deployment>, // the object whose reconcile failed
-    error: &Error,
-    ctx: Arc<Context>,
-) -> Action {
-    let key = ObjectRef::from_obj(&*object).to_string();
-    let delay = ctx.manager.backoff.failed(&key);
-    tracing::warn!(object = %key, %error, ?delay, "reconcile failed; retrying");
-    Action::requeue(delay)
+    Ok(Action::await_change())
 }

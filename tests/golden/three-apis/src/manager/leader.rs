@@ -1,6 +1,7 @@
 //! Leader election on a coordination.k8s.io Lease (kube-lease-manager): with
-//! several replicas only the holder runs controllers; losing the lease stops
-//! the manager so that Kubernetes restarts it as a follower.
+//! several replicas only the holder reconciles (every replica keeps its
+//! caches, serves and is ready); losing the lease stops the manager so that
+//! Kubernetes restarts it as a follower.
 
 use anyhow::Context as _;
 use kube::Client;
@@ -17,6 +18,9 @@ pub struct Lease {
     pub name: String,
     /// The Lease's namespace.
     pub namespace: String,
+    /// Seconds the Lease stays valid without renewal; the holder renews it
+    /// a third of that before it runs out.
+    pub duration_seconds: u64,
 }
 
 /// A held lease: renewed in the background until released.
@@ -33,8 +37,8 @@ pub async fn acquire(
 ) -> anyhow::Result<Option<Leadership>> {
     let mut builder = LeaseManagerBuilder::new(client, &lease.name)
         .with_namespace(&lease.namespace)
-        .with_duration(15)
-        .with_grace(5);
+        .with_duration(lease.duration_seconds)
+        .with_grace((lease.duration_seconds / 3).max(1));
     if let Ok(pod) = std::env::var("POD_NAME") {
         builder = builder.with_identity(pod);
     }

@@ -2,13 +2,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::{Api, Client, Resource};
 
-use super::{Backoff, Metrics, NAME, Shutdown};
+use super::writes::StatusWrites;
+use super::{Backoff, Metrics, NAME, Readiness, Shutdown};
 
 // Events are recorded through the events.k8s.io API in the namespace of the object.
 // +opctl:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -20,19 +21,44 @@ pub struct Context {
     pub client: Client,
     /// Records Kubernetes events about reconciled objects.
     pub recorder: Recorder,
-    /// Reconcile counters and durations, served on /metrics.
-    pub metrics: Arc<Metrics>,
-    /// Retry delays of failed reconciles.
-    pub backoff: Backoff,
     /// The namespaces the controllers watch.
     pub scope: WatchScope,
     /// Completes when the manager shuts down.
     pub shutdown: Shutdown,
+    /// How controllers run (from the manager's flags).
+    pub(crate) settings: Settings,
+    /// Reconcile counts and times, served on /metrics.
+    pub(crate) metrics: Arc<Metrics>,
+    /// Retry delays of failed reconciles.
+    pub(crate) backoff: Backoff,
+    /// Whether the caches are filled and this replica leads.
+    pub(crate) readiness: Readiness,
+    /// Status writes the caches may not show yet.
+    pub(crate) status_writes: StatusWrites,
+}
+
+/// How controllers run (the manager sets them from its flags).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    /// Reconciles at once per controller and watched namespace.
+    pub max_concurrent_reconciles: u16,
+    /// How often every object is reconciled when nothing changes.
+    pub sync_period: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            max_concurrent_reconciles: 1,
+            sync_period: Duration::from_secs(10 * 60 * 60),
+        }
+    }
 }
 
 impl Context {
-    /// A context for `client`; the event reporter's instance is the Pod name
-    /// (POD_NAME) when set.
+    /// A context for `client` (for tests of handlers; the manager makes
+    /// its own); the event reporter's instance is the Pod name (POD_NAME)
+    /// when set.
     pub fn new(client: Client, scope: WatchScope) -> Self {
         let reporter = Reporter {
             controller: NAME.to_owned(),
@@ -41,25 +67,13 @@ impl Context {
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             client,
-            metrics: Arc::new(Metrics::default()),
-            backoff: Backoff::default(),
             scope,
             shutdown: Shutdown::default(),
-        }
-    }
-
-    /// One `Api` per watched namespace, or a single one for all namespaces:
-    /// a controller of a namespaced kind runs once per `Api`.
-    pub fn namespaced_apis<K>(&self) -> Vec<Api<K>>
-    where
-        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
-    {
-        match &self.scope {
-            WatchScope::AllNamespaces => vec![Api::all(self.client.clone())],
-            WatchScope::Namespaces(namespaces) => namespaces
-                .iter()
-                .map(|namespace| Api::namespaced(self.client.clone(), namespace))
-                .collect(),
+            settings: Settings::default(),
+            metrics: Arc::new(Metrics::default()),
+            backoff: Backoff::default(),
+            readiness: Readiness::default(),
+            status_writes: StatusWrites::default(),
         }
     }
 
@@ -96,6 +110,15 @@ pub enum WatchScope {
 }
 
 impl WatchScope {
+    /// The namespace of each instance of a controller of a namespaced kind:
+    /// one per watched namespace, or a single `None` for all namespaces.
+    pub fn namespaces(&self) -> Vec<Option<String>> {
+        match self {
+            Self::AllNamespaces => vec![None],
+            Self::Namespaces(names) => names.iter().cloned().map(Some).collect(),
+        }
+    }
+
     /// All namespaces when `namespaces` holds no name, otherwise exactly those.
     pub fn from_namespaces(namespaces: impl IntoIterator<Item = String>) -> Self {
         let mut names: Vec<String> = namespaces
@@ -146,5 +169,10 @@ mod tests {
             WatchScope::Namespaces(vec!["a".to_owned(), "b".to_owned()])
         );
         assert_eq!(scope.to_string(), "namespaces a,b");
+        assert_eq!(
+            scope.namespaces(),
+            [Some("a".to_owned()), Some("b".to_owned())]
+        );
+        assert_eq!(WatchScope::AllNamespaces.namespaces(), [None]);
     }
 }

@@ -1,6 +1,7 @@
-//! TLS for the webhook server: the serving certificate, reloaded when its
-//! files change (cert-manager renews it in place), and a listener that
-//! completes TLS handshakes concurrently, so a slow client holds up no one.
+//! TLS for the metrics endpoint and the webhook server: the serving
+//! certificate, from files reloaded when they change (cert-manager renews
+//! them in place) or made at start-up, and a listener that completes TLS
+//! handshakes concurrently, so a slow client holds up no one.
 
 use std::fmt;
 use std::io;
@@ -21,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
-use super::super::Shutdown;
+use super::Shutdown;
 
 /// How often the certificate files are compared with the loaded ones.
 const RELOAD_INTERVAL: Duration = Duration::from_secs(2);
@@ -32,13 +33,16 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// The serving certificate in use, and the files it comes from.
+/// The serving certificate in use, and the files it comes from (none for
+/// one made at start-up).
 pub struct Certificates {
     cert_path: PathBuf,
     key_path: PathBuf,
     current: RwLock<Arc<CertifiedKey>>,
     /// The contents of the certificate and key files last loaded.
     loaded: Mutex<(Vec<u8>, Vec<u8>)>,
+    /// Whether the certificate comes from files (and is reloaded).
+    from_files: bool,
 }
 
 impl fmt::Debug for Certificates {
@@ -68,14 +72,20 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> anyhow::Result<CertifiedKey
 }
 
 impl Certificates {
-    /// Loads the certificate and key; the error says how to provide them.
-    pub fn load(cert_path: PathBuf, key_path: PathBuf) -> anyhow::Result<Arc<Self>> {
+    /// Loads the certificate and key of the `what` endpoint; `hint` says
+    /// how to provide them.
+    pub fn load(
+        what: &str,
+        cert_path: PathBuf,
+        key_path: PathBuf,
+        hint: &str,
+    ) -> anyhow::Result<Arc<Self>> {
         let loaded = read(&cert_path)
             .and_then(|cert| Ok((cert, read(&key_path)?)))
             .and_then(|(cert, key)| Ok((certified_key(&cert, &key)?, (cert, key))));
         let (key, files) = loaded.with_context(|| {
             format!(
-                "cannot load the webhook serving certificate {} and key {}; in a cluster cert-manager provides them (config/certmanager), for a local run pass --webhook-self-signed, or --enable-webhooks=false to run without webhooks",
+                "cannot load the {what} serving certificate {} and key {}; {hint}",
                 cert_path.display(),
                 key_path.display()
             )
@@ -85,6 +95,22 @@ impl Certificates {
             key_path,
             current: RwLock::new(Arc::new(key)),
             loaded: Mutex::new(files),
+            from_files: true,
+        }))
+    }
+
+    /// A certificate made now, signed by a CA of its own, for the names in
+    /// `dns_names` and the loopback addresses: nothing to reload.
+    pub fn self_signed(dns_names: &[String]) -> anyhow::Result<Arc<Self>> {
+        let pki = super::self_signed::generate(dns_names)?;
+        let (cert, key) = (pki.cert_pem.into_bytes(), pki.key_pem.into_bytes());
+        let certified = certified_key(&cert, &key)?;
+        Ok(Arc::new(Self {
+            cert_path: PathBuf::new(),
+            key_path: PathBuf::new(),
+            current: RwLock::new(Arc::new(certified)),
+            loaded: Mutex::new((cert, key)),
+            from_files: false,
         }))
     }
 
@@ -92,6 +118,9 @@ impl Certificates {
     /// is in use. Files that do not make a valid pair (yet: one of them may
     /// still be being written) leave the current certificate in use.
     pub fn reload(&self) -> anyhow::Result<bool> {
+        if !self.from_files {
+            return Ok(false);
+        }
         let cert = read(&self.cert_path)?;
         let key = read(&self.key_path)?;
         let mut loaded = self
@@ -112,6 +141,9 @@ impl Certificates {
 
     /// Checks the files every few seconds until shutdown.
     pub async fn reload_on_change(self: Arc<Self>, shutdown: Shutdown) {
+        if !self.from_files {
+            return;
+        }
         let mut interval = tokio::time::interval(RELOAD_INTERVAL);
         let mut last_error = String::new();
         loop {
@@ -121,14 +153,14 @@ impl Certificates {
             }
             match self.reload() {
                 Ok(true) => {
-                    tracing::info!(cert = %self.cert_path.display(), "reloaded the webhook certificate");
+                    tracing::info!(cert = %self.cert_path.display(), "reloaded a serving certificate");
                     last_error.clear();
                 }
                 Ok(false) => last_error.clear(),
                 Err(err) => {
                     let error = format!("{err:#}");
                     if error != last_error {
-                        tracing::warn!(%error, "cannot reload the webhook certificate; keeping the current one");
+                        tracing::warn!(%error, "cannot reload a serving certificate; keeping the current one");
                         last_error = error;
                     }
                 }
@@ -155,11 +187,16 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Listens on `addr`, serving the certificates of `certificates`.
-    pub async fn bind(addr: SocketAddr, certificates: Arc<Certificates>) -> anyhow::Result<Self> {
+    /// Listens for the `what` endpoint on `addr`, serving the certificates
+    /// of `certificates`.
+    pub async fn bind(
+        what: &str,
+        addr: SocketAddr,
+        certificates: Arc<Certificates>,
+    ) -> anyhow::Result<Self> {
         let tcp = TcpListener::bind(addr)
             .await
-            .with_context(|| format!("cannot listen for webhooks on {addr}"))?;
+            .with_context(|| format!("cannot listen for the {what} endpoint on {addr}"))?;
         let local = tcp.local_addr()?;
         let mut config = ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()?
@@ -186,7 +223,7 @@ async fn accept(
             accepted = tcp.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
-                    tracing::warn!(error = %err, "cannot accept a webhook connection");
+                    tracing::warn!(error = %err, "cannot accept a connection");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
@@ -228,6 +265,15 @@ mod tests {
     use super::super::self_signed;
     use super::*;
 
+    fn load(dir: &Path) -> anyhow::Result<Arc<Certificates>> {
+        Certificates::load(
+            "test",
+            dir.join("tls.crt"),
+            dir.join("tls.key"),
+            "pass --test-certificates",
+        )
+    }
+
     /// A directory of its own under the system's temporary directory.
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
@@ -251,10 +297,9 @@ mod tests {
 
     #[test]
     fn a_changed_certificate_is_picked_up_and_a_broken_one_ignored() {
-        let dir = scratch("webhook-tls-reload");
+        let dir = scratch("tls-reload");
         write_pair(&dir, &["first.example.com"]);
-        let certificates =
-            Certificates::load(dir.join("tls.crt"), dir.join("tls.key")).expect("loads");
+        let certificates = load(&dir).expect("loads");
         let first = leaf(&certificates);
         assert!(!certificates.reload().expect("unchanged files"));
 
@@ -273,11 +318,22 @@ mod tests {
 
     #[test]
     fn missing_files_are_explained() {
-        let dir = scratch("webhook-tls-missing");
-        let err =
-            Certificates::load(dir.join("tls.crt"), dir.join("tls.key")).expect_err("no files");
+        let dir = scratch("tls-missing");
+        let err = load(&dir).expect_err("no files");
         let message = format!("{err:#}");
-        assert!(message.contains("--webhook-self-signed"), "{message}");
+        assert!(
+            message.contains("cannot load the test serving certificate"),
+            "{message}"
+        );
+        assert!(message.contains("--test-certificates"), "{message}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_self_signed_certificate_is_made_in_memory() {
+        let certificates =
+            Certificates::self_signed(&["metrics.example".to_owned()]).expect("a certificate");
+        assert!(!leaf(&certificates).is_empty());
+        assert!(!certificates.reload().expect("nothing to reload"));
     }
 }
