@@ -5,6 +5,7 @@ use std::process::ExitStatus;
 
 use anyhow::Context;
 use opctl_envtest::admission::WebhookRoute;
+use opctl_envtest::workloads::{NodeSpec, NodeTaint, Simulation};
 use opctl_envtest::{Config, Envtest};
 
 const RUN_EXAMPLES: &str = "Examples:
@@ -13,6 +14,13 @@ const RUN_EXAMPLES: &str = "Examples:
 
   # Try kubectl against it
   opctl envtest run -- kubectl get namespaces
+
+  # Three simulated nodes, one tainted, and wait for a Deployment to roll out
+  opctl envtest run --nodes 3 --node-taint envtest-node-3=dedicated=gpu:NoSchedule -- \
+    sh -c 'kubectl create deployment web --image=nginx --replicas=3 && kubectl rollout status deployment/web'
+
+  # A bare API server: no nodes, no scheduler, no kubelet, no controllers
+  opctl envtest run --simulate none -- cargo test --test e2e
 
   # Send the calls of webhooks behind Service system/webhook-service (port 443)
   # to a manager listening on 127.0.0.1:9443
@@ -44,6 +52,8 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub simulation: SimulationArgs,
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -60,6 +70,8 @@ pub struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct StartArgs {
+    #[command(flatten)]
+    pub simulation: SimulationArgs,
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -74,10 +86,43 @@ pub struct StartArgs {
     pub kubeconfig: Option<PathBuf>,
 }
 
+/// The workload simulation (see docs/envtest-workloads.md).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimulationArgs {
+    /// Parts of the workload simulation to run: all, none, or a comma-separated
+    /// list of nodes, scheduler, kubelet, controllers.
+    #[arg(long, value_name = "PARTS", default_value = "all")]
+    pub simulate: String,
+    /// How many simulated Nodes to register (envtest-node-1, envtest-node-2, ...).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nodes: usize,
+    /// Taint a simulated Node (repeatable), e.g. envtest-node-2=dedicated=gpu:NoSchedule.
+    #[arg(long = "node-taint", value_name = "NODE=KEY[=VALUE]:EFFECT")]
+    pub node_taints: Vec<NodeTaint>,
+    /// Register a simulated Node as NotReady (repeatable).
+    #[arg(long = "node-not-ready", value_name = "NODE")]
+    pub not_ready: Vec<String>,
+}
+
+impl SimulationArgs {
+    fn simulation(&self) -> anyhow::Result<Simulation> {
+        let mut sim = Simulation {
+            nodes: NodeSpec::numbered(self.nodes),
+            ..Simulation::default()
+        };
+        sim.select_parts(&self.simulate)
+            .map_err(anyhow::Error::msg)?;
+        sim.adjust_nodes(&self.node_taints, &self.not_ready)
+            .map_err(|e| anyhow::anyhow!("--node-taint/--node-not-ready: {e}"))?;
+        Ok(sim)
+    }
+}
+
 fn config(
     port: u16,
     crds: Option<PathBuf>,
     webhook_routes: Vec<WebhookRoute>,
+    simulation: &SimulationArgs,
 ) -> anyhow::Result<Config> {
     if let Some(dir) = &crds
         && !dir.exists()
@@ -88,6 +133,7 @@ fn config(
         port,
         crd_paths: crds.into_iter().collect(),
         webhook_routes,
+        simulation: simulation.simulation()?,
         ..Config::default()
     })
 }
@@ -150,7 +196,7 @@ async fn terminate_signal() {
 }
 
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
-    let config = config(args.port, args.crds, args.webhook_routes)?;
+    let config = config(args.port, args.crds, args.webhook_routes, &args.simulation)?;
     let env = Envtest::start(config).await?;
     let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let kubeconfig = dir.path().join("kubeconfig");
@@ -183,7 +229,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 }
 
 async fn serve(args: StartArgs) -> anyhow::Result<()> {
-    let config = config(args.port, args.crds, args.webhook_routes)?;
+    let config = config(args.port, args.crds, args.webhook_routes, &args.simulation)?;
     let env = Envtest::start(config).await?;
     let (path, temporary) = match args.kubeconfig {
         Some(p) => (p, false),
@@ -281,11 +327,62 @@ mod tests {
 
     #[test]
     fn missing_crd_directory_is_named_in_the_error() {
-        let err = config(0, Some(PathBuf::from("/no/such/dir")), Vec::new()).unwrap_err();
+        let defaults = SimulationArgs {
+            simulate: "all".into(),
+            nodes: 1,
+            node_taints: Vec::new(),
+            not_ready: Vec::new(),
+        };
+        let err = config(
+            0,
+            Some(PathBuf::from("/no/such/dir")),
+            Vec::new(),
+            &defaults,
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "--crds /no/such/dir: no such file or directory"
         );
+    }
+
+    #[test]
+    fn simulation_flags_shape_the_nodes_and_bad_ones_are_named() {
+        let cli = Cli::try_parse_from([
+            "opctl",
+            "start",
+            "--nodes",
+            "3",
+            "--node-taint",
+            "envtest-node-2=gpu=yes:NoSchedule",
+            "--node-not-ready",
+            "envtest-node-3",
+            "--simulate",
+            "nodes,kubelet",
+        ])
+        .expect("parses");
+        let Command::Start(args) = cli.cmd else {
+            panic!("parsed as {:?}", cli.cmd);
+        };
+        let sim = args.simulation.simulation().expect("valid");
+        assert_eq!(sim.nodes.len(), 3);
+        assert_eq!(sim.nodes[1].taints[0].to_string(), "gpu=yes:NoSchedule");
+        assert!(!sim.nodes[2].ready);
+        assert!(sim.kubelet && !sim.scheduler && !sim.controllers);
+        let cli = Cli::try_parse_from(["opctl", "start", "--node-not-ready", "envtest-node-9"])
+            .expect("parses");
+        let Command::Start(args) = cli.cmd else {
+            panic!("parsed as {:?}", cli.cmd);
+        };
+        let err = args.simulation.simulation().unwrap_err().to_string();
+        assert!(
+            err.contains("no simulated node \"envtest-node-9\""),
+            "{err}"
+        );
+        let err = Cli::try_parse_from(["opctl", "start", "--node-taint", "envtest-node-1=gpu"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("KEY[=VALUE]:EFFECT"), "{err}");
     }
 
     #[test]

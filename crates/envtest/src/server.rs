@@ -38,6 +38,9 @@ pub struct Config {
     /// waits 5 s; a short wait lets clients see the Terminating namespace
     /// without slowing tests).
     pub namespace_deletion_grace: Duration,
+    /// Simulated Nodes, scheduler, kubelets and workload controllers
+    /// (on by default; [`crate::workloads::Simulation::off`] for a bare API server).
+    pub simulation: crate::workloads::Simulation,
 }
 
 impl Default for Config {
@@ -49,6 +52,7 @@ impl Default for Config {
             read_history: 100_000,
             webhook_routes: Vec::new(),
             namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
+            simulation: crate::workloads::Simulation::default(),
         }
     }
 }
@@ -60,6 +64,7 @@ pub struct Envtest {
     shutdown: Option<oneshot::Sender<()>>,
     server: JoinHandle<()>,
     controllers: JoinHandle<()>,
+    workloads: Option<JoinHandle<()>>,
 }
 
 /// The default of [`Config::namespace_deletion_grace`].
@@ -79,6 +84,7 @@ impl Envtest {
         // The bootstrap admin, edit and view roles are aggregated before the
         // first request, as on a cluster that has been up for a moment.
         controllers::aggregation::aggregate_all(&app);
+        let workloads = crate::workloads::start(app.clone(), config.simulation.clone()).await?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", config.port))?;
@@ -101,6 +107,7 @@ impl Envtest {
             shutdown: Some(tx),
             server,
             controllers,
+            workloads,
         };
         env.install_crds(crds).await?;
         Ok(env)
@@ -138,6 +145,9 @@ impl Envtest {
             self.server.abort();
         }
         self.controllers.abort();
+        if let Some(w) = &self.workloads {
+            w.abort();
+        }
     }
 
     async fn install_crds(&self, crds: Vec<(String, Value)>) -> anyhow::Result<()> {

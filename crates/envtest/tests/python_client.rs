@@ -144,3 +144,8 @@ fn python_client_watch_sees_added_modified_deleted() {
 fn python_client_sees_the_bytes_kube_apiserver_writes() {
     run_script("wire_bytes.py");
 }
+
+#[test]
+fn python_client_sees_a_deployment_roll_out_and_a_job_complete() {
+    run_script("workloads.py");
+}

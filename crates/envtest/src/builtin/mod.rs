@@ -12,7 +12,7 @@ pub mod events;
 mod kinds;
 mod listtypes;
 mod prepare;
-mod quantity;
+pub(crate) mod quantity;
 mod shape;
 mod tables;
 mod validation;

@@ -7,7 +7,7 @@
 
 pub mod aggregation;
 mod crds;
-mod events;
+pub(crate) mod events;
 mod gc;
 mod namespaces;
 
