@@ -14,21 +14,30 @@ Examples:
   opctl create api --group apps --version v1alpha1 --kind SidecarSet --namespaced=false --controller=false
   # A controller for a built-in kind (no CRD, no types):
   opctl create api --group apps --version v1 --kind Deployment --resource=false
-  opctl create api --group core --version v1 --kind Pod --resource=false
+  opctl create api --group core --version v1 --kind Pod --resource=false";
 
-Built-in kinds for --resource=false (group/version Kind):
-  admissionregistration/v1 MutatingWebhookConfiguration, ValidatingWebhookConfiguration;
-  apiextensions/v1 CustomResourceDefinition; apps/v1 DaemonSet, Deployment, ReplicaSet,
-  StatefulSet; autoscaling/v2 HorizontalPodAutoscaler; batch/v1 CronJob, Job;
-  coordination/v1 Lease; core/v1 ConfigMap, Endpoints, Event, Namespace, Node,
-  PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount;
-  discovery/v1 EndpointSlice; events/v1 Event; networking/v1 Ingress, IngressClass,
-  NetworkPolicy; policy/v1 PodDisruptionBudget; rbac/v1 ClusterRole, ClusterRoleBinding,
-  Role, RoleBinding; scheduling/v1 PriorityClass; storage/v1 StorageClass";
+/// The examples, then the built-in kinds from the table of kinds.
+fn examples() -> String {
+    let kinds = builtin::help_list();
+    let mut text =
+        format!("{EXAMPLES}\n\nBuilt-in kinds for --resource=false (group/version Kind):\n");
+    let mut line = String::from(" ");
+    for word in kinds.split(' ') {
+        if line.len() + 1 + word.len() > 90 {
+            text.push_str(&line);
+            text.push('\n');
+            line = String::from(" ");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    text.push_str(&line);
+    text
+}
 
 /// Add a kind (types, CRD, sample) and/or a controller for it.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLES)]
+#[command(after_help = examples())]
 pub struct Args {
     /// API group: the kind's group is <group>.<domain> (built-in groups such as apps or core with --resource=false).
     #[arg(long)]
@@ -182,7 +191,7 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     if let Some(known) = builtin::find(&args.group, &args.version, &args.kind) {
         anyhow::bail!(
             "{}/{} {} is a built-in Kubernetes kind; add --resource=false to scaffold a controller for it",
-            known.group,
+            known.short_group(),
             known.version,
             known.kind
         );
@@ -274,19 +283,7 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
 /// kinds scaffolded earlier without a controller.
 fn existing_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     if let Some(known) = builtin::find(&args.group, &args.version, &args.kind) {
-        return Ok(Resource {
-            group: known.group.to_owned(),
-            api_group: known.api_group.to_owned(),
-            version: known.version.to_owned(),
-            kind: known.kind.to_owned(),
-            plural: known.plural.to_owned(),
-            namespaced: known.namespaced,
-            resource: false,
-            builtin: true,
-            controller: args.controller,
-            path: format!("{}::{}", known.module, known.kind),
-            webhooks: None,
-        });
+        return Ok(Resource::builtin(known, args.controller));
     }
     let api_group = format!("{}.{}", args.group, project.domain);
     if let Some(own) = project

@@ -136,7 +136,7 @@ fn find_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         r.version == args.version
             && r.kind == args.kind
             && if r.builtin {
-                known.is_some_and(|k| k.api_group == r.api_group)
+                known.is_some_and(|k| k.group == r.api_group)
             } else {
                 r.api_group == api_group
             }
@@ -144,25 +144,13 @@ fn find_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         return Ok(existing.clone());
     }
     if let Some(known) = known {
-        if known.api_group == "admissionregistration.k8s.io" {
+        if known.group == "admissionregistration.k8s.io" {
             anyhow::bail!(
                 "{} objects are never sent to admission webhooks; choose another kind",
                 known.kind
             );
         }
-        return Ok(Resource {
-            group: known.group.to_owned(),
-            api_group: known.api_group.to_owned(),
-            version: known.version.to_owned(),
-            kind: known.kind.to_owned(),
-            plural: known.plural.to_owned(),
-            namespaced: known.namespaced,
-            resource: false,
-            builtin: true,
-            controller: false,
-            path: format!("{}::{}", known.module, known.kind),
-            webhooks: None,
-        });
+        return Ok(Resource::builtin(known, false));
     }
     if let Some(other) = project
         .crd_resources()

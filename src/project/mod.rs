@@ -101,6 +101,23 @@ impl Webhooks {
 }
 
 impl Resource {
+    /// The record of built-in kind `known`, with a controller or not.
+    pub fn builtin(known: &builtin::BuiltinKind, controller: bool) -> Resource {
+        Resource {
+            group: known.short_group().to_owned(),
+            api_group: known.group.to_owned(),
+            version: known.version.to_owned(),
+            kind: known.kind.to_owned(),
+            plural: known.plural.to_owned(),
+            namespaced: known.namespaced,
+            resource: false,
+            builtin: true,
+            controller,
+            path: format!("{}::{}", known.rust_module(), known.kind),
+            webhooks: None,
+        }
+    }
+
     /// `zalando.org/v1` (or `v1` for core).
     pub fn api_version(&self) -> String {
         if self.api_group.is_empty() {

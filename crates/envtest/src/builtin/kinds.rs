@@ -1,7 +1,32 @@
-//! The table of built-in kinds: names, scope, short names, categories and
-//! verbs as kube-apiserver's discovery documents list them.
+//! The one table of built-in kinds. envtest serves every row (routing,
+//! discovery, typed decoding through the row's k8s-openapi type) and opctl's
+//! scaffolder offers every row a controller can watch to
+//! `create api --resource=false` and `create webhook`.
+//!
+//! Adding a kind is one row here: group, version, kind, resource name and
+//! scope come from its k8s-openapi type; the row adds what discovery lists
+//! besides (singular name, short names, categories, verbs, subresources).
+//! Kind-specific behaviour is optional and lives beside: defaults
+//! (`defaults/`), validation (`validation/`), `kubectl get` columns
+//! (`tables/`), list merge keys (`listtypes.rs`), and the sample object
+//! opctl's generated webhook e2e tests create (`src/project/builtin_samples.rs`
+//! in opctl, which a test there requires for every row).
+
+use k8s_openapi::api::{
+    admissionregistration::v1 as admissionregistration, apps::v1 as apps,
+    authentication::v1 as authentication, authorization::v1 as authorization,
+    autoscaling::v2 as autoscaling, batch::v1 as batch, coordination::v1 as coordination,
+    core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
+    scheduling::v1 as scheduling, storage::v1 as storage,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::KindInfo;
+use super::decode::Codec;
 
 const ALL_VERBS: &[&str] = &[
     "create",
@@ -19,437 +44,197 @@ const NAMESPACE_VERBS: &[&str] = &[
     "create", "delete", "get", "list", "patch", "update", "watch",
 ];
 
+/// Reviews (`kubectl auth can-i`, `kubectl auth whoami`) are created and
+/// answered, never stored.
+const REVIEW_VERBS: &[&str] = &["create"];
+
 const ALL: &[&str] = &["all"];
 const API_EXTENSIONS: &[&str] = &["api-extensions"];
 
-#[allow(clippy::too_many_arguments)]
-const fn kind(
-    group: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    singular: &'static str,
-    namespaced: bool,
-    short_names: &'static [&'static str],
-    categories: &'static [&'static str],
-    has_status: bool,
-    has_scale: bool,
-) -> KindInfo {
+/// Whether a k8s-openapi scope type is namespaced.
+trait Scope {
+    const NAMESPACED: bool;
+}
+
+impl Scope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl Scope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// The row of k8s-openapi type `K`: all verbs, no short names, categories
+/// or subresources until the builder methods below add them.
+const fn of<K>(singular: &'static str) -> KindInfo
+where
+    K: Resource + Serialize + DeserializeOwned,
+    K::Scope: Scope,
+{
     KindInfo {
-        group,
-        version: "v1",
-        kind,
-        plural,
+        group: K::GROUP,
+        version: K::VERSION,
+        kind: K::KIND,
+        plural: K::URL_PATH_SEGMENT,
         singular,
-        namespaced,
-        short_names,
-        categories,
+        namespaced: <K::Scope as Scope>::NAMESPACED,
+        short_names: &[],
+        categories: &[],
         verbs: ALL_VERBS,
-        has_status,
-        has_scale,
+        has_status: false,
+        has_scale: false,
+        codec: Codec::of::<K>(),
     }
 }
 
-const NONE: &[&str] = &[];
+/// A review: created and answered, never stored.
+const fn review<K>() -> KindInfo
+where
+    K: Resource + Serialize + DeserializeOwned,
+    K::Scope: Scope,
+{
+    of::<K>("").verbs(REVIEW_VERBS)
+}
 
-const AUTHORIZATION: &str = "authorization.k8s.io";
+impl KindInfo {
+    const fn short(self, short_names: &'static [&'static str]) -> KindInfo {
+        KindInfo {
+            short_names,
+            ..self
+        }
+    }
 
-/// A review (`kubectl auth can-i`, `kubectl auth whoami`): created and
-/// answered, never stored.
-const fn review(
-    group: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-) -> KindInfo {
-    KindInfo {
-        group,
-        version: "v1",
-        kind,
-        plural,
-        singular: "",
-        namespaced,
-        short_names: NONE,
-        categories: NONE,
-        verbs: &["create"],
-        has_status: false,
-        has_scale: false,
+    const fn categories(self, categories: &'static [&'static str]) -> KindInfo {
+        KindInfo { categories, ..self }
+    }
+
+    const fn verbs(self, verbs: &'static [&'static str]) -> KindInfo {
+        KindInfo { verbs, ..self }
+    }
+
+    /// Served with a `/status` subresource.
+    const fn status(self) -> KindInfo {
+        KindInfo {
+            has_status: true,
+            ..self
+        }
+    }
+
+    /// Served with a `/scale` subresource.
+    const fn scale(self) -> KindInfo {
+        KindInfo {
+            has_scale: true,
+            ..self
+        }
     }
 }
 
 /// Ordered by group, then resource name, as discovery lists them.
 pub(super) static KINDS: &[KindInfo] = &[
     // core/v1
-    kind(
-        "",
-        "ConfigMap",
-        "configmaps",
-        "configmap",
-        true,
-        &["cm"],
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "",
-        "Endpoints",
-        "endpoints",
-        "endpoints",
-        true,
-        &["ep"],
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "",
-        "Event",
-        "events",
-        "event",
-        true,
-        &["ev"],
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "",
-        "LimitRange",
-        "limitranges",
-        "limitrange",
-        true,
-        &["limits"],
-        NONE,
-        false,
-        false,
-    ),
-    KindInfo {
-        verbs: NAMESPACE_VERBS,
-        ..kind(
-            "",
-            "Namespace",
-            "namespaces",
-            "namespace",
-            false,
-            &["ns"],
-            NONE,
-            true,
-            false,
-        )
-    },
-    kind(
-        "",
-        "Node",
-        "nodes",
-        "node",
-        false,
-        &["no"],
-        NONE,
-        true,
-        false,
-    ),
-    kind(
-        "",
-        "PersistentVolumeClaim",
-        "persistentvolumeclaims",
-        "persistentvolumeclaim",
-        true,
-        &["pvc"],
-        NONE,
-        true,
-        false,
-    ),
-    kind("", "Pod", "pods", "pod", true, &["po"], ALL, true, false),
-    kind(
-        "",
-        "PodTemplate",
-        "podtemplates",
-        "podtemplate",
-        true,
-        NONE,
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "",
-        "ResourceQuota",
-        "resourcequotas",
-        "resourcequota",
-        true,
-        &["quota"],
-        NONE,
-        true,
-        false,
-    ),
-    kind(
-        "", "Secret", "secrets", "secret", true, NONE, NONE, false, false,
-    ),
-    kind(
-        "",
-        "ServiceAccount",
-        "serviceaccounts",
-        "serviceaccount",
-        true,
-        &["sa"],
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "",
-        "Service",
-        "services",
-        "service",
-        true,
-        &["svc"],
-        ALL,
-        true,
-        false,
-    ),
+    of::<core::ConfigMap>("configmap").short(&["cm"]),
+    of::<core::Endpoints>("endpoints").short(&["ep"]),
+    of::<core::Event>("event").short(&["ev"]),
+    of::<core::LimitRange>("limitrange").short(&["limits"]),
+    of::<core::Namespace>("namespace")
+        .short(&["ns"])
+        .verbs(NAMESPACE_VERBS)
+        .status(),
+    of::<core::Node>("node").short(&["no"]).status(),
+    of::<core::PersistentVolumeClaim>("persistentvolumeclaim")
+        .short(&["pvc"])
+        .status(),
+    of::<core::PersistentVolume>("persistentvolume")
+        .short(&["pv"])
+        .status(),
+    of::<core::Pod>("pod")
+        .short(&["po"])
+        .categories(ALL)
+        .status(),
+    of::<core::PodTemplate>("podtemplate"),
+    of::<core::ResourceQuota>("resourcequota")
+        .short(&["quota"])
+        .status(),
+    of::<core::Secret>("secret"),
+    of::<core::ServiceAccount>("serviceaccount").short(&["sa"]),
+    of::<core::Service>("service")
+        .short(&["svc"])
+        .categories(ALL)
+        .status(),
     // admissionregistration.k8s.io/v1
-    kind(
-        "admissionregistration.k8s.io",
-        "MutatingWebhookConfiguration",
-        "mutatingwebhookconfigurations",
-        "mutatingwebhookconfiguration",
-        false,
-        NONE,
-        API_EXTENSIONS,
-        false,
-        false,
-    ),
-    kind(
-        "admissionregistration.k8s.io",
-        "ValidatingWebhookConfiguration",
-        "validatingwebhookconfigurations",
-        "validatingwebhookconfiguration",
-        false,
-        NONE,
-        API_EXTENSIONS,
-        false,
-        false,
-    ),
+    of::<admissionregistration::MutatingWebhookConfiguration>("mutatingwebhookconfiguration")
+        .categories(API_EXTENSIONS),
+    of::<admissionregistration::ValidatingWebhookConfiguration>("validatingwebhookconfiguration")
+        .categories(API_EXTENSIONS),
     // apiextensions.k8s.io/v1
-    kind(
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        "customresourcedefinition",
-        false,
-        &["crd", "crds"],
-        API_EXTENSIONS,
-        true,
-        false,
-    ),
+    of::<apiextensions::CustomResourceDefinition>("customresourcedefinition")
+        .short(&["crd", "crds"])
+        .categories(API_EXTENSIONS)
+        .status(),
     // apps/v1
-    kind(
-        "apps",
-        "ControllerRevision",
-        "controllerrevisions",
-        "controllerrevision",
-        true,
-        NONE,
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "apps",
-        "DaemonSet",
-        "daemonsets",
-        "daemonset",
-        true,
-        &["ds"],
-        ALL,
-        true,
-        false,
-    ),
-    kind(
-        "apps",
-        "Deployment",
-        "deployments",
-        "deployment",
-        true,
-        &["deploy"],
-        ALL,
-        true,
-        true,
-    ),
-    kind(
-        "apps",
-        "ReplicaSet",
-        "replicasets",
-        "replicaset",
-        true,
-        &["rs"],
-        ALL,
-        true,
-        true,
-    ),
-    kind(
-        "apps",
-        "StatefulSet",
-        "statefulsets",
-        "statefulset",
-        true,
-        &["sts"],
-        ALL,
-        true,
-        true,
-    ),
-    // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews,
-    // answered and never stored
-    review(
-        "authentication.k8s.io",
-        "SelfSubjectReview",
-        "selfsubjectreviews",
-        false,
-    ),
-    review(
-        AUTHORIZATION,
-        "LocalSubjectAccessReview",
-        "localsubjectaccessreviews",
-        true,
-    ),
-    review(
-        AUTHORIZATION,
-        "SelfSubjectAccessReview",
-        "selfsubjectaccessreviews",
-        false,
-    ),
-    review(
-        AUTHORIZATION,
-        "SelfSubjectRulesReview",
-        "selfsubjectrulesreviews",
-        false,
-    ),
-    review(
-        AUTHORIZATION,
-        "SubjectAccessReview",
-        "subjectaccessreviews",
-        false,
-    ),
+    of::<apps::ControllerRevision>("controllerrevision"),
+    of::<apps::DaemonSet>("daemonset")
+        .short(&["ds"])
+        .categories(ALL)
+        .status(),
+    of::<apps::Deployment>("deployment")
+        .short(&["deploy"])
+        .categories(ALL)
+        .status()
+        .scale(),
+    of::<apps::ReplicaSet>("replicaset")
+        .short(&["rs"])
+        .categories(ALL)
+        .status()
+        .scale(),
+    of::<apps::StatefulSet>("statefulset")
+        .short(&["sts"])
+        .categories(ALL)
+        .status()
+        .scale(),
+    // authentication.k8s.io/v1, authorization.k8s.io/v1
+    review::<authentication::SelfSubjectReview>(),
+    review::<authorization::LocalSubjectAccessReview>(),
+    review::<authorization::SelfSubjectAccessReview>(),
+    review::<authorization::SelfSubjectRulesReview>(),
+    review::<authorization::SubjectAccessReview>(),
+    // autoscaling/v2
+    of::<autoscaling::HorizontalPodAutoscaler>("horizontalpodautoscaler")
+        .short(&["hpa"])
+        .categories(ALL)
+        .status(),
     // batch/v1
-    kind(
-        "batch",
-        "CronJob",
-        "cronjobs",
-        "cronjob",
-        true,
-        &["cj"],
-        ALL,
-        true,
-        false,
-    ),
-    kind("batch", "Job", "jobs", "job", true, NONE, ALL, true, false),
+    of::<batch::CronJob>("cronjob")
+        .short(&["cj"])
+        .categories(ALL)
+        .status(),
+    of::<batch::Job>("job").categories(ALL).status(),
     // coordination.k8s.io/v1
-    kind(
-        "coordination.k8s.io",
-        "Lease",
-        "leases",
-        "lease",
-        true,
-        NONE,
-        NONE,
-        false,
-        false,
-    ),
+    of::<coordination::Lease>("lease"),
+    // discovery.k8s.io/v1
+    of::<discovery::EndpointSlice>("endpointslice"),
     // events.k8s.io/v1
-    kind(
-        "events.k8s.io",
-        "Event",
-        "events",
-        "event",
-        true,
-        &["ev"],
-        NONE,
-        false,
-        false,
-    ),
+    of::<events::Event>("event").short(&["ev"]),
+    // networking.k8s.io/v1
+    of::<networking::IngressClass>("ingressclass"),
+    of::<networking::Ingress>("ingress")
+        .short(&["ing"])
+        .status(),
+    of::<networking::NetworkPolicy>("networkpolicy").short(&["netpol"]),
+    // policy/v1
+    of::<policy::PodDisruptionBudget>("poddisruptionbudget")
+        .short(&["pdb"])
+        .status(),
     // rbac.authorization.k8s.io/v1
-    kind(
-        "rbac.authorization.k8s.io",
-        "ClusterRoleBinding",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        false,
-        NONE,
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "rbac.authorization.k8s.io",
-        "ClusterRole",
-        "clusterroles",
-        "clusterrole",
-        false,
-        NONE,
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "rbac.authorization.k8s.io",
-        "RoleBinding",
-        "rolebindings",
-        "rolebinding",
-        true,
-        NONE,
-        NONE,
-        false,
-        false,
-    ),
-    kind(
-        "rbac.authorization.k8s.io",
-        "Role",
-        "roles",
-        "role",
-        true,
-        NONE,
-        NONE,
-        false,
-        false,
-    ),
+    of::<rbac::ClusterRoleBinding>("clusterrolebinding"),
+    of::<rbac::ClusterRole>("clusterrole"),
+    of::<rbac::RoleBinding>("rolebinding"),
+    of::<rbac::Role>("role"),
+    // scheduling.k8s.io/v1
+    of::<scheduling::PriorityClass>("priorityclass").short(&["pc"]),
+    // storage.k8s.io/v1
+    of::<storage::StorageClass>("storageclass").short(&["sc"]),
 ];
-
-/// The `storageVersionHash` discovery shows for a kind: the first 8 bytes of
-/// SHA-256 over `<group>/<version>/<kind>` of its storage version, base64.
-/// Precomputed; events.k8s.io Events share core Events' storage.
-pub fn storage_version_hash(kind: &KindInfo) -> Option<&'static str> {
-    Some(match (kind.group, kind.kind) {
-        ("", "ConfigMap") => "qFsyl6wFWjQ=",
-        ("", "Endpoints") => "fWeeMqaN/OA=",
-        ("", "Event") | ("events.k8s.io", "Event") => "r2yiGXH7wu8=",
-        ("", "LimitRange") => "EBKMFVe6cwo=",
-        ("", "Namespace") => "Q3oi5N2YM8M=",
-        ("", "Node") => "XwShjMxG9Fs=",
-        ("", "PersistentVolumeClaim") => "QWTyNDq0dC4=",
-        ("", "Pod") => "xPOwRZ+Yhw8=",
-        ("", "PodTemplate") => "LIXB2x4IFpk=",
-        ("", "ResourceQuota") => "8uhSgffRX6w=",
-        ("", "Secret") => "S6u1pOWzb84=",
-        ("", "ServiceAccount") => "pbx9ZvyFpBE=",
-        ("", "Service") => "0/CO1lhkEBI=",
-        ("apps", "ControllerRevision") => "85nkx63pcBU=",
-        ("apps", "DaemonSet") => "dd7pWHUlMKQ=",
-        ("apps", "Deployment") => "8aSe+NMegvE=",
-        ("apps", "ReplicaSet") => "P1RzHs8/mWQ=",
-        ("apps", "StatefulSet") => "H+vl74LkKdo=",
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => "jfWCUB31mvA=",
-        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => "Sqi0GUgDaX0=",
-        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => "B0wHjQmsGNk=",
-        ("batch", "CronJob") => "sd5LIXh4Fjs=",
-        ("batch", "Job") => "mudhfqk/qZY=",
-        ("coordination.k8s.io", "Lease") => "gqkMMb/YqFM=",
-        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => "48tpQ8gZHFc=",
-        ("rbac.authorization.k8s.io", "ClusterRole") => "bYE5ZWDrJ44=",
-        ("rbac.authorization.k8s.io", "RoleBinding") => "eGsCzGH6b1g=",
-        ("rbac.authorization.k8s.io", "Role") => "7FuwZcIIItM=",
-        _ => return None,
-    })
-}
 
 /// Finds a kind by group and resource name (`apps`, `deployments`).
 pub fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
@@ -461,4 +246,60 @@ pub fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
 /// Finds a kind by group and kind name (`apps`, `Deployment`).
 pub fn find_kind(group: &str, kind: &str) -> Option<&'static KindInfo> {
     KINDS.iter().find(|k| k.group == group && k.kind == kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_by_group_and_resource_and_unique() {
+        let keys: Vec<_> = KINDS.iter().map(|k| (k.group, k.plural)).collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(keys, sorted);
+    }
+
+    /// What opctl writes into generated code (`use <module>::<Kind>`) names
+    /// the type the row decodes through. k8s-openapi defines each type in a
+    /// module of its own below the version's (`...::apps::v1::deployment::
+    /// Deployment`) and re-exports it from the crate root without the
+    /// `v1_NN` module of the selected Kubernetes version.
+    #[test]
+    fn every_rust_module_holds_the_rows_type() {
+        for kind in KINDS {
+            let type_name = kind.codec.type_name();
+            let mut segments: Vec<&str> = type_name
+                .split("::")
+                .filter(|s| !(s.starts_with("v1_") && s[3..].chars().all(|c| c.is_ascii_digit())))
+                .collect();
+            assert_eq!(segments.pop(), Some(kind.kind), "{type_name}");
+            segments.pop();
+            assert_eq!(segments.join("::"), kind.rust_module(), "{type_name}");
+        }
+    }
+
+    /// The namespace lifecycle, the ServiceAccount admission plugin, event
+    /// lookups and the CRD registry depend on these kinds.
+    #[test]
+    fn the_kinds_the_server_itself_needs_are_served() {
+        for (group, plural) in [
+            ("", "namespaces"),
+            ("", "serviceaccounts"),
+            ("", "events"),
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ] {
+            assert!(find(group, plural).is_some(), "{group}/{plural}");
+        }
+    }
+
+    #[test]
+    fn short_groups_are_the_first_part_of_the_api_group() {
+        let group = |g: &str, p: &str| find(g, p).map(KindInfo::short_group);
+        assert_eq!(group("", "pods"), Some("core"));
+        assert_eq!(group("apps", "deployments"), Some("apps"));
+        assert_eq!(group("rbac.authorization.k8s.io", "roles"), Some("rbac"));
+        assert_eq!(group("networking.k8s.io", "ingresses"), Some("networking"));
+    }
 }

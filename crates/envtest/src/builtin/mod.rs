@@ -66,7 +66,7 @@ const VOLUME_SOURCES: &[&str] = &[
 ];
 
 pub use alloc::Allocator;
-pub use kinds::{find, find_kind, storage_version_hash};
+pub use kinds::{find, find_kind};
 
 /// One built-in kind and how it is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +84,8 @@ pub struct KindInfo {
     pub verbs: &'static [&'static str],
     pub has_status: bool,
     pub has_scale: bool,
+    /// The typed round trip through the kind's k8s-openapi type.
+    codec: decode::Codec,
 }
 
 impl KindInfo {
@@ -94,6 +96,33 @@ impl KindInfo {
         } else {
             format!("{}/{}", self.group, self.version)
         }
+    }
+
+    /// The group as `opctl create api --group` takes it: `core` for the
+    /// core group, else the first part of the API group (`apps`, `rbac`).
+    pub fn short_group(&self) -> &'static str {
+        match self.group {
+            "" => "core",
+            group => group.split('.').next().unwrap_or(group),
+        }
+    }
+
+    /// The k8s-openapi module that holds the kind's type, e.g.
+    /// `k8s_openapi::api::apps::v1` (a test checks it against the type).
+    pub fn rust_module(&self) -> String {
+        match self.group {
+            "apiextensions.k8s.io" => format!(
+                "k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::{}",
+                self.version
+            ),
+            _ => format!("k8s_openapi::api::{}::{}", self.short_group(), self.version),
+        }
+    }
+
+    /// Whether a controller can watch the kind (reviews cannot: they are
+    /// only created).
+    pub fn is_watchable(&self) -> bool {
+        self.verbs.contains(&"watch")
     }
 }
 

@@ -763,7 +763,7 @@ fn discovery_fields_match_the_recorded_documents() {
             );
             assert_eq!(
                 resource["storageVersionHash"],
-                json!(storage_version_hash(kind)),
+                json!(crate::registry::discovery::builtin_storage_hash(kind)),
                 "{plural}"
             );
             let subresource = |sub: &str| {

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{Registry, Resource, Source};
+use crate::builtin::KindInfo;
 
 /// Built-in groups in the order kube-apiserver lists them; other groups
 /// (custom resources) follow alphabetically.
@@ -98,15 +99,19 @@ pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
 fn storage_hash_for(r: &Resource) -> String {
     match &r.source {
         Source::Custom(c) => storage_version_hash(&c.group, &c.storage_version, &c.kind),
-        // Built-in kinds hash their storage version: CRDs are stored as
-        // v1beta1, events.k8s.io Events as core/v1 Events.
-        Source::Builtin(_) => match (r.group.as_str(), r.kind.as_str()) {
-            ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-                storage_version_hash(&r.group, "v1beta1", &r.kind)
-            }
-            ("events.k8s.io", "Event") => storage_version_hash("", "v1", "Event"),
-            _ => storage_version_hash(&r.group, &r.version, &r.kind),
-        },
+        Source::Builtin(kind) => builtin_storage_hash(kind),
+    }
+}
+
+/// Built-in kinds hash their storage version: CRDs are stored as v1beta1,
+/// events.k8s.io Events as core/v1 Events.
+pub(crate) fn builtin_storage_hash(kind: &KindInfo) -> String {
+    match (kind.group, kind.kind) {
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            storage_version_hash(kind.group, "v1beta1", kind.kind)
+        }
+        ("events.k8s.io", "Event") => storage_version_hash("", "v1", "Event"),
+        _ => storage_version_hash(kind.group, kind.version, kind.kind),
     }
 }
 

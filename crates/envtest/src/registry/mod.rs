@@ -5,7 +5,6 @@
 
 pub mod crd;
 pub mod discovery;
-mod required;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -135,7 +134,6 @@ pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
 pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
     builtin::kinds()
         .iter()
-        .chain(required::REQUIRED.iter())
         .any(|b| b.group == group && b.version == version && b.kind == kind)
 }
 
@@ -169,15 +167,8 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
-        let table = builtin::kinds();
-        let missing = required::REQUIRED.iter().filter(|r| {
-            !table
-                .iter()
-                .any(|k| k.group == r.group && k.version == r.version && k.plural == r.plural)
-        });
-        let mut resources: Vec<Arc<Resource>> = table
+        let mut resources: Vec<Arc<Resource>> = builtin::kinds()
             .iter()
-            .chain(missing)
             .map(|k| Arc::new(Resource::from_builtin(k)))
             .collect();
         let mut crd_map = HashMap::new();

@@ -41,26 +41,49 @@ fn round_trip<T: DeserializeOwned + Serialize>(
     Ok((out, report.into_inner()))
 }
 
-macro_rules! typed {
-    ($kind:expr, $obj:expr, { $( ($group:literal, $name:literal) => $ty:ty ),* $(,)? }) => {
-        match ($kind.group, $kind.kind) {
-            $( ($group, $name) => round_trip::<$ty>($kind, $obj).map(Some), )*
-            _ => Ok(None),
+/// A kind's typed round trip through its k8s-openapi type, held by its row
+/// in the table of kinds.
+#[derive(Clone, Copy)]
+pub struct Codec {
+    round_trip: fn(&KindInfo, &Value) -> ApiResult<(Value, Report)>,
+    type_name: fn() -> &'static str,
+}
+
+impl Codec {
+    pub(super) const fn of<T: DeserializeOwned + Serialize>() -> Codec {
+        Codec {
+            round_trip: round_trip::<T>,
+            type_name: std::any::type_name::<T>,
         }
-    };
+    }
+
+    /// The Rust path of the type, e.g.
+    /// `k8s_openapi::v1_33::api::apps::v1::deployment::Deployment`.
+    pub(crate) fn type_name(&self) -> &'static str {
+        (self.type_name)()
+    }
+}
+
+/// Two codecs are the same when they round-trip through the same type.
+impl PartialEq for Codec {
+    fn eq(&self, other: &Codec) -> bool {
+        self.type_name() == other.type_name()
+    }
+}
+
+impl Eq for Codec {}
+
+impl std::fmt::Debug for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.type_name())
+    }
 }
 
 /// See [`super::decode`].
 pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<String>)> {
-    use k8s_openapi::api::{
-        admissionregistration::v1 as admission, apps::v1 as apps, batch::v1 as batch,
-        coordination::v1 as coordination, core::v1 as core, events::v1 as events, rbac::v1 as rbac,
-    };
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
-
     let Some(map) = obj.as_object_mut() else {
         return Err(ApiError::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a {kind}: json: cannot unmarshal {got} into Go value of type v1.{kind}",
+            "{kind} in version {version:?} cannot be handled as a {kind}: json: cannot unmarshal {got} into Go value of type {version}.{kind}",
             kind = kind.kind,
             version = kind.version,
             got = gotype::go_json_kind(&obj, "")
@@ -70,40 +93,7 @@ pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<S
     map.insert("apiVersion".into(), Value::String(kind.api_version()));
     map.insert("kind".into(), Value::String(kind.kind.to_string()));
 
-    let result = typed!(kind, &obj, {
-        ("", "ConfigMap") => core::ConfigMap,
-        ("", "Endpoints") => core::Endpoints,
-        ("", "Event") => core::Event,
-        ("", "LimitRange") => core::LimitRange,
-        ("", "Namespace") => core::Namespace,
-        ("", "Node") => core::Node,
-        ("", "PersistentVolumeClaim") => core::PersistentVolumeClaim,
-        ("", "Pod") => core::Pod,
-        ("", "PodTemplate") => core::PodTemplate,
-        ("", "ResourceQuota") => core::ResourceQuota,
-        ("", "Secret") => core::Secret,
-        ("", "ServiceAccount") => core::ServiceAccount,
-        ("", "Service") => core::Service,
-        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => admission::MutatingWebhookConfiguration,
-        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => admission::ValidatingWebhookConfiguration,
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => apiextensions::CustomResourceDefinition,
-        ("apps", "ControllerRevision") => apps::ControllerRevision,
-        ("apps", "DaemonSet") => apps::DaemonSet,
-        ("apps", "Deployment") => apps::Deployment,
-        ("apps", "ReplicaSet") => apps::ReplicaSet,
-        ("apps", "StatefulSet") => apps::StatefulSet,
-        ("batch", "CronJob") => batch::CronJob,
-        ("batch", "Job") => batch::Job,
-        ("coordination.k8s.io", "Lease") => coordination::Lease,
-        ("events.k8s.io", "Event") => events::Event,
-        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => rbac::ClusterRoleBinding,
-        ("rbac.authorization.k8s.io", "ClusterRole") => rbac::ClusterRole,
-        ("rbac.authorization.k8s.io", "RoleBinding") => rbac::RoleBinding,
-        ("rbac.authorization.k8s.io", "Role") => rbac::Role,
-    })?;
-    let Some((mut out, report)) = result else {
-        return Ok((obj, Vec::new()));
-    };
+    let (mut out, report) = (kind.codec.round_trip)(kind, &obj)?;
     drop_empty_collections(&mut out, &report.empty_collections);
     nil_for_absent_lists(&mut out, &obj);
     integral_floats(&mut out);
