@@ -396,12 +396,12 @@ async fn roll(app: &App, d: &Value, new: &Value, old: &[Arc<Value>]) -> ApiResul
         .sum::<i64>()
         + status_count(new, "availableReplicas");
     let mut spare = available - min_available;
-    for i in 0..old.len() {
+    for left in remaining.iter_mut() {
         if spare <= 0 {
             break;
         }
-        let cut = remaining[i].min(spare);
-        remaining[i] -= cut;
+        let cut = (*left).min(spare);
+        *left -= cut;
         spare -= cut;
     }
     for (rs, to) in old.iter().zip(remaining) {

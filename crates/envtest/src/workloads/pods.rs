@@ -50,9 +50,7 @@ pub fn available_in(pod: &Value, min_ready: i64) -> Option<Duration> {
         .and_then(|c| c.get("lastTransitionTime"))
         .and_then(Value::as_str)
         .and_then(|t| t.parse::<jiff::Timestamp>().ok());
-    let Some(since) = since else {
-        return None;
-    };
+    let since = since?;
     let ready_for = jiff::Timestamp::now().duration_since(since);
     let need = jiff::SignedDuration::from_secs(min_ready);
     if ready_for >= need {
