@@ -746,7 +746,8 @@ async fn every_builtin_kind_of_the_issue_is_served() {
     pods.create(
         &PostParams::default(),
         &serde_json::from_value(
-            json!({"metadata": {"name": "gone"}, "spec": {"containers": containers}}),
+            // An unscheduled Pod (no scheduler runs `nobody`) goes at once.
+            json!({"metadata": {"name": "gone"}, "spec": {"schedulerName": "nobody", "containers": containers}}),
         )
         .expect("pod"),
     )
