@@ -300,8 +300,11 @@ mod tests {
             ..Simulation::default()
         };
         let taint: NodeTaint = "envtest-node-2=gpu:NoSchedule".parse().unwrap();
-        sim.adjust_nodes(&[taint.clone()], &["envtest-node-1".to_string()])
-            .unwrap();
+        sim.adjust_nodes(
+            std::slice::from_ref(&taint),
+            &["envtest-node-1".to_string()],
+        )
+        .unwrap();
         assert!(!sim.nodes[0].ready && sim.nodes[1].taints.len() == 1);
         let missing = NodeTaint {
             node: "envtest-node-3".into(),

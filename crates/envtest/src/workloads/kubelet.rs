@@ -643,10 +643,7 @@ mod tests {
         assert_eq!(pod["status"]["podIP"], "10.244.1.2");
         assert_eq!(phase(&pod), "Pending");
         step(&mut pod); // a runs
-        assert_eq!(
-            pod["status"]["initContainerStatuses"][0]["state"]["running"].is_object(),
-            true
-        );
+        assert!(pod["status"]["initContainerStatuses"][0]["state"]["running"].is_object());
         step(&mut pod); // a done
         step(&mut pod); // b runs
         step(&mut pod); // b done
