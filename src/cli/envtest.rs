@@ -5,6 +5,7 @@ use std::process::ExitStatus;
 
 use anyhow::Context;
 use opctl_envtest::admission::WebhookRoute;
+use opctl_envtest::workloads::{NodeSpec, NodeTaint, Simulation};
 use opctl_envtest::{Config, Envtest, FaultSpec};
 
 const RUN_EXAMPLES: &str = "Examples:
@@ -13,6 +14,13 @@ const RUN_EXAMPLES: &str = "Examples:
 
   # Try kubectl against it
   opctl envtest run -- kubectl get namespaces
+
+  # Three simulated nodes, one tainted, and wait for a Deployment to roll out
+  opctl envtest run --simulate all --nodes 3 --node-taint envtest-node-3=dedicated=gpu:NoSchedule -- \
+    sh -c 'kubectl create deployment web --image=nginx --replicas=3 && kubectl rollout status deployment/web'
+
+  # Nodes and kubelets only: Pods with spec.nodeName run, nothing schedules others
+  opctl envtest run --simulate nodes,kubelet -- cargo test --test e2e
 
   # Send the calls of webhooks behind Service system/webhook-service (port 443)
   # to a manager listening on 127.0.0.1:9443
@@ -60,6 +68,8 @@ pub enum Command {
 /// What `run` and `start` share: how the server is set up.
 #[derive(Debug, clap::Args)]
 pub struct ServerArgs {
+    #[command(flatten)]
+    pub simulation: SimulationArgs,
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -96,6 +106,39 @@ pub struct StartArgs {
     pub kubeconfig: Option<PathBuf>,
 }
 
+/// The workload simulation (see docs/envtest-workloads.md).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimulationArgs {
+    /// Parts of the workload simulation to run: all, none, or a comma-separated
+    /// list of nodes, scheduler, kubelet, controllers (none by default for now:
+    /// the reference projects' e2e suites still expect Pods that never run).
+    #[arg(long, value_name = "PARTS", default_value = "none")]
+    pub simulate: String,
+    /// How many simulated Nodes to register (envtest-node-1, envtest-node-2, ...).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nodes: usize,
+    /// Taint a simulated Node (repeatable), e.g. envtest-node-2=dedicated=gpu:NoSchedule.
+    #[arg(long = "node-taint", value_name = "NODE=KEY[=VALUE]:EFFECT")]
+    pub node_taints: Vec<NodeTaint>,
+    /// Register a simulated Node as NotReady (repeatable).
+    #[arg(long = "node-not-ready", value_name = "NODE")]
+    pub not_ready: Vec<String>,
+}
+
+impl SimulationArgs {
+    fn simulation(&self) -> anyhow::Result<Simulation> {
+        let mut sim = Simulation {
+            nodes: NodeSpec::numbered(self.nodes),
+            ..Simulation::default()
+        };
+        sim.select_parts(&self.simulate)
+            .map_err(anyhow::Error::msg)?;
+        sim.adjust_nodes(&self.node_taints, &self.not_ready)
+            .map_err(|e| anyhow::anyhow!("--node-taint/--node-not-ready: {e}"))?;
+        Ok(sim)
+    }
+}
+
 fn config(args: ServerArgs) -> anyhow::Result<Config> {
     if let Some(dir) = &args.crds
         && !dir.exists()
@@ -121,6 +164,7 @@ fn config(args: ServerArgs) -> anyhow::Result<Config> {
         crd_paths: args.crds.into_iter().collect(),
         webhook_routes: args.webhook_routes,
         faults,
+        simulation: args.simulation.simulation()?,
         ..Config::default()
     })
 }
@@ -370,6 +414,45 @@ mod tests {
         ] {
             assert_eq!(config(server_args(args)).unwrap_err().to_string(), message);
         }
+    }
+
+    #[test]
+    fn simulation_flags_shape_the_nodes_and_bad_ones_are_named() {
+        let cli = Cli::try_parse_from([
+            "opctl",
+            "start",
+            "--nodes",
+            "3",
+            "--node-taint",
+            "envtest-node-2=gpu=yes:NoSchedule",
+            "--node-not-ready",
+            "envtest-node-3",
+            "--simulate",
+            "nodes,kubelet",
+        ])
+        .expect("parses");
+        let Command::Start(args) = cli.cmd else {
+            panic!("parsed as {:?}", cli.cmd);
+        };
+        let sim = args.server.simulation.simulation().expect("valid");
+        assert_eq!(sim.nodes.len(), 3);
+        assert_eq!(sim.nodes[1].taints[0].to_string(), "gpu=yes:NoSchedule");
+        assert!(!sim.nodes[2].ready);
+        assert!(sim.kubelet && !sim.scheduler && !sim.controllers);
+        let cli = Cli::try_parse_from(["opctl", "start", "--node-not-ready", "envtest-node-9"])
+            .expect("parses");
+        let Command::Start(args) = cli.cmd else {
+            panic!("parsed as {:?}", cli.cmd);
+        };
+        let err = args.server.simulation.simulation().unwrap_err().to_string();
+        assert!(
+            err.contains("no simulated node \"envtest-node-9\""),
+            "{err}"
+        );
+        let err = Cli::try_parse_from(["opctl", "start", "--node-taint", "envtest-node-1=gpu"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("KEY[=VALUE]:EFFECT"), "{err}");
     }
 
     #[test]

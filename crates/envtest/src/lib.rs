@@ -1,7 +1,8 @@
 //! `opctl envtest`: an in-process Kubernetes API server for testing operators.
 //!
-//! It is a test server, not a cluster: no kubelet, no scheduler, Pods never
-//! run. What it implements behaves as kube-apiserver does as seen by real
+//! It is a test server, not a cluster: no container ever runs, but simulated
+//! Nodes, a scheduler, kubelets and the workload controllers move Pods,
+//! Deployments and Jobs along as a cluster would (`workloads`). What it implements behaves as kube-apiserver does as seen by real
 //! clients (kubectl, kube-rs, the Python client), checked against transcripts
 //! recorded from a real server (`tests/fixtures/transcripts`).
 
@@ -32,6 +33,7 @@ pub mod store;
 pub mod table;
 pub mod tokens;
 pub mod typeinfo;
+pub mod workloads;
 
 pub use error::{ApiError, ApiResult, Cause};
 pub use faults::FaultSpec;

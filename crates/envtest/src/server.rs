@@ -44,6 +44,9 @@ pub struct Config {
     /// waits 5 s; a short wait lets clients see the Terminating namespace
     /// without slowing tests).
     pub namespace_deletion_grace: Duration,
+    /// Simulated Nodes, scheduler, kubelets and workload controllers
+    /// (on by default; [`crate::workloads::Simulation::off`] for a bare API server).
+    pub simulation: crate::workloads::Simulation,
 }
 
 impl Default for Config {
@@ -57,6 +60,7 @@ impl Default for Config {
             faults: FaultSpec::default(),
             cluster_controllers: crate::api::ClusterControllers::default(),
             namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
+            simulation: crate::workloads::Simulation::default(),
         }
     }
 }
@@ -69,6 +73,7 @@ pub struct Envtest {
     server: JoinHandle<()>,
     /// The controllers, and the task dropping the watch history when faults ask for it.
     controllers: Vec<JoinHandle<()>>,
+    workloads: Option<JoinHandle<()>>,
 }
 
 /// The default of [`Config::namespace_deletion_grace`].
@@ -100,6 +105,7 @@ impl Envtest {
         // The bootstrap admin, edit and view roles come aggregated, as on a
         // cluster that has been up for a moment.
         crate::bootstrap::create_all(&app, addr)?;
+        let workloads = crate::workloads::start(app.clone(), config.simulation.clone()).await?;
         if let Ok(mut a) = app.server_address.write() {
             *a = addr.to_string();
         }
@@ -118,6 +124,7 @@ impl Envtest {
             shutdown: Some(tx),
             server,
             controllers,
+            workloads,
         };
         env.install_crds(crds).await?;
         Ok(env)
@@ -156,6 +163,9 @@ impl Envtest {
         }
         for task in &self.controllers {
             task.abort();
+        }
+        if let Some(w) = &self.workloads {
+            w.abort();
         }
     }
 

@@ -299,10 +299,11 @@ async fn dry_run_all_is_honoured_by_every_verb() {
     );
 
     // Subresources too: a dry-run status write of a Pod changes nothing.
+    // (A scheduler nobody runs keeps the simulated cluster off the Pod.)
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "p"},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "nginx"}]},
     }))
     .expect("pod");
     let pod = pods
@@ -745,7 +746,8 @@ async fn every_builtin_kind_of_the_issue_is_served() {
     pods.create(
         &PostParams::default(),
         &serde_json::from_value(
-            json!({"metadata": {"name": "gone"}, "spec": {"containers": containers}}),
+            // An unscheduled Pod (no scheduler runs `nobody`) goes at once.
+            json!({"metadata": {"name": "gone"}, "spec": {"schedulerName": "nobody", "containers": containers}}),
         )
         .expect("pod"),
     )

@@ -149,3 +149,8 @@ fn python_client_sees_the_bytes_kube_apiserver_writes() {
 fn python_client_authenticates_with_service_account_tokens() {
     run_script("service_account_tokens.py");
 }
+
+#[test]
+fn python_client_sees_a_deployment_roll_out_and_a_job_complete() {
+    run_script("workloads.py");
+}

@@ -59,6 +59,9 @@ async fn run_one(transcript: &Transcript, known: &BTreeMap<String, String>) -> F
         // it untouched: wait as long, since a loaded machine can take over a
         // second for them.
         namespace_deletion_grace: std::time::Duration::from_secs(5),
+        // The recorded cluster ran no scheduler, kubelet or workload
+        // controllers: nothing moved its Pods and Deployments.
+        simulation: opctl_envtest::workloads::Simulation::off(),
         ..Config::default()
     };
     let server = server::start(config).await;

@@ -441,7 +441,13 @@ async fn updates_deletes_and_subresources_are_admitted() {
         }
     })
     .await;
-    let (_env, client) = start(Config::default()).await;
+    let (_env, client) = start(Config {
+        // Only the test's own requests are counted: no simulated kubelet
+        // writes Pod statuses here.
+        simulation: opctl_envtest::workloads::Simulation::off(),
+        ..Config::default()
+    })
+    .await;
     let rules = json!([
         {"operations": ["UPDATE", "DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods", "pods/status"]},
         {"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments/scale"]},
@@ -623,7 +629,13 @@ async fn webhooks_see_the_impersonated_user() {
 
     let pki = Pki::new();
     let webhook = WebhookServer::start(&pki, Reply::allow).await;
-    let (env, admin) = start(Config::default()).await;
+    let (env, admin) = start(Config {
+        // Only the test's own requests are counted: no simulated kubelet
+        // writes Pod statuses here.
+        simulation: opctl_envtest::workloads::Simulation::off(),
+        ..Config::default()
+    })
+    .await;
     let rules = json!([{"operations": ["CREATE", "DELETE"], "apiGroups": [""],
         "apiVersions": ["v1"], "resources": ["pods"]}]);
     add_validating(

@@ -1,7 +1,7 @@
 //! Events the controllers record, as client-go's event recorder writes them
 //! for kube-controller-manager: a core/v1 Event named `<object>.<hex
 //! nanoseconds>` in the object's namespace (`default` for cluster-scoped
-//! objects), with the controller as `source.component`.
+//! objects), with the controller (or scheduler, or kubelet) as `source.component`.
 
 use serde_json::{Value, json};
 
@@ -11,6 +11,18 @@ use crate::api::{App, WriteCtx};
 
 /// Records a Warning about `involved` (an ObjectReference) from `component`.
 pub fn record_warning(app: &App, component: &str, involved: Value, reason: &str, message: &str) {
+    record(app, component, involved, "Warning", reason, message);
+}
+
+/// Records an Event of `kind` (`Normal` or `Warning`) about `involved` from `component`.
+pub fn record(
+    app: &App,
+    component: &str,
+    involved: Value,
+    kind: &str,
+    reason: &str,
+    message: &str,
+) {
     let Some(res) = resource_for(app, "events") else {
         return;
     };
@@ -33,7 +45,7 @@ pub fn record_warning(app: &App, component: &str, involved: Value, reason: &str,
         "firstTimestamp": time,
         "lastTimestamp": time,
         "count": 1,
-        "type": "Warning",
+        "type": kind,
     });
     let input = Input::Body {
         obj: event,

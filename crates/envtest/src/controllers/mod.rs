@@ -9,7 +9,7 @@
 pub mod aggregation;
 mod crds;
 pub mod disruption;
-mod events;
+pub(crate) mod events;
 mod gc;
 mod namespaces;
 mod node_lifecycle;

@@ -1,0 +1,319 @@
+//! What the workload simulation does: which parts run, which Nodes exist,
+//! and how long each simulated step takes.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The parts of the simulation; each can be switched off on its own.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    /// Simulated Nodes registered at start (their kubelets heartbeat and run Pods).
+    pub nodes: Vec<NodeSpec>,
+    /// Binds Pods without `spec.nodeName` to a fitting Node.
+    pub scheduler: bool,
+    /// Moves Pods on simulated Nodes through their lifecycle.
+    pub kubelet: bool,
+    /// kube-controller-manager's workload controllers (ReplicaSet, Deployment, Job).
+    pub controllers: bool,
+    pub timing: Timing,
+}
+
+impl Default for Simulation {
+    fn default() -> Simulation {
+        Simulation {
+            nodes: NodeSpec::numbered(1),
+            scheduler: true,
+            kubelet: true,
+            controllers: true,
+            timing: Timing::default(),
+        }
+    }
+}
+
+impl Simulation {
+    /// Nothing simulated: a bare API server (Pods stay Pending, nothing moves).
+    pub fn off() -> Simulation {
+        Simulation {
+            nodes: Vec::new(),
+            scheduler: false,
+            kubelet: false,
+            controllers: false,
+            timing: Timing::default(),
+        }
+    }
+
+    pub fn is_off(&self) -> bool {
+        self.nodes.is_empty() && !self.scheduler && !self.kubelet && !self.controllers
+    }
+
+    /// Switches parts on or off from a list such as `scheduler,kubelet`
+    /// (`all`, `none`); Nodes are kept only when `nodes` is listed.
+    pub fn select_parts(&mut self, parts: &str) -> Result<(), String> {
+        let mut wanted = Parts::default();
+        for part in parts.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part {
+                "all" => wanted = Parts::all(),
+                "none" => wanted = Parts::default(),
+                "nodes" => wanted.nodes = true,
+                "scheduler" => wanted.scheduler = true,
+                "kubelet" => wanted.kubelet = true,
+                "controllers" => wanted.controllers = true,
+                other => {
+                    return Err(format!(
+                        "--simulate: unknown part {other:?}; use all, none or a list of nodes, scheduler, kubelet, controllers"
+                    ));
+                }
+            }
+        }
+        if !wanted.nodes {
+            self.nodes.clear();
+        }
+        self.scheduler = wanted.scheduler;
+        self.kubelet = wanted.kubelet;
+        self.controllers = wanted.controllers;
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Parts {
+    nodes: bool,
+    scheduler: bool,
+    kubelet: bool,
+    controllers: bool,
+}
+
+impl Parts {
+    fn all() -> Parts {
+        Parts {
+            nodes: true,
+            scheduler: true,
+            kubelet: true,
+            controllers: true,
+        }
+    }
+}
+
+/// How long the simulated steps take. Short by default so tests stay fast.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    /// From a Pod bound to a Node to its containers running (and each init container's run).
+    pub start: Duration,
+    /// From a container running to ready when it has a readiness probe.
+    pub ready: Duration,
+    /// How long a Job's containers run before exiting 0, and a crash-looping
+    /// container before it exits 1.
+    pub run: Duration,
+    /// How long a deleted Pod's containers take to stop (never longer than its grace period).
+    pub stop: Duration,
+    /// How often each kubelet renews its Lease in `kube-node-lease`.
+    pub lease_renew: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            start: Duration::from_millis(20),
+            ready: Duration::from_millis(50),
+            run: Duration::from_millis(100),
+            stop: Duration::from_millis(20),
+            lease_renew: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One simulated Node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    pub name: String,
+    pub taints: Vec<Taint>,
+    /// `false`: the kubelet reports NotReady (and the Node is tainted `node.kubernetes.io/not-ready`).
+    pub ready: bool,
+    pub cpu: String,
+    pub memory: String,
+    pub pods: u32,
+}
+
+impl NodeSpec {
+    /// `count` Nodes named `envtest-node-1`… with the default capacity.
+    pub fn numbered(count: usize) -> Vec<NodeSpec> {
+        (1..=count)
+            .map(|i| NodeSpec {
+                name: format!("envtest-node-{i}"),
+                taints: Vec::new(),
+                ready: true,
+                cpu: "8".to_string(),
+                memory: "32Gi".to_string(),
+                pods: 110,
+            })
+            .collect()
+    }
+}
+
+/// A Node taint (`key[=value]:effect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
+}
+
+const EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+impl FromStr for Taint {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Taint, String> {
+        let bad = || {
+            format!(
+                "{s:?} is not a taint: write KEY[=VALUE]:EFFECT with EFFECT one of {}",
+                EFFECTS.join(", ")
+            )
+        };
+        let (kv, effect) = s.rsplit_once(':').ok_or_else(bad)?;
+        if !EFFECTS.contains(&effect) {
+            return Err(bad());
+        }
+        let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+        if key.is_empty() {
+            return Err(bad());
+        }
+        Ok(Taint {
+            key: key.to_string(),
+            value: value.to_string(),
+            effect: effect.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for Taint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.value.is_empty() {
+            write!(f, "{}:{}", self.key, self.effect)
+        } else {
+            write!(f, "{}={}:{}", self.key, self.value, self.effect)
+        }
+    }
+}
+
+/// `NODE=KEY[=VALUE]:EFFECT`: a taint on one simulated Node (`--node-taint`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeTaint {
+    pub node: String,
+    pub taint: Taint,
+}
+
+impl FromStr for NodeTaint {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<NodeTaint, String> {
+        let (node, taint) = s.split_once('=').ok_or_else(|| {
+            format!(
+                "{s:?}: write NODE=KEY[=VALUE]:EFFECT, e.g. envtest-node-2=dedicated=gpu:NoSchedule"
+            )
+        })?;
+        Ok(NodeTaint {
+            node: node.to_string(),
+            taint: taint.parse()?,
+        })
+    }
+}
+
+impl Simulation {
+    /// Applies `--node-taint` and `--node-not-ready` to the Nodes, refusing names no Node has.
+    pub fn adjust_nodes(
+        &mut self,
+        taints: &[NodeTaint],
+        not_ready: &[String],
+    ) -> Result<(), String> {
+        let known: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
+        let find = |name: &str| -> Result<usize, String> {
+            known.iter().position(|n| n == name).ok_or_else(|| {
+                format!(
+                    "no simulated node {name:?}: the nodes are {} (see --nodes)",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )
+            })
+        };
+        for t in taints {
+            let i = find(&t.node)?;
+            self.nodes[i].taints.push(t.taint.clone());
+        }
+        for name in not_ready {
+            let i = find(name)?;
+            self.nodes[i].ready = false;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn taints_parse_with_and_without_values() {
+        let t: Taint = "dedicated=gpu:NoSchedule".parse().unwrap();
+        assert_eq!(
+            (t.key.as_str(), t.value.as_str(), t.effect.as_str()),
+            ("dedicated", "gpu", "NoSchedule")
+        );
+        let t: Taint = "example.com/maintenance:NoExecute".parse().unwrap();
+        assert_eq!(t.value, "");
+        assert_eq!(t.to_string(), "example.com/maintenance:NoExecute");
+        assert!(
+            "a=b:Sometimes"
+                .parse::<Taint>()
+                .unwrap_err()
+                .contains("NoSchedule")
+        );
+        let nt: NodeTaint = "envtest-node-2=a=b:NoSchedule".parse().unwrap();
+        assert_eq!(nt.node, "envtest-node-2");
+        assert_eq!(nt.taint.to_string(), "a=b:NoSchedule");
+    }
+
+    #[test]
+    fn parts_are_selected_by_name() {
+        let mut sim = Simulation::default();
+        sim.select_parts("scheduler,kubelet").unwrap();
+        assert!(sim.nodes.is_empty() && sim.scheduler && sim.kubelet && !sim.controllers);
+        let mut sim = Simulation::default();
+        sim.select_parts("none").unwrap();
+        assert!(sim.is_off());
+        assert!(
+            Simulation::default()
+                .select_parts("kublet")
+                .unwrap_err()
+                .contains("kublet")
+        );
+    }
+
+    #[test]
+    fn node_adjustments_name_existing_nodes() {
+        let mut sim = Simulation {
+            nodes: NodeSpec::numbered(2),
+            ..Simulation::default()
+        };
+        let taint: NodeTaint = "envtest-node-2=gpu:NoSchedule".parse().unwrap();
+        sim.adjust_nodes(
+            std::slice::from_ref(&taint),
+            &["envtest-node-1".to_string()],
+        )
+        .unwrap();
+        assert!(!sim.nodes[0].ready && sim.nodes[1].taints.len() == 1);
+        let missing = NodeTaint {
+            node: "envtest-node-3".into(),
+            ..taint
+        };
+        assert!(
+            sim.adjust_nodes(&[missing], &[])
+                .unwrap_err()
+                .contains("envtest-node-1, envtest-node-2")
+        );
+    }
+}

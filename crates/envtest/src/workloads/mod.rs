@@ -1,0 +1,369 @@
+//! Workloads that move as on a cluster, without containers: simulated
+//! Nodes and their kubelets, the default scheduler, and kube-controller-
+//! manager's workload controllers (ReplicaSet, Deployment, Job).
+//!
+//! One task follows every change in the store and reconciles what the
+//! change concerns, level-triggered: each part looks at the objects as
+//! they are now and writes only what differs, so a change it caused comes
+//! back as a no-op. Its writes go through the API steps a client's go
+//! through (defaults, admission webhooks, validation, watches). Timed steps
+//! (a container starting, becoming ready, exiting) are queued for later.
+
+pub mod client;
+pub mod config;
+pub mod deployment;
+pub mod job;
+pub mod kubelet;
+pub mod nodes;
+pub mod pods;
+pub mod replicaset;
+pub mod scheduler;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+pub use config::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
+
+use crate::api::App;
+use crate::meta;
+use crate::store::{Event, WatchFilter, WatcherTx};
+use client::{DEPLOYMENTS, JOBS, NODES, PODS, REPLICASETS};
+
+/// What one reconcile looks at.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Key {
+    /// The scheduler's pass over unbound Pods.
+    Schedule,
+    /// The kubelet's view of one Pod.
+    Pod(String, String),
+    ReplicaSet(String, String),
+    Deployment(String, String),
+    Job(String, String),
+    /// Lease renewal of every simulated Node.
+    Heartbeat,
+}
+
+struct Engine {
+    app: Arc<App>,
+    sim: Simulation,
+    due: BTreeSet<Key>,
+    later: BTreeMap<Instant, Vec<Key>>,
+    /// The earliest time each key is queued for in `later`.
+    scheduled: HashMap<Key, Instant>,
+    /// When the kubelet last wrote each Pod (by uid): the clock of its next step.
+    kubelet_clock: HashMap<String, Instant>,
+    /// The next Pod address of each Node's range.
+    next_ip: HashMap<String, u32>,
+}
+
+/// Registers the simulated Nodes, then starts the simulation. `None` when every part is off.
+pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<JoinHandle<()>>> {
+    if sim.is_off() {
+        return Ok(None);
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<Arc<Event>>();
+    let since = app.store.current_rv();
+    let sub = app.store.subscribe(
+        WatchFilter::default(),
+        Some(since),
+        WatcherTx::Unbounded(tx),
+    );
+    if sub.is_err() {
+        anyhow::bail!("the workload simulation cannot follow the store");
+    }
+    nodes::register_all(&app, &sim.nodes)
+        .await
+        .map_err(|e| anyhow::anyhow!("registering the simulated nodes: {}", e.message))?;
+    let mut engine = Engine {
+        app,
+        sim,
+        due: BTreeSet::new(),
+        later: BTreeMap::new(),
+        scheduled: HashMap::new(),
+        kubelet_clock: HashMap::new(),
+        next_ip: HashMap::new(),
+    };
+    engine.seed();
+    Ok(Some(tokio::spawn(async move {
+        loop {
+            engine.run_due().await;
+            let wake = engine.later.keys().next().copied();
+            let sleep = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { return };
+                    engine.observe(&ev);
+                    while let Ok(ev) = rx.try_recv() {
+                        engine.observe(&ev);
+                    }
+                }
+                () = sleep => {}
+            }
+            engine.promote_timers();
+        }
+    })))
+}
+
+impl Engine {
+    /// Everything that exists is looked at once, and the heartbeat starts.
+    fn seed(&mut self) {
+        for key in [PODS, REPLICASETS, DEPLOYMENTS, JOBS] {
+            for obj in client::list(&self.app, key, None) {
+                self.observe_object(key, &obj, None);
+            }
+        }
+        self.due.insert(Key::Schedule);
+        if !self.sim.nodes.is_empty() {
+            self.after(self.sim.timing.lease_renew, Key::Heartbeat);
+        }
+    }
+
+    /// Queues `key` for `delay` from now, unless it is queued for sooner already.
+    fn after(&mut self, delay: Duration, key: Key) {
+        let at = Instant::now() + delay.min(Duration::from_secs(86_400));
+        if self.scheduled.get(&key).is_some_and(|t| *t <= at) {
+            return;
+        }
+        self.scheduled.insert(key.clone(), at);
+        self.later.entry(at).or_default().push(key);
+    }
+
+    fn promote_timers(&mut self) {
+        let now = Instant::now();
+        let later = self.later.split_off(&(now + Duration::from_nanos(1)));
+        for (at, keys) in std::mem::replace(&mut self.later, later) {
+            for key in keys {
+                if self.scheduled.get(&key) == Some(&at) {
+                    self.scheduled.remove(&key);
+                }
+                self.due.insert(key);
+            }
+        }
+    }
+
+    fn observe(&mut self, ev: &Event) {
+        let key = &*ev.resource;
+        if key == NODES {
+            self.due.insert(Key::Schedule);
+            return;
+        }
+        if [PODS, REPLICASETS, DEPLOYMENTS, JOBS].contains(&key) {
+            let obj = self
+                .app
+                .registry
+                .load()
+                .by_store_key(key)
+                .map(|r| r.from_storage(&ev.object));
+            if let Some(obj) = obj {
+                let deleted = ev.kind == crate::store::EventType::Deleted;
+                self.observe_object(key, &obj, Some(deleted));
+            }
+        }
+    }
+
+    /// Queues the reconciles a change of `obj` concerns.
+    fn observe_object(&mut self, key: &str, obj: &Value, deleted: Option<bool>) {
+        let ns = meta::namespace(obj).to_string();
+        let name = meta::name(obj).to_string();
+        let controllers = self.sim.controllers;
+        match key {
+            PODS => {
+                if deleted == Some(true) {
+                    self.kubelet_clock.remove(meta::uid(obj));
+                    self.due.insert(Key::Schedule);
+                } else if self.sim.kubelet {
+                    self.due.insert(Key::Pod(ns.clone(), name));
+                }
+                if self.sim.scheduler {
+                    self.due.insert(Key::Schedule);
+                }
+                if controllers {
+                    if let Some(rs) = client::controller_name(obj, "ReplicaSet") {
+                        self.due.insert(Key::ReplicaSet(ns.clone(), rs.to_string()));
+                    }
+                    if let Some(job) = client::controller_name(obj, "Job") {
+                        self.due.insert(Key::Job(ns, job.to_string()));
+                    }
+                }
+            }
+            REPLICASETS if controllers => {
+                if let Some(d) = client::controller_name(obj, "Deployment") {
+                    self.due.insert(Key::Deployment(ns.clone(), d.to_string()));
+                }
+                if deleted != Some(true) {
+                    self.due.insert(Key::ReplicaSet(ns, name));
+                }
+            }
+            DEPLOYMENTS if controllers && deleted != Some(true) => {
+                self.due.insert(Key::Deployment(ns, name));
+            }
+            JOBS if controllers && deleted != Some(true) => {
+                self.due.insert(Key::Job(ns, name));
+            }
+            _ => {}
+        }
+    }
+
+    async fn run_due(&mut self) {
+        while let Some(key) = self.due.pop_first() {
+            let requeue = match &key {
+                Key::Schedule => {
+                    if self.sim.scheduler {
+                        report(scheduler::schedule_pending(&self.app).await, "scheduler");
+                    }
+                    None
+                }
+                Key::Pod(ns, name) => self.kubelet(ns, name).await,
+                Key::ReplicaSet(ns, name) => retry(
+                    replicaset::reconcile(&self.app, ns, name).await,
+                    "replicaset controller",
+                ),
+                Key::Deployment(ns, name) => retry(
+                    deployment::reconcile(&self.app, ns, name).await,
+                    "deployment controller",
+                ),
+                Key::Job(ns, name) => {
+                    retry(job::reconcile(&self.app, ns, name).await, "job controller")
+                }
+                Key::Heartbeat => {
+                    nodes::heartbeat(&self.app).await;
+                    Some(self.sim.timing.lease_renew)
+                }
+            };
+            if let Some(delay) = requeue {
+                self.after(delay, key);
+            }
+        }
+    }
+
+    /// One look of the kubelet at a Pod; returns when to look again.
+    async fn kubelet(&mut self, ns: &str, name: &str) -> Option<Duration> {
+        let pod = client::get(&self.app, PODS, ns, name)?;
+        let node_name = client::str_at(&pod, &["spec", "nodeName"]);
+        if node_name.is_empty() {
+            return None;
+        }
+        let node = client::get(&self.app, NODES, "", node_name)?;
+        if !nodes::is_simulated(&node) {
+            return None;
+        }
+        let uid = meta::uid(&pod).to_string();
+        let now = Instant::now();
+        let since = *self.kubelet_clock.entry(uid.clone()).or_insert(now);
+        let (host_ip, cidr) = nodes::addresses(&node);
+        let counter = self.next_ip.entry(node_name.to_string()).or_insert(0);
+        let ip_index = *counter;
+        let pod_ip = pod_address(&cidr, ip_index);
+        let site = kubelet::Site {
+            host_ip: &host_ip,
+            pod_ip: &pod_ip,
+        };
+        match kubelet::plan(&pod, &self.sim.timing, now - since, &site) {
+            kubelet::Plan::Idle => None,
+            kubelet::Plan::After(d) => Some(d),
+            kubelet::Plan::Remove => {
+                report(remove_pod(&self.app, &pod), "kubelet");
+                None
+            }
+            kubelet::Plan::Write { status, events } => {
+                if client::str_at(&pod, &["status", "podIP"]).is_empty() {
+                    *counter += 1;
+                }
+                let expected_uid = uid.clone();
+                let written = client::modify(
+                    &self.app,
+                    PODS,
+                    ns,
+                    name,
+                    Some("status"),
+                    client::KUBELET,
+                    |p| {
+                        if meta::uid(p) != expected_uid || meta::is_deleting(p) {
+                            return false;
+                        }
+                        p["status"] = status.clone();
+                        true
+                    },
+                )
+                .await;
+                report(written, "kubelet");
+                for (kind, reason, message) in events {
+                    client::event(&self.app, client::KUBELET, &pod, kind, reason, &message);
+                }
+                self.kubelet_clock.insert(uid, Instant::now());
+                None
+            }
+        }
+    }
+}
+
+/// The `index`th address of a Node's Pod range (`10.244.1.0/24` → 10.244.1.2, …).
+fn pod_address(cidr: &str, index: u32) -> String {
+    let base = cidr.split('/').next().unwrap_or("10.244.0.0");
+    let octets: Vec<&str> = base.split('.').collect();
+    if octets.len() != 4 {
+        return "10.244.0.2".to_string();
+    }
+    format!(
+        "{}.{}.{}.{}",
+        octets[0],
+        octets[1],
+        octets[2],
+        2 + index % 253
+    )
+}
+
+/// The kubelet's last word on a deleted Pod whose containers stopped: the
+/// Pod goes (finalizers, if any, still hold it).
+fn remove_pod(app: &App, pod: &Value) -> crate::error::ApiResult<()> {
+    if !meta::finalizers(pod).is_empty() {
+        return Ok(());
+    }
+    let res = client::resource(app, PODS)?;
+    let pre = crate::store::Preconditions {
+        resource_version: None,
+        uid: Some(meta::uid(pod).to_string()),
+    };
+    match app
+        .store
+        .delete(&res.store_key, meta::namespace(pod), meta::name(pod), &pre)
+    {
+        Ok(_) | Err(crate::store::WriteError::NotFound) => Ok(()),
+        Err(e) => Err(crate::error::ApiError::internal(format!(
+            "removing Pod {}: {e:?}",
+            meta::name(pod)
+        ))),
+    }
+}
+
+/// Failures of the simulation are logged; the next change retries.
+fn report<T>(result: crate::error::ApiResult<T>, part: &str) {
+    if let Err(e) = result {
+        tracing::warn!(part, code = e.code, "{}", e.message);
+    }
+}
+
+/// How long a controller waits before trying again after a refused write.
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+/// A controller's requeue: as it asked, or soon after a failure (logged).
+fn retry(result: crate::error::ApiResult<Option<Duration>>, part: &str) -> Option<Duration> {
+    match result {
+        Ok(requeue) => requeue,
+        Err(e) => {
+            report::<()>(Err(e), part);
+            Some(RETRY_AFTER)
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Simulated Nodes, registered as a kubelet registers its Node: the Node
+//! object, then its status (capacity, allocatable, conditions, addresses,
+//! nodeInfo), then a Lease in `kube-node-lease` renewed as a heartbeat.
+//!
+//! A Node whose `envtest.opctl.dev/simulated` annotation is `"true"` is run
+//! by the simulated kubelet, so a test can add Nodes while the server runs.
+
+use serde_json::{Value, json};
+
+use super::client::{self, KUBELET, LEASES, NAMESPACES, NODES};
+use super::config::NodeSpec;
+use crate::api::App;
+use crate::error::ApiResult;
+use crate::meta;
+
+/// Marks a Node whose kubelet the simulation plays.
+pub const SIMULATED: &str = "envtest.opctl.dev/simulated";
+/// The namespace of the kubelets' heartbeat Leases.
+pub const LEASE_NAMESPACE: &str = "kube-node-lease";
+/// The taint a Node carries while not Ready (TaintNodesByCondition).
+pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+/// The kubelet version the Nodes report: the version whose behaviour envtest implements.
+const KUBELET_VERSION: &str = "v1.32.13";
+const LEASE_SECONDS: i64 = 40;
+const ZONES: &[&str] = &["zone-a", "zone-b", "zone-c"];
+
+/// Whether the simulation plays this Node's kubelet.
+pub fn is_simulated(node: &Value) -> bool {
+    meta::metadata(node)
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(SIMULATED))
+        .and_then(Value::as_str)
+        == Some("true")
+}
+
+/// The `index`th Node's internal address (from 172.18.0.2, as kind numbers its nodes).
+pub fn node_ip(index: usize) -> String {
+    format!("172.18.{}.{}", (index + 2) / 256, (index + 2) % 256)
+}
+
+/// The Node object a kubelet registers (spec and metadata; status is written after).
+fn node_object(spec: &NodeSpec, index: usize) -> Value {
+    let zone = ZONES[index % ZONES.len()];
+    let mut taints: Vec<Value> = spec
+        .taints
+        .iter()
+        .map(|t| {
+            let mut v = json!({"key": t.key, "effect": t.effect});
+            if !t.value.is_empty() {
+                v["value"] = json!(t.value);
+            }
+            v
+        })
+        .collect();
+    if !spec.ready {
+        taints.push(json!({"key": NOT_READY_TAINT, "effect": "NoSchedule"}));
+    }
+    let mut node = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": spec.name,
+            "labels": {
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": spec.name,
+                "kubernetes.io/os": "linux",
+                "topology.kubernetes.io/zone": zone,
+                "topology.kubernetes.io/region": "envtest",
+            },
+            "annotations": {
+                SIMULATED: "true",
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            },
+        },
+        "spec": {
+            "podCIDR": pod_cidr(index),
+            "podCIDRs": [pod_cidr(index)],
+        },
+    });
+    if !taints.is_empty() {
+        node["spec"]["taints"] = json!(taints);
+    }
+    node
+}
+
+/// The `index`th Node's Pod range (10.244.<index+1>.0/24).
+pub fn pod_cidr(index: usize) -> String {
+    format!("10.244.{}.0/24", index + 1)
+}
+
+/// The status a kubelet reports for its Node.
+fn node_status(spec: &NodeSpec, index: usize, now: &str) -> Value {
+    let resources = json!({
+        "cpu": spec.cpu,
+        "memory": spec.memory,
+        "pods": spec.pods.to_string(),
+        "ephemeral-storage": "100Gi",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+    });
+    let condition = |kind: &str, status: &str, reason: &str, message: &str| {
+        json!({
+            "type": kind, "status": status, "reason": reason, "message": message,
+            "lastHeartbeatTime": now, "lastTransitionTime": now,
+        })
+    };
+    let ready = if spec.ready {
+        condition(
+            "Ready",
+            "True",
+            "KubeletReady",
+            "kubelet is posting ready status",
+        )
+    } else {
+        condition(
+            "Ready",
+            "False",
+            "KubeletNotReady",
+            "container runtime network not ready: NetworkReady=false (simulated by opctl envtest)",
+        )
+    };
+    json!({
+        "capacity": resources,
+        "allocatable": resources,
+        "conditions": [
+            condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+            condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            ready,
+        ],
+        "addresses": [
+            {"type": "InternalIP", "address": node_ip(index)},
+            {"type": "Hostname", "address": spec.name},
+        ],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {
+            "architecture": "amd64",
+            "bootID": uuid::Uuid::new_v4().to_string(),
+            "containerRuntimeVersion": "opctl-envtest://simulated",
+            "kernelVersion": "simulated",
+            "kubeProxyVersion": "",
+            "kubeletVersion": KUBELET_VERSION,
+            "machineID": uuid::Uuid::new_v4().simple().to_string(),
+            "operatingSystem": "linux",
+            "osImage": "opctl envtest simulated node",
+            "systemUUID": uuid::Uuid::new_v4().to_string(),
+        },
+    })
+}
+
+/// Registers every Node of `specs` with its status and first Lease.
+pub async fn register_all(app: &App, specs: &[NodeSpec]) -> ApiResult<()> {
+    if specs.is_empty() {
+        return Ok(());
+    }
+    ensure_lease_namespace(app).await?;
+    for (index, spec) in specs.iter().enumerate() {
+        register(app, spec, index).await?;
+    }
+    Ok(())
+}
+
+async fn ensure_lease_namespace(app: &App) -> ApiResult<()> {
+    if client::get(app, NAMESPACES, "", LEASE_NAMESPACE).is_some() {
+        return Ok(());
+    }
+    let ns =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}});
+    match client::create_object(app, NAMESPACES, "", ns, crate::controllers::APISERVER).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
+    client::create_object(app, NODES, "", node_object(spec, index), KUBELET).await?;
+    let now = meta::now_rfc3339();
+    let status = node_status(spec, index, &now);
+    client::modify(
+        app,
+        NODES,
+        "",
+        &spec.name,
+        Some("status"),
+        KUBELET,
+        |node| {
+            node["status"] = status.clone();
+            true
+        },
+    )
+    .await?;
+    if spec.ready {
+        clear_not_ready_taint(app, &spec.name).await?;
+    }
+    renew_lease(app, &spec.name).await
+}
+
+/// The node lifecycle controller lifts `node.kubernetes.io/not-ready` once
+/// the Node is Ready (the API server may have added it at registration).
+async fn clear_not_ready_taint(app: &App, name: &str) -> ApiResult<()> {
+    client::modify(
+        app,
+        NODES,
+        "",
+        name,
+        None,
+        client::CONTROLLER_MANAGER,
+        |node| {
+            let Some(taints) = node
+                .pointer_mut("/spec/taints")
+                .and_then(Value::as_array_mut)
+            else {
+                return false;
+            };
+            let before = taints.len();
+            taints.retain(|t| t.get("key").and_then(Value::as_str) != Some(NOT_READY_TAINT));
+            taints.len() != before
+        },
+    )
+    .await
+}
+
+/// Creates or renews the Node's heartbeat Lease.
+pub async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
+    let now = micro_time();
+    if client::get(app, LEASES, LEASE_NAMESPACE, node).is_some() {
+        return client::modify(app, LEASES, LEASE_NAMESPACE, node, None, KUBELET, |lease| {
+            lease["spec"]["renewTime"] = json!(now);
+            true
+        })
+        .await;
+    }
+    let Some(owner) = client::get(app, NODES, "", node) else {
+        return Ok(());
+    };
+    let lease = json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": node,
+            "ownerReferences": [{
+                "apiVersion": "v1", "kind": "Node", "name": node, "uid": meta::uid(&owner),
+            }],
+        },
+        "spec": {
+            "holderIdentity": node,
+            "leaseDurationSeconds": LEASE_SECONDS,
+            "renewTime": now,
+        },
+    });
+    match client::create_object(app, LEASES, LEASE_NAMESPACE, lease, KUBELET).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Renews the Leases of every simulated Node.
+pub async fn heartbeat(app: &App) {
+    for node in client::list(app, NODES, None) {
+        if is_simulated(&node) && !meta::is_deleting(&node) {
+            let _ = renew_lease(app, meta::name(&node)).await;
+        }
+    }
+}
+
+/// The InternalIP of a Node, and its Pod range.
+pub fn addresses(node: &Value) -> (String, String) {
+    let ip = meta::get_path(node, &["status", "addresses"])
+        .and_then(Value::as_array)
+        .and_then(|a| {
+            a.iter()
+                .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+        })
+        .and_then(|x| x.get("address").and_then(Value::as_str))
+        .unwrap_or("")
+        .to_string();
+    let cidr = client::str_at(node, &["spec", "podCIDR"]).to_string();
+    (ip, cidr)
+}
+
+/// Now as a MicroTime (`2006-01-02T15:04:05.000000Z`).
+pub fn micro_time() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}

@@ -1,0 +1,120 @@
+//! The ReplicaSet controller: keeps `spec.replicas` active Pods from the
+//! template, deleting the least useful first, and reports `replicas`,
+//! `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
+//! `observedGeneration` as kube-controller-manager does.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::client::{self, CONTROLLER_MANAGER, REPLICASETS};
+use super::pods;
+use crate::api::App;
+use crate::error::ApiResult;
+use crate::meta;
+use crate::selectors::LabelSelector;
+
+/// The ReplicaSet's selector, parsed (an unparsable one selects nothing).
+fn selector(rs: &Value) -> Option<LabelSelector> {
+    let sel = meta::get_path(rs, &["spec", "selector"])?;
+    LabelSelector::parse(&crate::api::scale::selector_string(sel)).ok()
+}
+
+pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+    let Some(rs) = client::get(app, REPLICASETS, ns, name) else {
+        return Ok(None);
+    };
+    if meta::is_deleting(&rs) {
+        return Ok(None);
+    }
+    let owned = pods::owned(app, ns, meta::uid(&rs));
+    let mut active: Vec<_> = owned
+        .iter()
+        .filter(|p| pods::is_active(p))
+        .cloned()
+        .collect();
+    let want = client::int_at(&rs, &["spec", "replicas"])
+        .unwrap_or(1)
+        .max(0) as usize;
+    let min_ready = client::int_at(&rs, &["spec", "minReadySeconds"]).unwrap_or(0);
+
+    // Status from the Pods as they are before this sync changes them.
+    let fully_labeled =
+        selector(&rs).map_or(0, |s| active.iter().filter(|p| s.matches_object(p)).count());
+    let ready = active.iter().filter(|p| pods::is_ready(p)).count();
+    let mut available = 0;
+    let mut recheck: Option<Duration> = None;
+    for p in &active {
+        match pods::available_in(p, min_ready) {
+            None => available += 1,
+            Some(d) if d != Duration::MAX => recheck = Some(recheck.map_or(d, |r| r.min(d))),
+            Some(_) => {}
+        }
+    }
+    let counts = [
+        ("replicas", active.len()),
+        ("fullyLabeledReplicas", fully_labeled),
+        ("readyReplicas", ready),
+        ("availableReplicas", available),
+    ];
+    write_status(app, &rs, &counts).await?;
+
+    if active.len() < want {
+        let template = meta::get_path(&rs, &["spec", "template"])
+            .cloned()
+            .unwrap_or_default();
+        for _ in active.len()..want {
+            pods::create_from_template(
+                app,
+                &rs,
+                &template,
+                &format!("{name}-"),
+                &Map::new(),
+                &Map::new(),
+            )
+            .await?;
+        }
+    } else if active.len() > want {
+        pods::deletion_order(&mut active);
+        for pod in &active[..active.len() - want] {
+            pods::delete(app, &rs, pod)?;
+        }
+    }
+    Ok(recheck)
+}
+
+async fn write_status(app: &App, rs: &Value, counts: &[(&str, usize)]) -> ApiResult<()> {
+    let generation = meta::generation(rs);
+    let (ns, name) = (meta::namespace(rs), meta::name(rs));
+    client::modify(
+        app,
+        REPLICASETS,
+        ns,
+        name,
+        Some("status"),
+        CONTROLLER_MANAGER,
+        |obj| {
+            let mut status = obj
+                .get("status")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let before = status.clone();
+            for (field, value) in counts {
+                pods::set_count(&mut status, field, *value as i64);
+            }
+            // `replicas` is not omitempty in ReplicaSetStatus.
+            status.insert(
+                "replicas".into(),
+                json!(counts.first().map_or(0, |(_, v)| *v)),
+            );
+            status.insert("observedGeneration".into(), json!(generation));
+            if status == before {
+                return false;
+            }
+            obj["status"] = Value::Object(status);
+            true
+        },
+    )
+    .await
+}

@@ -1,0 +1,22 @@
+//! The workload simulation through real clients (kubectl and kube-rs):
+//! simulated Nodes with heartbeats, the scheduler's filters and its
+//! Unschedulable reports, the kubelet's Pod lifecycle (init containers,
+//! readiness, crash loops, image-pull failures, graceful deletion) and the
+//! Deployment, ReplicaSet and Job controllers (`kubectl rollout status`,
+//! `kubectl wait --for=condition=...`).
+//!
+//! All tests share one server with two Nodes, the second tainted
+//! `dedicated=gpu:NoSchedule`; each test works in its own namespace.
+
+#[allow(dead_code)]
+#[path = "support/server.rs"]
+mod server;
+#[allow(dead_code)]
+mod support;
+
+#[path = "workloads/common.rs"]
+mod common;
+#[path = "workloads/controllers.rs"]
+mod controllers;
+#[path = "workloads/pods.rs"]
+mod pods;
