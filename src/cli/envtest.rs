@@ -33,7 +33,9 @@ const RUN_EXAMPLES: &str = "Examples:
   # repeatably (each injected fault is logged to stderr and counted in /metrics)
   opctl envtest run --faults 'create@pods:500=20%,update@deployments.apps:409=50%' --faults-seed 42 -- make test-e2e
 
-Fault spec: comma-separated items, each a profile (default), seed=N, or a rule
+Fault spec: comma-separated items, each a profile (default), seed=N,
+  user=PATTERN (fault only that user's requests; PATTERN may end in *, e.g.
+  user=system:serviceaccount:* spares envtest's administrator), or a rule
   VERBS[@RESOURCES]:FAULT=AMOUNT
   VERBS      * | reads | writes | get list watch create update patch apply delete deletecollection, joined by +
   RESOURCES  plural[.group][/subresource], joined by + (default: every resource)

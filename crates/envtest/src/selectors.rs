@@ -490,7 +490,6 @@ mod tests {
         );
     }
 
-
     fn label_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()

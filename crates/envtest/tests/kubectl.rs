@@ -275,8 +275,20 @@ fn apply_get_patch_label_and_delete_a_configmap() {
     let names = k.ok(&["get", "cm", "-n", &ns, "-l", "tier=web", "-o", "name"]);
     assert_eq!(names.trim(), "configmap/cm1");
     assert_eq!(
-        k.ok(&["get", "cm", "-n", &ns, "-l", "tier!=web", "-o", "name"])
-            .trim(),
+        // Every namespace also holds the root-CA publisher's ConfigMap.
+        k.ok(&[
+            "get",
+            "cm",
+            "-n",
+            &ns,
+            "-l",
+            "tier!=web",
+            "--field-selector",
+            "metadata.name!=kube-root-ca.crt",
+            "-o",
+            "name"
+        ])
+        .trim(),
         ""
     );
     assert_eq!(

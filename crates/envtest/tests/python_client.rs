@@ -105,8 +105,19 @@ fn create_namespace(base_url: &str, ns: &str) {
 
 /// Runs tests/python/<script> against the shared server in a new namespace.
 fn run_script(script: &str) {
+    run_script_on(server::shared(), script);
+}
+
+/// A server with the workload simulation (nodes, scheduler, kubelet,
+/// workload controllers), as `Config::default()` runs it.
+fn simulated() -> &'static server::Background {
+    static SIMULATED: OnceLock<server::Background> = OnceLock::new();
+    SIMULATED.get_or_init(|| server::background(opctl_envtest::Config::default()))
+}
+
+/// Runs tests/python/<script> against `shared` in a new namespace.
+fn run_script_on(shared: &server::Background, script: &str) {
     let python = python();
-    let shared = server::shared();
     let ns = server::unique_name("py");
     create_namespace(&shared.base_url, &ns);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python");
@@ -152,5 +163,5 @@ fn python_client_authenticates_with_service_account_tokens() {
 
 #[test]
 fn python_client_sees_a_deployment_roll_out_and_a_job_complete() {
-    run_script("workloads.py");
+    run_script_on(simulated(), "workloads.py");
 }

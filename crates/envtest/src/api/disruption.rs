@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 use super::pods::delete_evicted;
 use super::update::{Change, Fail, update_once};
 use super::{App, WriteCtx, Written};
-use crate::selectors::LabelSelector;
 use crate::controllers::APISERVER;
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::http::query::DeleteOptions;
 use crate::meta;
 use crate::registry::Resource;
+use crate::selectors::LabelSelector;
 use crate::store::ResKey;
 
 pub(crate) const PDB_KEY: &str = "policy/poddisruptionbudgets";

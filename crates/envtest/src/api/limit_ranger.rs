@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::App;
-use crate::quantity::{Quantity, from_json};
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
+use crate::quantity::{Quantity, from_json};
 use crate::store::ResKey;
 
 const LIMIT_RANGES: &str = "limitranges";

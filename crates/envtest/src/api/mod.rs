@@ -628,7 +628,11 @@ pub(crate) fn restore_allocation(app: &App, res: &Resource, obj: &Value, dry_run
 /// A name generated from `generateName`: the prefix cut to 58 bytes, so
 /// that with the 5 random characters it fits 63 (kube's name generator).
 pub(crate) fn generate_name(generate_name: &str) -> String {
-    format!("{}{}", generated_name_base(generate_name), meta::random_suffix())
+    format!(
+        "{}{}",
+        generated_name_base(generate_name),
+        meta::random_suffix()
+    )
 }
 
 /// The part of `generateName` a generated name starts with.

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::selectors::LabelSelector;
 use crate::api::App;
 use crate::api::disruption::{PDB_KEY, is_ready};
 use crate::meta;
+use crate::selectors::LabelSelector;
 use crate::store::{Event, ResKey};
 
 /// How long an evicted Pod may take to go before it counts again.

@@ -34,6 +34,8 @@ pub struct Faults(Option<Arc<Injector>>);
 
 struct Injector {
     rules: Vec<FaultRule>,
+    /// Whose requests are faulted (see [`FaultSpec::users`]).
+    users: Vec<String>,
     seed: u64,
     /// How often each (rule, method, path) was drawn for.
     draws: Mutex<HashMap<(usize, String), u64>>,
@@ -43,6 +45,8 @@ struct Injector {
 /// A request about to be served, as the fault rules see it.
 pub struct Target<'a> {
     pub labels: &'a RequestLabels,
+    /// Who asks (empty: envtest's administrator).
+    pub user: &'a str,
     pub method: &'a str,
     pub path: &'a str,
     /// How the client wants errors written (Accept, `pretty`).
@@ -58,13 +62,18 @@ impl Faults {
         }
         let seed = spec.seed.unwrap_or_else(rand::random);
         let rules: Vec<&str> = spec.rules.iter().map(|r| r.text.as_str()).collect();
+        let users = match spec.users.is_empty() {
+            true => String::new(),
+            false => format!(" into requests of {}", spec.users.join(", ")),
+        };
         tracing::info!(
             target: "opctl_envtest::faults",
-            "injecting faults {} with seed {seed} (add seed={seed} to the spec to repeat this run)",
+            "injecting faults {}{users} with seed {seed} (add seed={seed} to the spec to repeat this run)",
             rules.join(",")
         );
         Faults(Some(Arc::new(Injector {
             rules: spec.rules,
+            users: spec.users,
             seed,
             draws: Mutex::new(HashMap::new()),
             metrics,
@@ -90,6 +99,9 @@ impl Faults {
     /// The answer to give instead of serving the request, if a rule fires.
     pub fn answer(&self, target: &Target<'_>) -> Option<Response> {
         let inj = self.0.as_ref()?;
+        if !spec::targets_user(&inj.users, target.user) {
+            return None;
+        }
         let verb = verb_of(target.labels)?;
         for (index, rule) in inj.rules.iter().enumerate() {
             let Fault::Status { code, fraction } = rule.fault else {
@@ -118,6 +130,9 @@ impl Faults {
         let Some(inj) = self.0.as_ref() else {
             return resp;
         };
+        if !spec::targets_user(&inj.users, target.user) {
+            return resp;
+        }
         let Some(rule) = inj
             .rules
             .iter()
@@ -317,6 +332,7 @@ mod tests {
                 faults
                     .answer(&Target {
                         labels: &l,
+                        user: "",
                         method: "PUT",
                         path: p,
                         prefs: &Preferences::default(),
@@ -365,6 +381,7 @@ mod tests {
             faults
                 .answer(&Target {
                     labels: l,
+                    user: "",
                     method: "POST",
                     path: "/p",
                     prefs: &Preferences::default(),
@@ -379,5 +396,31 @@ mod tests {
             None,
             "health checks never fail"
         );
+    }
+
+    #[test]
+    fn user_items_spare_everyone_else() {
+        let faults = Faults::new(
+            "writes:500=100%,user=system:serviceaccount:*,user=jane,seed=1"
+                .parse()
+                .expect("spec"),
+            Metrics::default(),
+        );
+        let l = labels("POST", "pods", "resource");
+        let target = |user: &str| {
+            faults
+                .answer(&Target {
+                    labels: &l,
+                    user,
+                    method: "POST",
+                    path: "/p",
+                    prefs: &Preferences::default(),
+                })
+                .map(|r| r.status().as_u16())
+        };
+        assert_eq!(target("system:serviceaccount:default:op"), Some(500));
+        assert_eq!(target("jane"), Some(500));
+        assert_eq!(target("janet"), None);
+        assert_eq!(target(""), None, "envtest's administrator is spared");
     }
 }

@@ -26,6 +26,28 @@ pub struct FaultSpec {
     /// start (and logs it, so a run can be repeated).
     pub seed: Option<u64>,
     pub rules: Vec<FaultRule>,
+    /// `user=PATTERN` items: only requests of a matching user are faulted
+    /// (every request when empty). A pattern ending in `*` matches the
+    /// names it starts; envtest's administrator has the empty name.
+    pub users: Vec<String>,
+}
+
+impl FaultSpec {
+    /// Whether requests made as `user` may be faulted.
+    pub fn targets_user(&self, user: &str) -> bool {
+        targets_user(&self.users, user)
+    }
+}
+
+/// Whether `user` matches one of the `user=` patterns (or there are none).
+pub(super) fn targets_user(patterns: &[String], user: &str) -> bool {
+    patterns.is_empty()
+        || patterns
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => user.starts_with(prefix) && !user.is_empty(),
+                None => user == pattern,
+            })
 }
 
 /// One `TARGET:FAULT=AMOUNT` item.
@@ -194,6 +216,14 @@ impl FromStr for FaultSpec {
                     Ok(n) => out.seed = Some(n),
                     Err(_) => return refuse(item, "the seed must be a whole number, e.g. seed=42"),
                 }
+            } else if let Some(user) = item.strip_prefix("user=") {
+                if user.is_empty() || user == "*" {
+                    return refuse(
+                        item,
+                        "name a user, or a prefix ending in *, e.g. user=system:serviceaccount:*",
+                    );
+                }
+                out.users.push(user.to_string());
             } else if let Some((_, rules)) = PROFILES.iter().find(|(name, _)| *name == item) {
                 for rule in rules.split(',') {
                     out.rules.push(parse_rule(rule)?);
@@ -204,7 +234,7 @@ impl FromStr for FaultSpec {
                 return refuse(
                     item,
                     format!(
-                        "not a profile ({}), a seed=N or a rule VERBS[@RESOURCES]:FAULT=AMOUNT",
+                        "not a profile ({}), a seed=N, a user=PATTERN or a rule VERBS[@RESOURCES]:FAULT=AMOUNT",
                         profile_names()
                     ),
                 );
@@ -452,7 +482,7 @@ mod tests {
             ),
             (
                 "chaos",
-                "\"chaos\": not a profile (default), a seed=N or a rule VERBS[@RESOURCES]:FAULT=AMOUNT",
+                "\"chaos\": not a profile (default), a seed=N, a user=PATTERN or a rule VERBS[@RESOURCES]:FAULT=AMOUNT",
             ),
             (
                 "writes:500=110%",
@@ -505,6 +535,10 @@ mod tests {
             (
                 "seed=1,default,seed=2",
                 "\"seed=2\": the seed is given twice",
+            ),
+            (
+                "default,user=",
+                "\"user=\": name a user, or a prefix ending in *, e.g. user=system:serviceaccount:*",
             ),
         ] {
             assert_eq!(

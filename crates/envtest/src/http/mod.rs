@@ -75,6 +75,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     );
     let target = pending.labels().map(|labels| faults::Target {
         labels,
+        user: &call.user.username,
         method: parts.method.as_str(),
         path: parts.uri.path(),
         prefs: &prefs,
@@ -365,13 +366,18 @@ async fn resource(
     if let (Some(stream @ ("log" | "exec")), Some(name)) = (sub, &p.name) {
         let pod = api::read::get(app, &res, &ns, name)?;
         let container = q.get("container");
+        let node = crate::pod_streams::node_of(&pod, |node| {
+            app.store
+                .get(&std::sync::Arc::from("nodes"), "", node)
+                .is_some_and(|n| crate::workloads::nodes::is_simulated(&n))
+        });
         if stream == "exec" {
-            return Err(crate::pod_streams::exec(&pod, name, container));
+            return Err(crate::pod_streams::exec(&pod, name, container, node));
         }
         if *method != Method::GET {
             return Err(ApiError::method_not_allowed());
         }
-        let text = crate::pod_streams::log(&pod, name, container)?;
+        let text = crate::pod_streams::log(&pod, name, container, node)?;
         return Ok(respond::bytes(200, text.into_bytes(), "text/plain"));
     }
     let name = p.name.clone();

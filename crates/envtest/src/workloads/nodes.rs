@@ -1,6 +1,9 @@
 //! Simulated Nodes, registered as a kubelet registers its Node: the Node
-//! object, then its status (capacity, allocatable, conditions, addresses,
-//! nodeInfo), then a Lease in `kube-node-lease` renewed as a heartbeat.
+//! object with its status (capacity, allocatable, conditions, addresses,
+//! nodeInfo: [`crate::nodes::Registration`]), then a Lease in
+//! `kube-node-lease` renewed as a heartbeat. The node lifecycle controller
+//! keeps the condition taints in step (`node.kubernetes.io/not-ready` goes
+//! once the Node reports Ready).
 //!
 //! A Node whose `envtest.opctl.dev/simulated` annotation is `"true"` is run
 //! by the simulated kubelet, so a test can add Nodes while the server runs.
@@ -17,10 +20,6 @@ use crate::meta;
 pub const SIMULATED: &str = "envtest.opctl.dev/simulated";
 /// The namespace of the kubelets' heartbeat Leases.
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
-/// The taint a Node carries while not Ready (TaintNodesByCondition).
-pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
-/// The kubelet version the Nodes report: the version whose behaviour envtest implements.
-const KUBELET_VERSION: &str = "v1.32.13";
 const LEASE_SECONDS: i64 = 40;
 const ZONES: &[&str] = &["zone-a", "zone-b", "zone-c"];
 
@@ -38,10 +37,10 @@ pub fn node_ip(index: usize) -> String {
     format!("172.18.{}.{}", (index + 2) / 256, (index + 2) % 256)
 }
 
-/// The Node object a kubelet registers (spec and metadata; status is written after).
+/// The Node object a kubelet registers (its status is posted after).
 fn node_object(spec: &NodeSpec, index: usize) -> Value {
     let zone = ZONES[index % ZONES.len()];
-    let mut taints: Vec<Value> = spec
+    let taints: Vec<Value> = spec
         .taints
         .iter()
         .map(|t| {
@@ -52,9 +51,6 @@ fn node_object(spec: &NodeSpec, index: usize) -> Value {
             v
         })
         .collect();
-    if !spec.ready {
-        taints.push(json!({"key": NOT_READY_TAINT, "effect": "NoSchedule"}));
-    }
     let mut node = json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -91,66 +87,6 @@ pub fn pod_cidr(index: usize) -> String {
     format!("10.244.{}.0/24", index + 1)
 }
 
-/// The status a kubelet reports for its Node.
-fn node_status(spec: &NodeSpec, index: usize, now: &str) -> Value {
-    let resources = json!({
-        "cpu": spec.cpu,
-        "memory": spec.memory,
-        "pods": spec.pods.to_string(),
-        "ephemeral-storage": "100Gi",
-        "hugepages-1Gi": "0",
-        "hugepages-2Mi": "0",
-    });
-    let condition = |kind: &str, status: &str, reason: &str, message: &str| {
-        json!({
-            "type": kind, "status": status, "reason": reason, "message": message,
-            "lastHeartbeatTime": now, "lastTransitionTime": now,
-        })
-    };
-    let ready = if spec.ready {
-        condition(
-            "Ready",
-            "True",
-            "KubeletReady",
-            "kubelet is posting ready status",
-        )
-    } else {
-        condition(
-            "Ready",
-            "False",
-            "KubeletNotReady",
-            "container runtime network not ready: NetworkReady=false (simulated by opctl envtest)",
-        )
-    };
-    json!({
-        "capacity": resources,
-        "allocatable": resources,
-        "conditions": [
-            condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-            ready,
-        ],
-        "addresses": [
-            {"type": "InternalIP", "address": node_ip(index)},
-            {"type": "Hostname", "address": spec.name},
-        ],
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-        "nodeInfo": {
-            "architecture": "amd64",
-            "bootID": uuid::Uuid::new_v4().to_string(),
-            "containerRuntimeVersion": "opctl-envtest://simulated",
-            "kernelVersion": "simulated",
-            "kubeProxyVersion": "",
-            "kubeletVersion": KUBELET_VERSION,
-            "machineID": uuid::Uuid::new_v4().simple().to_string(),
-            "operatingSystem": "linux",
-            "osImage": "opctl envtest simulated node",
-            "systemUUID": uuid::Uuid::new_v4().to_string(),
-        },
-    })
-}
-
 /// Registers every Node of `specs` with its status and first Lease.
 pub async fn register_all(app: &App, specs: &[NodeSpec]) -> ApiResult<()> {
     if specs.is_empty() {
@@ -178,8 +114,16 @@ async fn ensure_lease_namespace(app: &App) -> ApiResult<()> {
 
 async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
     client::create_object(app, NODES, "", node_object(spec, index), KUBELET).await?;
+    // Then the first status post: this machine's capacity and addresses,
+    // and Ready once its runtime is up (at once, unless asked otherwise).
+    let registration = crate::nodes::Registration {
+        cpu: spec.cpu.clone(),
+        memory: spec.memory.clone(),
+        pods: spec.pods.to_string(),
+        internal_ip: node_ip(index),
+        ..crate::nodes::Registration::default()
+    };
     let now = meta::now_rfc3339();
-    let status = node_status(spec, index, &now);
     client::modify(
         app,
         NODES,
@@ -188,40 +132,14 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
         Some("status"),
         KUBELET,
         |node| {
-            node["status"] = status.clone();
+            node["status"] = json!({});
+            registration.register(node, &now);
+            crate::nodes::set_ready(node, spec.ready, &now);
             true
         },
     )
     .await?;
-    if spec.ready {
-        clear_not_ready_taint(app, &spec.name).await?;
-    }
     renew_lease(app, &spec.name).await
-}
-
-/// The node lifecycle controller lifts `node.kubernetes.io/not-ready` once
-/// the Node is Ready (the API server may have added it at registration).
-async fn clear_not_ready_taint(app: &App, name: &str) -> ApiResult<()> {
-    client::modify(
-        app,
-        NODES,
-        "",
-        name,
-        None,
-        client::CONTROLLER_MANAGER,
-        |node| {
-            let Some(taints) = node
-                .pointer_mut("/spec/taints")
-                .and_then(Value::as_array_mut)
-            else {
-                return false;
-            };
-            let before = taints.len();
-            taints.retain(|t| t.get("key").and_then(Value::as_str) != Some(NOT_READY_TAINT));
-            taints.len() != before
-        },
-    )
-    .await
 }
 
 /// Creates or renews the Node's heartbeat Lease.

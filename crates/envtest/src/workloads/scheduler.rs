@@ -12,9 +12,9 @@ use serde_json::{Map, Value, json};
 
 use super::client::{self, ConditionStyle, NODES, PODS, SCHEDULER};
 use crate::api::App;
-use crate::quantity::{Quantity, from_json};
 use crate::error::ApiResult;
 use crate::meta;
+use crate::quantity::{Quantity, from_json};
 use crate::store::{WriteError, parse_rv};
 
 /// What a Pod asks of a Node, in units of 10⁻⁹ (pods counted one each).

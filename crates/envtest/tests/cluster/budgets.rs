@@ -7,7 +7,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::common::{api_error, client, eventually, namespace};
+use crate::common::{api_error, client_without_retries, eventually, namespace};
 
 /// A Running, Ready Pod labelled `app: web` (no kubelet runs, so the test
 /// writes the status one would).
@@ -36,7 +36,7 @@ async fn allowed(budgets: &Api<PodDisruptionBudget>, healthy: i32) -> i32 {
 
 #[tokio::test]
 async fn eviction_honours_a_disruption_budget() {
-    let client = client().await;
+    let client = client_without_retries().await;
     let ns = namespace(&client, "budget").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);

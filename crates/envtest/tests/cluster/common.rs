@@ -29,6 +29,15 @@ pub async fn client() -> Client {
     Client::try_from(config().await).expect("client")
 }
 
+/// An administrator's client that gives up at the first 429: kube-rs
+/// retries 429s (up to 15 times, backing off), which would hide a refused
+/// eviction behind minutes of retries.
+pub async fn client_without_retries() -> Client {
+    let mut config = config().await;
+    config.default_retry = false;
+    Client::try_from(config).expect("client")
+}
+
 /// A client acting as `user` (kube-rs's `impersonate`), with `groups`.
 pub async fn client_as(user: &str, groups: &[&str]) -> Client {
     let mut config = config().await;

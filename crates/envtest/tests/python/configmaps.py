@@ -49,7 +49,9 @@ for name, labels in [("py-db", {"app": "db"}), ("py-other", {"tier": "back"})]:
 
 
 def names(**kwargs):
-    return sorted(cm.metadata.name for cm in v1.list_namespaced_config_map(ns, **kwargs).items)
+    # Every namespace also holds the root-CA publisher's kube-root-ca.crt.
+    items = v1.list_namespaced_config_map(ns, **kwargs).items
+    return sorted(cm.metadata.name for cm in items if cm.metadata.name != "kube-root-ca.crt")
 
 
 assert names() == ["py-cm", "py-db", "py-other"], names()
@@ -61,7 +63,8 @@ assert names(field_selector="metadata.name=py-db") == ["py-db"]
 page = v1.list_namespaced_config_map(ns, limit=2)
 assert len(page.items) == 2 and page.metadata._continue, "first page with a continue token"
 rest = v1.list_namespaced_config_map(ns, limit=2, _continue=page.metadata._continue)
-assert [i.metadata.name for i in page.items + rest.items] == ["py-cm", "py-db", "py-other"]
+paged = [i.metadata.name for i in page.items + rest.items]
+assert paged == ["kube-root-ca.crt", "py-cm", "py-db", "py-other"], paged
 
 status = v1.delete_namespaced_config_map("py-cm", ns)
 assert status.status == "Success", status

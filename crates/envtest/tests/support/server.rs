@@ -80,10 +80,17 @@ pub fn background(config: Config) -> Background {
     }
 }
 
-/// One server shared by all tests of a test binary.
+/// One server shared by all tests of a test binary: the API server and
+/// its controllers without the workload simulation (no scheduler or kubelet
+/// moves the Pods these tests write by hand; `tests/workloads` tests that).
 pub fn shared() -> &'static Background {
     static SHARED: OnceLock<Background> = OnceLock::new();
-    SHARED.get_or_init(|| background(Config::default()))
+    SHARED.get_or_init(|| {
+        background(Config {
+            simulation: opctl_envtest::workloads::Simulation::off(),
+            ..Config::default()
+        })
+    })
 }
 
 /// A namespace name no other test of this binary uses.
