@@ -4,7 +4,8 @@
 //!   `opctl-commands.sh` reproduces every scaffold-owned file byte for byte;
 //! - its derived manifests are current: `opctl manifests` changes nothing;
 //! - it works: it is fmt- and clippy-clean and its unit tests and its e2e
-//!   tests (under `opctl envtest`, through `make test-e2e`) pass.
+//!   tests (under `opctl envtest`, through `make test-e2e`, and again under
+//!   injected API faults through `make test-e2e-faults`) pass.
 //!
 //! All builds share the workspace's target directory.
 
@@ -202,6 +203,8 @@ fn builds_and_passes_its_tests(name: &str) {
     );
     run_in(&dir, "make", &["test", &opctl]);
     run_in(&dir, "make", &["test-e2e", &opctl]);
+    // The same tests with API faults injected into the manager's requests.
+    run_in(&dir, "make", &["test-e2e-faults", &opctl]);
 }
 
 macro_rules! reference_project {

@@ -231,17 +231,33 @@ fn request(verb: &str, resource: &str, subresource: &str) -> Request {
     (verb.to_owned(), resource.to_owned(), subresource.to_owned())
 }
 
-/// The requests of objects the API server has answered so far: its
-/// `apiserver_request_total` (served on `/metrics` by `opctl envtest` as by
-/// kube-apiserver), summed over groups, versions, scopes and codes. Lists
-/// and watches are left out: they fill the caches, not one reconcile.
-async fn api_requests(client: &kube::Client) -> Requests {
+/// What the API server has counted so far.
+struct ApiCounts {
+    /// Its `apiserver_request_total` (served on `/metrics` by `opctl
+    /// envtest` as by kube-apiserver), summed over groups, versions, scopes
+    /// and codes. Lists and watches are left out: they fill the caches, not
+    /// one reconcile.
+    requests: Requests,
+    /// The faults `opctl envtest --faults` injected
+    /// (`opctl_envtest_injected_faults_total`; none on a real cluster).
+    faults: u64,
+}
+
+async fn api_requests(client: &kube::Client) -> ApiCounts {
     let metrics = axum::http::Request::get("/metrics").body(Vec::new());
     let metrics = metrics.expect("a GET of /metrics");
     let text = client.request_text(metrics).await;
     let text = text.expect("the API server's /metrics");
-    let mut requests = Requests::new();
+    let mut counts = ApiCounts {
+        requests: Requests::new(),
+        faults: 0,
+    };
     for line in text.lines() {
+        let count = |sample: &str| sample.trim().parse::<f64>().unwrap_or_default() as u64;
+        if let Some(sample) = line.strip_prefix("opctl_envtest_injected_faults_total{") {
+            counts.faults += sample.rsplit_once("} ").map_or(0, |(_, value)| count(value));
+            continue;
+        }
         let Some((labels, value)) = line
             .strip_prefix("apiserver_request_total{")
             .and_then(|sample| sample.rsplit_once("} "))
@@ -258,12 +274,12 @@ async fn api_requests(client: &kube::Client) -> Requests {
         if resource.is_empty() || verb == "LIST" || verb == "WATCH" {
             continue;
         }
-        let count = value.trim().parse::<f64>().unwrap_or_default() as u64;
-        *requests
+        *counts
+            .requests
             .entry((verb, resource, label("subresource")))
-            .or_default() += count;
+            .or_default() += count(value);
     }
-    requests
+    counts
 }
 
 /// The requests counted in `after` and not in `before`.
