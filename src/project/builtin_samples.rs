@@ -6,8 +6,13 @@
 
 use serde_json::{Value, json};
 
-/// The name of every sample except a CRD's (whose name follows its spec).
+/// The name of every sample except a CRD's and an APIService's (whose names
+/// follow their spec).
 pub const SAMPLE_NAME: &str = "e2e-webhook";
+
+/// A PKCS#10 request (ECDSA P-256, `CN=e2e-webhook, O=e2e`), PEM, base64-encoded
+/// as `spec.request` travels; made once with openssl, the key discarded.
+const E2E_CERTIFICATE_REQUEST: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIZk1JR0dBZ0VBTUNReEZEQVNCZ05WQkFNTUMyVXlaUzEzWldKb2IyOXJNUXd3Q2dZRFZRUUtEQU5sTW1VdwpXVEFUQmdjcWhrak9QUUlCQmdncWhrak9QUU1CQndOQ0FBVHJ3NUs4aEhjdHdwTjlnLzNGdW82ZmgyVndaSkYzCi9JdTE2WkVKOHhPYkJwdHRYbU90Q2tuSVZDVTBvb0c3S1A1MGtrQzFTWi8vMXZjQjRiT3ZZcDBRb0FBd0NnWUkKS29aSXpqMEVBd0lEU0FBd1JRSWdCMXhLRlBTbkw1Y1RrWU83Y1UrbXZKblh0S0NmSERBTWhsT2h3eStZbk1NQwpJUUNOR1pnem12Ri81VVlhVUJFQlJRV21icU00VS9OdmxSWG1VdVlTblZISDhnPT0KLS0tLS1FTkQgQ0VSVElGSUNBVEUgUkVRVUVTVC0tLS0tCg==";
 
 /// A pod template that every workload kind can use.
 fn pod_template(restart_policy: Option<&str>) -> Value {
@@ -87,6 +92,10 @@ fn fields(api_group: &str, kind: &str) -> Option<Value> {
             "limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "1Ti"}}],
         }}),
         ("", "PodTemplate") => json!({"template": pod_template(None)}),
+        ("", "ReplicationController") => json!({"spec": {
+            "selector": {"app": SAMPLE_NAME},
+            "template": pod_template(None),
+        }}),
         ("apps", "ControllerRevision") => json!({"revision": 1, "data": {"note": "e2e"}}),
         ("autoscaling", "HorizontalPodAutoscaler") => json!({"spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": SAMPLE_NAME},
@@ -126,6 +135,32 @@ fn fields(api_group: &str, kind: &str) -> Option<Value> {
             "source": {"persistentVolumeName": SAMPLE_NAME},
         }}),
         ("node.k8s.io", "RuntimeClass") => json!({"handler": "runc"}),
+        ("certificates.k8s.io", "CertificateSigningRequest") => json!({"spec": {
+            "request": E2E_CERTIFICATE_REQUEST,
+            "signerName": "example.com/e2e",
+            "usages": ["client auth"],
+        }}),
+        // A local APIService for a group nothing serves: harmless.
+        ("apiregistration.k8s.io", "APIService") => json!({"spec": {
+            "group": "e2e.example.com",
+            "version": "v1alpha1",
+            "groupPriorityMinimum": 1000,
+            "versionPriority": 15,
+        }}),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => json!({"spec": {
+            "priorityLevelConfiguration": {"name": "global-default"},
+            "matchingPrecedence": 5000,
+            "rules": [{
+                "subjects": [{"kind": "Group", "group": {"name": "e2e"}}],
+                "resourceRules": [{
+                    "verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "namespaces": ["*"],
+                }],
+            }],
+        }}),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => json!({"spec": {
+            "type": "Limited",
+            "limited": {"nominalConcurrencyShares": 5, "limitResponse": {"type": "Reject"}},
+        }}),
         // No spec: a quota without limits constrains nothing else the tests create.
         (
             "",
@@ -149,10 +184,11 @@ pub fn e2e_object(api_group: &str, kind: &str) -> Option<Value> {
     } else {
         format!("{api_group}/{}", known.version)
     };
-    let name = if kind == "CustomResourceDefinition" {
-        "widgets.e2e.example.com"
-    } else {
-        SAMPLE_NAME
+    // Names that follow the spec: a CRD's `<plural>.<group>`, an APIService's `<version>.<group>`.
+    let name = match kind {
+        "CustomResourceDefinition" => "widgets.e2e.example.com",
+        "APIService" => "v1alpha1.e2e.example.com",
+        _ => SAMPLE_NAME,
     };
     let mut object = json!({
         "apiVersion": api_version,

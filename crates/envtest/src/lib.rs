@@ -12,6 +12,7 @@ pub mod authn;
 pub mod authz;
 pub mod bootstrap;
 pub mod builtin;
+pub mod component_statuses;
 pub mod controllers;
 pub mod error;
 pub mod faults;

@@ -88,6 +88,7 @@ impl Envtest {
         let mut app = App::with_history(config.watch_history, config.read_history);
         app.faults = Faults::new(config.faults.clone(), app.metrics.clone());
         app.cluster_controllers = config.cluster_controllers;
+        app.simulated_scheduler = config.simulation.scheduler;
         let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());

@@ -195,7 +195,9 @@ pub fn table(
     with_columns: bool,
 ) -> Value {
     let now = jiff::Timestamp::now();
-    let (defs, cells) = columns_and_cells(res, objects, now);
+    let mut objects = objects.to_vec();
+    crate::builtin::sort_for_printing(&res.group, &res.plural, &mut objects);
+    let (defs, cells) = columns_and_cells(res, &objects, now);
     let rows: Vec<Value> = objects
         .iter()
         .zip(cells)

@@ -2,7 +2,7 @@
 //! simulated Nodes with heartbeats, the scheduler's filters and its
 //! Unschedulable reports, the kubelet's Pod lifecycle (init containers,
 //! readiness, crash loops, image-pull failures, graceful deletion) and the
-//! Deployment, ReplicaSet and Job controllers (`kubectl rollout status`,
+//! Deployment, ReplicaSet, ReplicationController and Job controllers (`kubectl rollout status`,
 //! `kubectl wait --for=condition=...`).
 //!
 //! All tests share one server with two Nodes, the second tainted
@@ -20,3 +20,5 @@ mod common;
 mod controllers;
 #[path = "workloads/pods.rs"]
 mod pods;
+#[path = "workloads/replication.rs"]
+mod replication;

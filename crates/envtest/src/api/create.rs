@@ -203,6 +203,9 @@ fn check(
     ctx: &WriteCtx,
 ) -> ApiResult<Ready> {
     prepare(res, &mut obj);
+    if res.is_certificate_signing_requests() {
+        builtin::certificates::set_requestor(&mut obj, &ctx.user);
+    }
     let client_rv = meta::resource_version(&obj).to_string();
     warnings.extend(super::unsupported_warnings(res, &obj));
     super::allocate(app, res, &mut obj, ctx.opts.dry_run)?;
@@ -210,6 +213,9 @@ fn check(
     if !causes.is_empty() {
         super::restore_allocation(app, res, &obj, ctx.opts.dry_run);
         return Err(invalid(res, meta::name(&obj), causes));
+    }
+    if res.is_certificate_signing_requests() {
+        builtin::certificates::admit(&app.store, &ctx.user, &obj, None, None)?;
     }
     Ok(Ready {
         obj,

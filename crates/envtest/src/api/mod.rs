@@ -52,6 +52,9 @@ pub struct App {
     pub tokens: crate::tokens::Signer,
     /// Faults to inject into requests and watches (none unless configured).
     pub faults: crate::faults::Faults,
+    /// Whether the workload simulation schedules Pods (the scheduler's
+    /// health in `componentstatuses`).
+    pub simulated_scheduler: bool,
     /// The PEM bundle of the CA that verifies this server, published in
     /// every namespace's `kube-root-ca.crt`; empty while serving plain HTTP.
     pub root_ca: std::sync::RwLock<String>,
@@ -118,6 +121,7 @@ impl App {
             metrics: crate::metrics::Metrics::default(),
             tokens: crate::tokens::Signer::new(),
             faults: crate::faults::Faults::default(),
+            simulated_scheduler: false,
             root_ca: std::sync::RwLock::new(String::new()),
         }
     }
@@ -524,13 +528,16 @@ pub(crate) fn common_update_causes(new: &Value, old: &Value) -> Vec<Cause> {
 /// of ratcheted rules go to `warnings`.
 pub(crate) fn validate_update(
     res: &Resource,
-    new: &Value,
-    old: &Value,
+    (new, old): (&Value, &Value),
+    subresource: Option<&str>,
     warnings: &mut Vec<String>,
 ) -> Vec<Cause> {
     let mut causes = common_update_causes(new, old);
     match res.builtin() {
-        Some(kind) => causes.extend(builtin::validate(kind, new, Some(old))),
+        Some(kind) => causes.extend(match subresource {
+            Some(sub) => builtin::validate_subresource(kind, new, old, sub),
+            None => builtin::validate(kind, new, Some(old)),
+        }),
         None => {
             // The custom resource strategy checks the metadata update rules itself too.
             causes.extend(common_update_causes(new, old));
@@ -645,9 +652,11 @@ pub(crate) fn generated_name_base(generate_name: &str) -> &str {
     &generate_name[..cut]
 }
 
-/// Whether PUT without resourceVersion is allowed (custom resources and CRDs refuse it).
+/// Whether PUT without resourceVersion is allowed (custom resources, CRDs
+/// and APIServices refuse it).
 pub(crate) fn allows_unconditional_update(res: &Resource) -> bool {
-    !(res.is_custom() || is_crd(res))
+    let apiservice = res.group == "apiregistration.k8s.io" && !res.is_custom();
+    !(res.is_custom() || is_crd(res) || apiservice)
 }
 
 /// `Operation cannot be fulfilled ...` for stale writes.

@@ -96,9 +96,14 @@ pub fn to_scale(res: &Resource, obj: &Value) -> ApiResult<Value> {
         .and_then(|v| v.as_i64())
         .unwrap_or(0);
     let selector = if paths.selector_from_spec {
-        obj.pointer("/spec/selector")
-            .map(selector_string)
-            .unwrap_or_default()
+        match obj.pointer("/spec/selector") {
+            // A ReplicationController's selector is a plain label map.
+            Some(labels) if res.group.is_empty() => {
+                selector_string(&json!({"matchLabels": labels}))
+            }
+            Some(selector) => selector_string(selector),
+            None => String::new(),
+        }
     } else {
         paths
             .label_selector

@@ -144,7 +144,7 @@ fn before_update(res: &Resource, new: &mut Value, old: &Value, sub: Option<&str>
     copy_meta(new, old, "generation", false);
     match res.builtin() {
         Some(kind) => {
-            let sub = sub.filter(|s| *s == "status");
+            let sub = sub.filter(|s| matches!(*s, "status" | "approval"));
             builtin::prepare_for_update(kind, new, old, sub);
         }
         None => prepare_custom(res, new, old, sub),
@@ -234,10 +234,13 @@ fn check(app: &App, c: &Change<'_>, s: &mut Staged) -> Result<(), Fail> {
     let res = c.res;
     before_update(res, &mut s.new, &s.old_view, c.sub);
     super::allocate(app, res, &mut s.new, c.ctx.opts.dry_run)?;
-    let causes = validate_update(res, &s.new, &s.old_view, &mut s.warnings);
+    let causes = validate_update(res, (&s.new, &s.old_view), c.sub, &mut s.warnings);
     if !causes.is_empty() {
         super::restore_allocation(app, res, &s.new, c.ctx.opts.dry_run);
         return Err(invalid(res, c.name, causes).into());
+    }
+    if res.is_certificate_signing_requests() {
+        builtin::certificates::admit(&app.store, &c.ctx.user, &s.new, Some(&s.old_view), c.sub)?;
     }
     Ok(())
 }

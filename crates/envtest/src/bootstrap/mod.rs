@@ -1,7 +1,8 @@
 //! The objects a kube-apiserver v1.32 cluster has before anyone writes: the
 //! system namespaces, the RBAC bootstrap policy, the built-in
-//! PriorityClasses and the `default/kubernetes` Service with its Endpoints
-//! and EndpointSlice. The server creates them as its own (`kube-apiserver`)
+//! PriorityClasses, the `default/kubernetes` Service with its Endpoints
+//! and EndpointSlice, an APIService per built-in group version and the API
+//! Priority and Fairness configuration. The server creates them as its own (`kube-apiserver`)
 //! writes before it serves.
 //!
 //! The policy's ~125 objects (with `admin`, `edit` and `view` already
@@ -10,6 +11,7 @@
 //! uids and times, so that starting stays a matter of milliseconds.
 
 mod cluster;
+pub mod flowcontrol;
 mod rbac;
 
 use std::sync::{Arc, LazyLock};
@@ -35,7 +37,12 @@ pub fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
     create_namespaces(app)?;
     create_rbac_policy(app)?;
     cluster::create_priority_classes(app)?;
-    cluster::create_kubernetes_service(app, addr)
+    cluster::create_kubernetes_service(app, addr)?;
+    // The aggregator's local APIServices and the API Priority and Fairness
+    // configuration, as their post-start hooks write them.
+    crate::controllers::apiservices::register_builtin(app);
+    crate::controllers::flowcontrol::sync(app);
+    Ok(())
 }
 
 fn create_rbac_policy(app: &App) -> anyhow::Result<()> {

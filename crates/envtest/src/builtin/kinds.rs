@@ -16,11 +16,13 @@ use k8s_openapi::api::{
     admissionregistration::v1 as admissionregistration, apps::v1 as apps,
     authentication::v1 as authentication, authorization::v1 as authorization,
     autoscaling::v1 as autoscaling_v1, autoscaling::v2 as autoscaling, batch::v1 as batch,
-    coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
-    events::v1 as events, networking::v1 as networking, node::v1 as node, policy::v1 as policy,
-    rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
+    certificates::v1 as certificates, coordination::v1 as coordination, core::v1 as core,
+    discovery::v1 as discovery, events::v1 as events, flowcontrol::v1 as flowcontrol,
+    networking::v1 as networking, node::v1 as node, policy::v1 as policy, rbac::v1 as rbac,
+    scheduling::v1 as scheduling, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -47,6 +49,9 @@ const NAMESPACE_VERBS: &[&str] = &[
 /// Reviews (`kubectl auth can-i`, `kubectl auth whoami`) are created and
 /// answered, never stored.
 const REVIEW_VERBS: &[&str] = &["create"];
+
+/// Read-only answers made when asked (`componentstatuses`).
+const READ_ONLY_VERBS: &[&str] = &["get", "list"];
 
 const ALL: &[&str] = &["all"];
 const API_EXTENSIONS: &[&str] = &["api-extensions"];
@@ -132,6 +137,9 @@ impl KindInfo {
 /// Ordered by group, then resource name, as discovery lists them.
 pub(super) static KINDS: &[KindInfo] = &[
     // core/v1
+    of::<core::ComponentStatus>("componentstatus")
+        .short(&["cs"])
+        .verbs(READ_ONLY_VERBS),
     of::<core::ConfigMap>("configmap").short(&["cm"]),
     of::<core::Endpoints>("endpoints").short(&["ep"]),
     of::<core::Event>("event").short(&["ev"]),
@@ -152,6 +160,11 @@ pub(super) static KINDS: &[KindInfo] = &[
         .categories(ALL)
         .status(),
     of::<core::PodTemplate>("podtemplate"),
+    of::<core::ReplicationController>("replicationcontroller")
+        .short(&["rc"])
+        .categories(ALL)
+        .status()
+        .scale(),
     of::<core::ResourceQuota>("resourcequota")
         .short(&["quota"])
         .status(),
@@ -169,6 +182,10 @@ pub(super) static KINDS: &[KindInfo] = &[
     // apiextensions.k8s.io/v1
     of::<apiextensions::CustomResourceDefinition>("customresourcedefinition")
         .short(&["crd", "crds"])
+        .categories(API_EXTENSIONS)
+        .status(),
+    // apiregistration.k8s.io/v1
+    of::<apiregistration::APIService>("apiservice")
         .categories(API_EXTENSIONS)
         .status(),
     // apps/v1
@@ -210,12 +227,19 @@ pub(super) static KINDS: &[KindInfo] = &[
         .categories(ALL)
         .status(),
     of::<batch::Job>("job").categories(ALL).status(),
+    // certificates.k8s.io/v1 (also served: `/approval`)
+    of::<certificates::CertificateSigningRequest>("certificatesigningrequest")
+        .short(&["csr"])
+        .status(),
     // coordination.k8s.io/v1
     of::<coordination::Lease>("lease"),
     // discovery.k8s.io/v1
     of::<discovery::EndpointSlice>("endpointslice"),
     // events.k8s.io/v1
     of::<events::Event>("event").short(&["ev"]),
+    // flowcontrol.apiserver.k8s.io/v1
+    of::<flowcontrol::FlowSchema>("flowschema").status(),
+    of::<flowcontrol::PriorityLevelConfiguration>("prioritylevelconfiguration").status(),
     // networking.k8s.io/v1
     of::<networking::IngressClass>("ingressclass"),
     of::<networking::Ingress>("ingress")

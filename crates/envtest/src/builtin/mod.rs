@@ -6,6 +6,7 @@
 //! (`tests/fixtures/transcripts`), then the Kubernetes sources of that version.
 
 mod alloc;
+pub(crate) mod certificates;
 mod decode;
 mod defaults;
 pub mod events;
@@ -67,6 +68,7 @@ const VOLUME_SOURCES: &[&str] = &[
 
 pub use alloc::Allocator;
 pub use kinds::{find, find_kind};
+pub(crate) use tables::sort_for_printing;
 
 /// One built-in kind and how it is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +117,10 @@ impl KindInfo {
                 "k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::{}",
                 self.version
             ),
+            "apiregistration.k8s.io" => format!(
+                "k8s_openapi::kube_aggregator::pkg::apis::apiregistration::{}",
+                self.version
+            ),
             _ => format!("k8s_openapi::api::{}::{}", self.short_group(), self.version),
         }
     }
@@ -123,6 +129,13 @@ impl KindInfo {
     /// only created).
     pub fn is_watchable(&self) -> bool {
         self.verbs.contains(&"watch")
+    }
+
+    /// Whether objects of the kind are stored: reviews and component
+    /// statuses are answers made on the spot (and discovery gives them no
+    /// storage version hash). Every stored kind can be watched.
+    pub fn is_stored(&self) -> bool {
+        self.is_watchable()
     }
 }
 
@@ -206,6 +219,17 @@ pub fn prepare_for_update(
     subresource: Option<&str>,
 ) {
     prepare::for_update(kind, obj, old, subresource);
+}
+
+/// [`validate`] of an update through a subresource that has rules of its
+/// own (a CertificateSigningRequest's `status` and `approval`).
+pub fn validate_subresource(
+    kind: &KindInfo,
+    obj: &Value,
+    old: &Value,
+    subresource: &str,
+) -> Vec<Cause> {
+    validation::validate_through(kind, obj, Some(old), Some(subresource))
 }
 
 /// Validates metadata (name rules per kind, labels, annotations, finalizers,

@@ -17,6 +17,7 @@ fn tracks_generation(kind: &KindInfo) -> bool {
             "apps",
             "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
         ) | ("batch", "Job" | "CronJob")
+            | ("", "ReplicationController")
             | ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("admissionregistration.k8s.io", _)
             | ("policy", "PodDisruptionBudget")
@@ -26,6 +27,7 @@ fn tracks_generation(kind: &KindInfo) -> bool {
             )
             | ("discovery.k8s.io", "EndpointSlice")
             | ("scheduling.k8s.io", "PriorityClass")
+            | ("flowcontrol.apiserver.k8s.io", _)
     )
 }
 
@@ -58,6 +60,16 @@ fn initial_status(kind: &KindInfo, obj: &Value) -> Option<Value> {
             json!({"desiredReplicas": 0, "currentMetrics": null})
         }
         ("storage.k8s.io", "VolumeAttachment") => json!({"attached": false}),
+        // An APIService served by kube-apiserver itself is always available.
+        ("apiregistration.k8s.io", "APIService")
+            if obj.pointer("/spec/service").is_none_or(Value::is_null) =>
+        {
+            json!({"conditions": [{
+                "type": "Available", "status": "True",
+                "lastTransitionTime": crate::meta::now_rfc3339(),
+                "reason": "Local", "message": "Local APIServices are always available",
+            }]})
+        }
         ("apps", "StatefulSet") => json!({"replicas": 0, "availableReplicas": 0}),
         ("apps", "DaemonSet") => json!({
             "currentNumberScheduled": 0,
@@ -65,7 +77,7 @@ fn initial_status(kind: &KindInfo, obj: &Value) -> Option<Value> {
             "desiredNumberScheduled": 0,
             "numberReady": 0
         }),
-        ("apps", "ReplicaSet") => json!({"replicas": 0}),
+        ("apps", "ReplicaSet") | ("", "ReplicationController") => json!({"replicas": 0}),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let stored: Vec<Value> = obj
                 .pointer("/spec/versions")
@@ -145,6 +157,12 @@ pub(crate) fn for_create(kind: &KindInfo, obj: &mut Value) {
 pub(crate) fn for_update(kind: &KindInfo, obj: &mut Value, old: &Value, subresource: Option<&str>) {
     let old_generation = old.pointer("/metadata/generation").cloned();
     match subresource {
+        _ if (kind.group, kind.kind) == ("certificates.k8s.io", "CertificateSigningRequest") => {
+            if subresource.is_some() {
+                status_update(kind, obj, old);
+            }
+            super::certificates::prepare_update(obj, old, subresource);
+        }
         Some("status") => status_update(kind, obj, old),
         Some("finalize") => finalize_update(obj, old),
         _ => main_update(kind, obj, old),
@@ -322,7 +340,9 @@ fn status_update(kind: &KindInfo, obj: &mut Value, old: &Value) {
         }
     }
     let preserved: &[&str] = match (kind.group, kind.kind) {
-        ("apiextensions.k8s.io", _) => &["labels", "annotations", "finalizers", "ownerReferences"],
+        ("apiextensions.k8s.io" | "apiregistration.k8s.io", _) => {
+            &["labels", "annotations", "finalizers", "ownerReferences"]
+        }
         ("", "Pod") => &["ownerReferences"],
         _ => &[],
     };

@@ -9,6 +9,7 @@ use super::KindInfo;
 pub(crate) fn template_pointer(kind: &KindInfo) -> Option<&'static str> {
     match (kind.group, kind.kind) {
         ("", "PodTemplate") => Some("/template"),
+        ("", "ReplicationController") => Some("/spec/template"),
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("batch", "Job") => {
             Some("/spec/template")
         }

@@ -1,15 +1,18 @@
 //! The controllers a test cluster needs and kube-apiserver alone lacks: the
 //! CRD registry (conditions and serving), the garbage collector, the
 //! namespace lifecycle, the serviceaccount controller, the root-CA
-//! publisher, the disruption controller and the clusterrole-aggregation
-//! controller. They share one task
+//! publisher, the disruption controller, the clusterrole-aggregation
+//! controller, the aggregator's APIService controllers and the API Priority
+//! and Fairness configuration controllers. They share one task
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
 pub mod aggregation;
+pub(crate) mod apiservices;
 mod crds;
 pub mod disruption;
 pub(crate) mod events;
+pub(crate) mod flowcontrol;
 mod gc;
 mod namespaces;
 mod node_lifecycle;
@@ -51,6 +54,10 @@ struct Controllers {
     cluster_roles_changed: bool,
     /// A CRD changed: owner references to its kind may resolve now.
     crds_changed: bool,
+    /// A CRD, APIService or Service changed: APIServices may need writing.
+    apiservices_changed: bool,
+    /// A FlowSchema or PriorityLevelConfiguration changed.
+    flowcontrol_changed: bool,
     /// Namespaces whose PodDisruptionBudgets may need a new status.
     dirty_budgets: std::collections::BTreeSet<String>,
 }
@@ -86,6 +93,12 @@ impl Controllers {
         if &*ev.resource == crds::CRD_KEY {
             self.crds_changed = true;
         }
+        if apiservices::concerns(ev) {
+            self.apiservices_changed = true;
+        }
+        if flowcontrol::concerns(ev) {
+            self.flowcontrol_changed = true;
+        }
         if self.app.cluster_controllers.disruption
             && let Some(ns) = disruption::namespace_to_sync(ev)
         {
@@ -110,6 +123,12 @@ impl Controllers {
         }
         if std::mem::take(&mut self.crds_changed) {
             self.gc.recheck_unresolved(&self.app);
+        }
+        if std::mem::take(&mut self.apiservices_changed) {
+            apiservices::sync(&self.app);
+        }
+        if std::mem::take(&mut self.flowcontrol_changed) {
+            flowcontrol::sync(&self.app);
         }
         for ns in std::mem::take(&mut self.dirty_budgets) {
             disruption::sync_namespace(&self.app, &ns);
@@ -139,6 +158,8 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         webhooks_changed: false,
         cluster_roles_changed: false,
         crds_changed: false,
+        apiservices_changed: false,
+        flowcontrol_changed: false,
         dirty_budgets: Default::default(),
     };
     crds::rebuild_registry(&app);

@@ -2,6 +2,7 @@
 //! mapping of API operations to responses. Every failure is a `Status`.
 
 pub mod body;
+mod component_statuses;
 pub mod gojson;
 pub mod negotiate;
 pub mod openapi;
@@ -243,9 +244,14 @@ async fn dispatch(
             let Some(res) = reg.get(&p.group, &p.version, &p.resource) else {
                 return Err(ApiError::not_found_path());
             };
-            // Every request through a deprecated custom resource version,
-            // answered or refused, carries the deprecation Warning.
-            let deprecation = res.custom().and_then(|c| c.deprecation_warning(&p.version));
+            // Every request through a deprecated custom resource version or
+            // built-in resource, answered or refused, carries the deprecation
+            // Warning.
+            let deprecation = match res.custom() {
+                Some(c) => c.deprecation_warning(&p.version),
+                None => crate::component_statuses::is_component_statuses(&res.group, &res.plural)
+                    .then(|| crate::component_statuses::DEPRECATION.to_string()),
+            };
             let result = resource(app, call, body, &p, res, &q).await;
             let Some(text) = deprecation else {
                 return result;
@@ -357,6 +363,9 @@ async fn resource(
     } else {
         Endpoint::Resource
     };
+    if crate::component_statuses::is_component_statuses(&res.group, &res.plural) {
+        return component_statuses::serve(app, call, (p, q), &res);
+    }
     if authz::review::is_review(&res) {
         return review(app, call, body, (p, q), &res, &ns).await;
     }

@@ -336,11 +336,12 @@ pub fn strip_set() -> Set {
 }
 
 /// The fields a write through `subresource` may own: everything but
-/// `status` on the main resource, only `status` on the status subresource.
+/// `status` on the main resource, only `status` on the status subresource
+/// (and on a CertificateSigningRequest's `approval`, which writes conditions).
 pub fn owned_part(set: &Set, subresource: Option<&str>) -> Set {
     let status = PathElement::field("status");
     match subresource {
-        Some("status") => set.restricted_to(&status),
+        Some("status" | "approval") => set.restricted_to(&status),
         _ => {
             let mut ignored = Set::new();
             ignored.insert(&[status]);

@@ -178,7 +178,9 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
         if !r.categories.is_empty() {
             m.insert("categories".into(), json!(r.categories));
         }
-        m.insert("storageVersionHash".into(), json!(storage_hash_for(r)));
+        if r.builtin().is_none_or(KindInfo::is_stored) {
+            m.insert("storageVersionHash".into(), json!(storage_hash_for(r)));
+        }
     }
     let mut out = vec![main];
     if r.scale.is_some() {
@@ -190,6 +192,12 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
     if r.has_status {
         out.push(json!({
             "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced,
+            "kind": r.kind, "verbs": ["get", "patch", "update"],
+        }));
+    }
+    if r.is_certificate_signing_requests() {
+        out.push(json!({
+            "name": format!("{}/approval", r.plural), "singularName": "", "namespaced": false,
             "kind": r.kind, "verbs": ["get", "patch", "update"],
         }));
     }
@@ -253,6 +261,13 @@ fn aggregated_resource(r: &Resource) -> Value {
     if r.has_status {
         subresources.push(json!({
             "subresource": "status",
+            "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
+    if r.is_certificate_signing_requests() {
+        subresources.push(json!({
+            "subresource": "approval",
             "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
             "verbs": ["get", "patch", "update"],
         }));

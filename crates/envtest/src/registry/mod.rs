@@ -89,6 +89,7 @@ impl Resource {
             "token" if self.group.is_empty() && self.plural == "serviceaccounts" => {
                 Some(&["create"])
             }
+            "approval" if self.is_certificate_signing_requests() => Some(READ_WRITE),
             "log" if self.group.is_empty() && self.plural == "pods" => Some(&["get"]),
             "exec" if self.group.is_empty() && self.plural == "pods" => Some(&["create", "get"]),
             "binding" | "eviction" if self.group.is_empty() && self.plural == "pods" => {
@@ -96,6 +97,11 @@ impl Resource {
             }
             _ => None,
         }
+    }
+
+    /// Whether this is `certificatesigningrequests`, which also serves `/approval`.
+    pub fn is_certificate_signing_requests(&self) -> bool {
+        self.group == "certificates.k8s.io" && self.plural == "certificatesigningrequests"
     }
 
     /// Whether the kind is the core/v1 vs events.k8s.io/v1 shared Event storage

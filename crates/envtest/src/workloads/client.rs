@@ -21,6 +21,7 @@ pub const EVENTS: &str = "events";
 pub const LEASES: &str = "coordination.k8s.io/leases";
 pub const NAMESPACES: &str = "namespaces";
 pub const REPLICASETS: &str = "apps/replicasets";
+pub const REPLICATIONCONTROLLERS: &str = "replicationcontrollers";
 pub const DEPLOYMENTS: &str = "apps/deployments";
 pub const JOBS: &str = "batch/jobs";
 

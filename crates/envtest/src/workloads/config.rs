@@ -14,7 +14,7 @@ pub struct Simulation {
     pub scheduler: bool,
     /// Moves Pods on simulated Nodes through their lifecycle.
     pub kubelet: bool,
-    /// kube-controller-manager's workload controllers (ReplicaSet, Deployment, Job).
+    /// kube-controller-manager's workload controllers (ReplicaSet, ReplicationController, Deployment, Job).
     pub controllers: bool,
     pub timing: Timing,
 }

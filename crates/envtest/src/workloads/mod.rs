@@ -1,6 +1,7 @@
 //! Workloads that move as on a cluster, without containers: simulated
 //! Nodes and their kubelets, the default scheduler, and kube-controller-
-//! manager's workload controllers (ReplicaSet, Deployment, Job).
+//! manager's workload controllers (ReplicaSet and ReplicationController,
+//! Deployment, Job).
 //!
 //! One task follows every change in the store and reconciles what the
 //! change concerns, level-triggered: each part looks at the objects as
@@ -33,7 +34,11 @@ pub use config::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 use crate::api::App;
 use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
-use client::{DEPLOYMENTS, JOBS, NODES, PODS, REPLICASETS};
+use client::{DEPLOYMENTS, JOBS, NODES, PODS, REPLICASETS, REPLICATIONCONTROLLERS};
+use replicaset::Replicated;
+
+/// The stores whose changes the controllers follow.
+const FOLLOWED: [&str; 5] = [PODS, REPLICASETS, REPLICATIONCONTROLLERS, DEPLOYMENTS, JOBS];
 
 /// What one reconcile looks at.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,7 +47,8 @@ enum Key {
     Schedule,
     /// The kubelet's view of one Pod.
     Pod(String, String),
-    ReplicaSet(String, String),
+    /// A ReplicaSet's or ReplicationController's Pods.
+    Replicas(Replicated, String, String),
     Deployment(String, String),
     Job(String, String),
     /// Lease renewal of every simulated Node.
@@ -118,7 +124,7 @@ pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<Join
 impl Engine {
     /// Everything that exists is looked at once, and the heartbeat starts.
     fn seed(&mut self) {
-        for key in [PODS, REPLICASETS, DEPLOYMENTS, JOBS] {
+        for key in FOLLOWED {
             for obj in client::list(&self.app, key, None) {
                 self.observe_object(key, &obj, None);
             }
@@ -158,7 +164,7 @@ impl Engine {
             self.due.insert(Key::Schedule);
             return;
         }
-        if [PODS, REPLICASETS, DEPLOYMENTS, JOBS].contains(&key) {
+        if FOLLOWED.contains(&key) {
             let obj = self
                 .app
                 .registry
@@ -189,8 +195,11 @@ impl Engine {
                     self.due.insert(Key::Schedule);
                 }
                 if controllers {
-                    if let Some(rs) = client::controller_name(obj, "ReplicaSet") {
-                        self.due.insert(Key::ReplicaSet(ns.clone(), rs.to_string()));
+                    for which in [Replicated::ReplicaSet, Replicated::ReplicationController] {
+                        if let Some(owner) = client::controller_name(obj, which.kind()) {
+                            let key = Key::Replicas(which, ns.clone(), owner.to_string());
+                            self.due.insert(key);
+                        }
                     }
                     if let Some(job) = client::controller_name(obj, "Job") {
                         self.due.insert(Key::Job(ns, job.to_string()));
@@ -202,8 +211,13 @@ impl Engine {
                     self.due.insert(Key::Deployment(ns.clone(), d.to_string()));
                 }
                 if deleted != Some(true) {
-                    self.due.insert(Key::ReplicaSet(ns, name));
+                    self.due
+                        .insert(Key::Replicas(Replicated::ReplicaSet, ns, name));
                 }
+            }
+            REPLICATIONCONTROLLERS if controllers && deleted != Some(true) => {
+                let which = Replicated::ReplicationController;
+                self.due.insert(Key::Replicas(which, ns, name));
             }
             DEPLOYMENTS if controllers && deleted != Some(true) => {
                 self.due.insert(Key::Deployment(ns, name));
@@ -225,8 +239,8 @@ impl Engine {
                     None
                 }
                 Key::Pod(ns, name) => self.kubelet(ns, name).await,
-                Key::ReplicaSet(ns, name) => retry(
-                    replicaset::reconcile(&self.app, ns, name).await,
+                Key::Replicas(which, ns, name) => retry(
+                    replicaset::reconcile(&self.app, *which, ns, name).await,
                     "replicaset controller",
                 ),
                 Key::Deployment(ns, name) => retry(

@@ -1,4 +1,5 @@
-//! The ReplicaSet controller: keeps `spec.replicas` active Pods from the
+//! The ReplicaSet controller, which kube-controller-manager also runs for
+//! ReplicationControllers: keeps `spec.replicas` active Pods from the
 //! template, deleting the least useful first, and reports `replicas`,
 //! `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
 //! `observedGeneration` as kube-controller-manager does.
@@ -7,21 +8,54 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::client::{self, CONTROLLER_MANAGER, REPLICASETS};
+use super::client::{self, CONTROLLER_MANAGER, REPLICASETS, REPLICATIONCONTROLLERS};
 use super::pods;
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::selectors::LabelSelector;
 
-/// The ReplicaSet's selector, parsed (an unparsable one selects nothing).
-fn selector(rs: &Value) -> Option<LabelSelector> {
-    let sel = meta::get_path(rs, &["spec", "selector"])?;
-    LabelSelector::parse(&crate::api::scale::selector_string(sel)).ok()
+/// The two kinds the controller keeps Pods for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Replicated {
+    ReplicaSet,
+    ReplicationController,
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
-    let Some(rs) = client::get(app, REPLICASETS, ns, name) else {
+impl Replicated {
+    pub fn kind(self) -> &'static str {
+        match self {
+            Replicated::ReplicaSet => "ReplicaSet",
+            Replicated::ReplicationController => "ReplicationController",
+        }
+    }
+
+    pub fn store_key(self) -> &'static str {
+        match self {
+            Replicated::ReplicaSet => REPLICASETS,
+            Replicated::ReplicationController => REPLICATIONCONTROLLERS,
+        }
+    }
+
+    /// The object's selector, parsed (an unparsable one selects nothing):
+    /// a LabelSelector, or a ReplicationController's plain label map.
+    fn selector(self, obj: &Value) -> Option<LabelSelector> {
+        let sel = meta::get_path(obj, &["spec", "selector"])?;
+        let sel = match self {
+            Replicated::ReplicaSet => sel.clone(),
+            Replicated::ReplicationController => json!({"matchLabels": sel}),
+        };
+        LabelSelector::parse(&crate::api::scale::selector_string(&sel)).ok()
+    }
+}
+
+pub async fn reconcile(
+    app: &App,
+    which: Replicated,
+    ns: &str,
+    name: &str,
+) -> ApiResult<Option<Duration>> {
+    let Some(rs) = client::get(app, which.store_key(), ns, name) else {
         return Ok(None);
     };
     if meta::is_deleting(&rs) {
@@ -39,8 +73,9 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     let min_ready = client::int_at(&rs, &["spec", "minReadySeconds"]).unwrap_or(0);
 
     // Status from the Pods as they are before this sync changes them.
-    let fully_labeled =
-        selector(&rs).map_or(0, |s| active.iter().filter(|p| s.matches_object(p)).count());
+    let fully_labeled = which
+        .selector(&rs)
+        .map_or(0, |s| active.iter().filter(|p| s.matches_object(p)).count());
     let ready = active.iter().filter(|p| pods::is_ready(p)).count();
     let mut available = 0;
     let mut recheck: Option<Duration> = None;
@@ -57,7 +92,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         ("readyReplicas", ready),
         ("availableReplicas", available),
     ];
-    write_status(app, &rs, &counts).await?;
+    write_status(app, which, &rs, &counts).await?;
 
     if active.len() < want {
         let template = meta::get_path(&rs, &["spec", "template"])
@@ -83,12 +118,17 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     Ok(recheck)
 }
 
-async fn write_status(app: &App, rs: &Value, counts: &[(&str, usize)]) -> ApiResult<()> {
+async fn write_status(
+    app: &App,
+    which: Replicated,
+    rs: &Value,
+    counts: &[(&str, usize)],
+) -> ApiResult<()> {
     let generation = meta::generation(rs);
     let (ns, name) = (meta::namespace(rs), meta::name(rs));
     client::modify(
         app,
-        REPLICASETS,
+        which.store_key(),
         ns,
         name,
         Some("status"),
@@ -103,7 +143,7 @@ async fn write_status(app: &App, rs: &Value, counts: &[(&str, usize)]) -> ApiRes
             for (field, value) in counts {
                 pods::set_count(&mut status, field, *value as i64);
             }
-            // `replicas` is not omitempty in ReplicaSetStatus.
+            // `replicas` is not omitempty in either kind's status.
             status.insert(
                 "replicas".into(),
                 json!(counts.first().map_or(0, |(_, v)| *v)),

@@ -2,6 +2,7 @@
 //! to every create and update body after decoding.
 
 mod cluster_kinds;
+mod control_plane;
 mod other;
 pub(crate) mod pod;
 mod workloads;
@@ -21,11 +22,12 @@ pub(crate) fn apply(kind: &KindInfo, obj: &mut Value) {
             pod::pod_only(spec);
         }
     }
-    match kind.group {
-        "apps" | "batch" => workloads::apply(kind, obj),
+    match (kind.group, kind.kind) {
+        ("apps" | "batch", _) | ("", "ReplicationController") => workloads::apply(kind, obj),
         _ => {
             other::apply(kind, obj);
             cluster_kinds::apply(kind, obj);
+            control_plane::apply(kind, obj);
         }
     }
 }

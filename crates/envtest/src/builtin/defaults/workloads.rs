@@ -1,4 +1,4 @@
-//! apps/v1 and batch/v1 defaults.
+//! apps/v1, batch/v1 and ReplicationController defaults.
 
 use serde_json::{Value, json};
 
@@ -8,6 +8,9 @@ use crate::builtin::shape::{default_str, default_value, object_at, objects_mut};
 pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
     if kind.kind == "DaemonSet" {
         template_generation_annotation(obj);
+    }
+    if kind.kind == "ReplicationController" {
+        replication_controller_selector(obj);
     }
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
@@ -73,7 +76,7 @@ pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
             }
             default_value(spec, "revisionHistoryLimit", json!(10));
         }
-        "ReplicaSet" => {
+        "ReplicaSet" | "ReplicationController" => {
             default_value(spec, "replicas", json!(1));
         }
         "Job" => {
@@ -123,6 +126,29 @@ pub(crate) fn job_labels_from_template(obj: &mut Value) {
         .and_then(Value::as_object)
         .is_some_and(|l| !l.is_empty());
     if !has_labels && let Some(meta) = object_at(obj, "metadata") {
+        meta.insert("labels".into(), Value::Object(template_labels));
+    }
+}
+
+/// `SetDefaults_ReplicationController`: the template's labels are the
+/// selector when none is given, and the labels when the object has none.
+fn replication_controller_selector(obj: &mut Value) {
+    let Some(template_labels) = obj
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+    else {
+        return;
+    };
+    let empty = |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(|m| m.is_empty());
+    if empty(obj.pointer("/spec/selector"))
+        && let Some(spec) = object_at(obj, "spec")
+    {
+        spec.insert("selector".into(), Value::Object(template_labels.clone()));
+    }
+    if empty(obj.pointer("/metadata/labels"))
+        && let Some(meta) = object_at(obj, "metadata")
+    {
         meta.insert("labels".into(), Value::Object(template_labels));
     }
 }

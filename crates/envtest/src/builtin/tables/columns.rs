@@ -9,8 +9,8 @@ const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server
 /// (name, type, format, priority, description)
 pub(super) type Column = (&'static str, &'static str, &'static str, u8, &'static str);
 
-const NAME: Column = ("Name", "string", "name", 0, NAME_DESC);
-const AGE: Column = ("Age", "string", "", 0, AGE_DESC);
+pub(super) const NAME: Column = ("Name", "string", "name", 0, NAME_DESC);
+pub(super) const AGE: Column = ("Age", "string", "", 0, AGE_DESC);
 const CREATED_AT: Column = ("Created At", "date", "", 0, AGE_DESC);
 const CONTAINERS: Column = (
     "Containers",
@@ -35,6 +35,9 @@ const SELECTOR: Column = (
 );
 
 pub(super) fn columns(kind: &KindInfo) -> Option<Vec<Column>> {
+    if let Some(columns) = super::control_plane::columns(kind) {
+        return Some(columns);
+    }
     Some(match (kind.group, kind.kind) {
         ("", "Pod") => vec![
             NAME,
@@ -272,7 +275,7 @@ pub(super) fn columns(kind: &KindInfo) -> Option<Vec<Column>> {
             IMAGES,
             SELECTOR,
         ],
-        ("apps", "ReplicaSet") => vec![
+        ("apps", "ReplicaSet") | ("", "ReplicationController") => vec![
             NAME,
             (
                 "Desired",

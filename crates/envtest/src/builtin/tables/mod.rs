@@ -4,7 +4,10 @@
 use serde_json::{Value, json};
 
 mod columns;
+mod control_plane;
 mod rows;
+
+pub(crate) use control_plane::sort_for_printing;
 
 use columns::columns;
 use rows::row;

@@ -396,6 +396,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
     let name = json!(s(obj, "/metadata/name"));
     let age = json!(since(obj.pointer("/metadata/creationTimestamp"), now));
     let template_containers = |pointer: &str| containers_and_images(obj, pointer);
+    if let Some(cells) = super::control_plane::row(kind, obj, name.clone(), age.clone()) {
+        return cells;
+    }
     match (kind.group, kind.kind) {
         ("", "Pod") => pod_row(obj, now),
         ("", "Service") => service_row(obj, now),
@@ -466,8 +469,14 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 json!(selector_string(obj.pointer("/spec/selector"))),
             ]
         }
-        ("apps", "ReplicaSet") => {
+        ("apps", "ReplicaSet") | ("", "ReplicationController") => {
             let (containers, images) = template_containers("/spec/template/spec/containers");
+            // A ReplicationController's selector is a plain label map.
+            let selector = if kind.group.is_empty() {
+                format_labels(obj.pointer("/spec/selector"))
+            } else {
+                selector_string(obj.pointer("/spec/selector"))
+            };
             vec![
                 name,
                 json!(int(obj, "/spec/replicas")),
@@ -476,7 +485,7 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(obj.pointer("/spec/selector"))),
+                json!(selector),
             ]
         }
         ("apps", "StatefulSet") => {

@@ -3,6 +3,7 @@
 
 mod cluster_kinds;
 mod container;
+mod control_plane;
 mod core;
 mod cron;
 mod fields;
@@ -11,6 +12,7 @@ pub(crate) mod meta;
 pub(crate) mod names;
 mod pod;
 mod rbac_admission;
+mod replication_controller;
 mod selector;
 mod service;
 mod volumes;
@@ -20,6 +22,8 @@ use crate::admission::ConfigurationKind;
 use serde_json::Value;
 
 use super::KindInfo;
+use super::certificates;
+use crate::bootstrap::flowcontrol;
 use crate::error::Cause;
 use names::NameRule;
 
@@ -27,7 +31,10 @@ fn name_rule(kind: &KindInfo) -> NameRule {
     match (kind.group, kind.kind) {
         ("", "Namespace") => names::name_is_dns_label,
         ("", "Service") => names::name_is_dns1035_label,
-        ("rbac.authorization.k8s.io", _) => names::name_is_path_segment,
+        // "We don't care what you call your certificate requests."
+        ("rbac.authorization.k8s.io" | "certificates.k8s.io" | "apiregistration.k8s.io", _) => {
+            names::name_is_path_segment
+        }
         _ => names::name_is_dns_subdomain,
     }
 }
@@ -43,6 +50,17 @@ fn core_meta(kind: &KindInfo) -> bool {
 
 /// See [`super::validate`].
 pub(crate) fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    validate_through(kind, obj, old, None)
+}
+
+/// See [`super::validate_subresource`]: `subresource` is `None` for the
+/// object itself.
+pub(crate) fn validate_through(
+    kind: &KindInfo,
+    obj: &Value,
+    old: Option<&Value>,
+    subresource: Option<&str>,
+) -> Vec<Cause> {
     match (kind.group, kind.kind) {
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             // The CRD validator covers its metadata too (`metadata.name` must
@@ -71,6 +89,15 @@ pub(crate) fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec
     if core_meta(kind) {
         causes.extend(meta::kube_finalizer_names(obj));
     }
+    if (kind.group, kind.kind) == ("certificates.k8s.io", "CertificateSigningRequest") {
+        let path = match (old, subresource) {
+            (None, _) => certificates::Path::Create,
+            (Some(_), Some("status")) => certificates::Path::Status,
+            (Some(_), Some("approval")) => certificates::Path::Approval,
+            (Some(_), _) => certificates::Path::Update,
+        };
+        causes.extend(certificates::validate(obj, old, path));
+    }
     causes.extend(kind_rules(kind, obj, old));
     causes
 }
@@ -98,6 +125,17 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ("", "Pod", None) => pod::pod_create(obj),
         ("", "Pod", Some(old)) => pod::pod_update(obj, old),
         ("", "PodTemplate", _) => pod::template(obj.get("template"), "template"),
+        ("", "ReplicationController", _) => replication_controller::validate(obj),
+        ("apiregistration.k8s.io", "APIService", _) => control_plane::apiservice(obj),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema", _) => {
+            let fixed = flowcontrol::fixed_spec(flowcontrol::FLOW_SCHEMAS, crate::meta::name(obj));
+            control_plane::flow_schema(obj, fixed.as_ref())
+        }
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration", _) => {
+            let plural = flowcontrol::PRIORITY_LEVELS;
+            let fixed = flowcontrol::fixed_spec(plural, crate::meta::name(obj));
+            control_plane::priority_level(obj, fixed.as_ref())
+        }
         ("", "Service", None) => service::service(obj),
         ("", "Service", Some(old)) => service::service_update(obj, old),
         ("apps", "Deployment", old) => {

@@ -13,7 +13,7 @@ fn int(v: &Value, key: &str) -> Option<i64> {
     v.get(key).and_then(Value::as_i64)
 }
 
-fn nonnegative(v: &Value, key: &str, field: &str, causes: &mut Vec<Cause>) {
+pub(super) fn nonnegative(v: &Value, key: &str, field: &str, causes: &mut Vec<Cause>) {
     if let Some(n) = int(v, key)
         && n < 0
     {

@@ -5,7 +5,9 @@
 //! `runtime.Unknown` envelope holding the object's apiVersion/kind and its
 //! bytes. This module turns such a body into the JSON object the rest of the
 //! server works with, driven by `schema.txt` (field numbers, JSON names and
-//! wire types of the built-in kinds, taken from k8s-pb's prost types).
+//! wire types of the built-in kinds, taken from k8s-pb's prost types and,
+//! for the kinds added since, from the `generated.proto` files they are
+//! made from).
 //! Responses stay JSON, which those clients accept as well.
 
 use std::collections::HashMap;
@@ -308,6 +310,9 @@ const ZERO_INTS: &[&str] = &[
     "count",
     "port",
     "targetPort",
+    "nominalConcurrencyShares",
+    "lendablePercent",
+    "borrowingLimitPercent",
 ];
 
 /// Optional boolean fields that are pointers in Go, where false is a value.
@@ -433,6 +438,9 @@ fn package(group: &str) -> Option<&'static str> {
         "autoscaling" => "api.autoscaling",
         "networking.k8s.io" => "api.networking",
         "discovery.k8s.io" => "api.discovery",
+        "certificates.k8s.io" => "api.certificates",
+        "flowcontrol.apiserver.k8s.io" => "api.flowcontrol",
+        "apiregistration.k8s.io" => "kube_aggregator.pkg.apis.apiregistration",
         "meta.k8s.io" => "apimachinery.pkg.apis.meta",
         _ => return None,
     })
