@@ -1,9 +1,9 @@
 //! The workload simulation through real clients (kubectl and kube-rs):
 //! simulated Nodes with heartbeats, the scheduler's filters and its
 //! Unschedulable reports, the kubelet's Pod lifecycle (init containers,
-//! readiness, crash loops, image-pull failures, graceful deletion) and the
-//! Deployment, ReplicaSet, ReplicationController and Job controllers (`kubectl rollout status`,
-//! `kubectl wait --for=condition=...`).
+//! readiness, crash loops, image-pull failures, graceful deletion, the logs
+//! it reports) and the Deployment, ReplicaSet, ReplicationController and Job
+//! controllers (`kubectl rollout status`, `kubectl wait --for=condition=...`).
 //!
 //! All tests share one server with two Nodes, the second tainted
 //! `dedicated=gpu:NoSchedule`; each test works in its own namespace.
@@ -18,6 +18,8 @@ mod support;
 mod common;
 #[path = "workloads/controllers.rs"]
 mod controllers;
+#[path = "workloads/logs.rs"]
+mod logs;
 #[path = "workloads/pods.rs"]
 mod pods;
 #[path = "workloads/replication.rs"]

@@ -386,7 +386,8 @@ async fn resource(
         if *method != Method::GET {
             return Err(ApiError::method_not_allowed());
         }
-        let text = crate::pod_streams::log(&pod, name, container, node)?;
+        let opts = crate::pod_streams::LogOptions::parse(|k| q.get(k))?;
+        let text = crate::pod_streams::log(&pod, name, &opts, node)?;
         return Ok(respond::bytes(200, text.into_bytes(), "text/plain"));
     }
     let name = p.name.clone();
