@@ -1,6 +1,8 @@
 //! A second, independent client: the Python `kubernetes` package from PyPI,
 //! installed by this test into a virtualenv under the cargo target directory
-//! (reused when present), runs the scripts in tests/python against envtest.
+//! (reused when present), runs the scripts in tests/python against envtest;
+//! so does Kopf, the Python operator framework, with a tiny operator and
+//! with its admission webhook server.
 //!
 //! Missing python3 or pip fails the test with the reason; it never skips.
 
@@ -17,8 +19,10 @@ use std::time::Duration;
 
 use support::http::{Http, HttpRequest};
 
-/// The pinned client release (its 33.x line matches Kubernetes 1.33).
-const KUBERNETES_CLIENT: &str = "kubernetes==33.1.0";
+/// The pinned packages: the client (its 33.x line matches Kubernetes 1.33),
+/// and Kopf, the Python operator framework, with certbuilder, which Kopf's
+/// webhook server needs to make its self-signed certificate.
+const PACKAGES: &[&str] = &["kubernetes==33.1.0", "kopf==1.45.2", "certbuilder==0.14.2"];
 
 fn venv_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv")
@@ -38,15 +42,16 @@ fn run(cmd: &mut Command, what: &str) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The virtualenv's python, with the pinned client installed (once per run;
-/// an existing venv with the same pin is reused).
+/// The virtualenv's python, with the pinned packages installed (once per
+/// run; an existing venv with the same pins is reused).
 fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let dir = venv_dir();
         let python = dir.join("bin/python");
         let marker = dir.join("installed.txt");
-        if std::fs::read_to_string(&marker).ok().as_deref() == Some(KUBERNETES_CLIENT)
+        let pins = PACKAGES.join(" ");
+        if std::fs::read_to_string(&marker).ok().as_deref() == Some(pins.as_str())
             && python.exists()
         {
             return python;
@@ -68,17 +73,18 @@ fn python() -> &'static Path {
             "pip in the virtualenv (install python3-pip)",
         );
         run(
-            Command::new(&python).args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                KUBERNETES_CLIENT,
-            ]),
-            "pip install of the Python kubernetes client",
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(PACKAGES),
+            "pip install of the Python kubernetes client and Kopf",
         );
-        std::fs::write(&marker, KUBERNETES_CLIENT)
+        std::fs::write(&marker, &pins)
             .unwrap_or_else(|e| panic!("cannot write {}: {e}", marker.display()));
         python
     })
@@ -164,4 +170,14 @@ fn python_client_authenticates_with_service_account_tokens() {
 #[test]
 fn python_client_sees_a_deployment_roll_out_and_a_job_complete() {
     run_script_on(simulated(), "workloads.py");
+}
+
+#[test]
+fn a_kopf_operator_handles_a_creation_and_patches_its_status() {
+    run_script("kopf_operator.py");
+}
+
+#[test]
+fn kopfs_webhook_server_with_its_self_signed_certificate_admits_and_refuses() {
+    run_script("kopf_webhooks.py");
 }
