@@ -32,11 +32,7 @@ spec:
 #[test]
 fn every_served_group_version_has_a_local_available_apiservice() {
     let k = Kubectl::new(&server::shared().kubeconfig);
-    let table = k.ok(&["get", "apiservices"]);
-    let rows: Vec<Vec<&str>> = table
-        .lines()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let rows = k.table(&["get", "apiservices"]);
     assert_eq!(rows[0], ["NAME", "SERVICE", "AVAILABLE", "AGE"]);
     for name in [
         "v1.",
@@ -49,8 +45,8 @@ fn every_served_group_version_has_a_local_available_apiservice() {
         let row = rows
             .iter()
             .find(|r| r[0] == name)
-            .unwrap_or_else(|| panic!("{name}: {table}"));
-        assert_eq!(row[1..3], ["Local", "True"], "{table}");
+            .unwrap_or_else(|| panic!("{name}: {rows:?}"));
+        assert_eq!(row[1..3], ["Local", "True"], "{rows:?}");
     }
     let apps = get(&k, "v1.apps");
     assert_eq!(

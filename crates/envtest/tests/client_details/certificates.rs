@@ -69,15 +69,9 @@ fn requests_are_checked_approved_denied_and_issued() {
         json!(["system:masters", "system:authenticated"])
     );
     assert_eq!(created["status"], json!({}));
-    let table = k.ok(&["get", "csr", &name]);
-    let header: Vec<&str> = table
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
+    let table = k.table(&["get", "csr", &name]);
     assert_eq!(
-        header,
+        table[0],
         [
             "NAME",
             "AGE",
@@ -87,9 +81,9 @@ fn requests_are_checked_approved_denied_and_issued() {
             "CONDITION"
         ]
     );
-    assert!(
-        table.contains("example.com/clients   system:admin   60m                 Pending"),
-        "{table}"
+    assert_eq!(
+        table[1][2..],
+        ["example.com/clients", "system:admin", "60m", "Pending"]
     );
 
     let out = k.ok(&["certificate", "approve", &name]);

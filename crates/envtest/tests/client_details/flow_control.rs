@@ -20,11 +20,7 @@ fn get(k: &Kubectl, kind: &str, name: &str) -> Value {
 #[test]
 fn the_bootstrap_configuration_is_there_and_kept() {
     let k = Kubectl::new(&server::shared().kubeconfig);
-    let table = k.ok(&["get", "flowschemas"]);
-    let rows: Vec<Vec<&str>> = table
-        .lines()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let rows = k.table(&["get", "flowschemas"]);
     assert_eq!(
         rows[0],
         [
@@ -39,7 +35,7 @@ fn the_bootstrap_configuration_is_there_and_kept() {
     // Printed by matching precedence, as kubectl shows them on a cluster.
     let names: Vec<&str> = rows[1..]
         .iter()
-        .map(|r| r[0])
+        .map(|r| r[0].as_str())
         .filter(|n| !n.starts_with("fc-"))
         .collect();
     assert_eq!(
@@ -59,11 +55,18 @@ fn the_bootstrap_configuration_is_there_and_kept() {
             "global-default",
             "catch-all",
         ],
-        "{table}"
+        "{rows:?}"
     );
     assert_eq!(
         rows[1],
-        ["exempt", "exempt", "1", "<none>", rows[1][4], "False"]
+        [
+            "exempt",
+            "exempt",
+            "1",
+            "<none>",
+            rows[1][4].as_str(),
+            "False"
+        ]
     );
 
     let levels = k.ok(&["get", "prioritylevelconfigurations", "--no-headers"]);

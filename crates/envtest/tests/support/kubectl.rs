@@ -114,6 +114,16 @@ impl Kubectl {
         run.stdout
     }
 
+    /// The rows of what a successful `kubectl get` prints, each split into
+    /// its whitespace-separated cells (a header row first, unless
+    /// `--no-headers` was asked for).
+    pub fn table(&self, args: &[&str]) -> Vec<Vec<String>> {
+        self.ok(args)
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    }
+
     /// Runs kubectl and fails the test if it succeeds; returns stderr.
     pub fn fails(&self, args: &[&str]) -> String {
         let run = self.run(args);

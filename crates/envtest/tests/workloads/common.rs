@@ -14,6 +14,22 @@ use crate::support::kubectl::Kubectl;
 
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// Two Pods whose images ask the simulated kubelet for failures: one crash
+/// loops (`crashing`), one is never pulled (`unpullable`).
+pub const FAILING_PODS: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: crashing}
+spec:
+  containers: [{name: app, image: "example.com/app:envtest-crashloop"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: unpullable}
+spec:
+  containers: [{name: app, image: "example.com/envtest-image-pull-error:1"}]
+"#;
+
 /// Two simulated Nodes; the second one tainted.
 pub fn shared() -> &'static Background {
     static SHARED: OnceLock<Background> = OnceLock::new();
@@ -59,6 +75,20 @@ pub fn get_json(args: &[&str]) -> Value {
     all.extend(["-o", "json"]);
     let out = kubectl().ok(&all);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("kubectl {args:?}: not JSON ({e}): {out}"))
+}
+
+/// Waits (up to [`WAIT`]) until `kubectl get -n NS KIND NAME -o
+/// jsonpath=PATH` prints what `done` accepts.
+pub fn wait_for_field(
+    ns: &str,
+    (kind, name): (&str, &str),
+    path: &str,
+    done: impl Fn(&str) -> bool,
+) {
+    let jsonpath = format!("jsonpath={path}");
+    kubectl().eventually(&["get", "-n", ns, kind, name, "-o", &jsonpath], WAIT, |r| {
+        done(&r.stdout)
+    });
 }
 
 /// The condition of `kind` in an object's status.

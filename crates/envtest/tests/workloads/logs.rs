@@ -7,33 +7,14 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
 
-use crate::common::{WAIT, client, kubectl, namespace};
-
-const PODS: &str = r#"
-apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  containers: [{name: web, image: "nginx:1.27"}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: crashing}
-spec:
-  containers: [{name: app, image: "example.com/app:envtest-crashloop"}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: unpullable}
-spec:
-  containers: [{name: app, image: "example.com/envtest-image-pull-error:1"}]
-"#;
+use crate::common::{FAILING_PODS, client, kubectl, namespace, wait_for_field};
 
 #[tokio::test]
 async fn logs_of_simulated_containers_follow_their_runs() {
     let ns = namespace("logs");
     let k = kubectl();
-    k.ok_stdin(&["apply", "-n", &ns, "-f", "-"], PODS);
+    k.ok(&["run", "-n", &ns, "web", "--image=nginx:1.27"]);
+    k.ok_stdin(&["apply", "-n", &ns, "-f", "-"], FAILING_PODS);
     k.ok(&[
         "wait",
         "-n",
@@ -69,18 +50,11 @@ async fn logs_of_simulated_containers_follow_their_runs() {
     let exec = k.fails(&["exec", "-n", &ns, "web", "--", "true"]);
     assert!(exec.contains("runs no containers"), "{exec}");
 
-    k.eventually(
-        &[
-            "get",
-            "-n",
-            &ns,
-            "pod",
-            "crashing",
-            "-o",
-            "jsonpath={.status.containerStatuses[0].lastState.terminated.exitCode}",
-        ],
-        WAIT,
-        |r| r.stdout == "1",
+    wait_for_field(
+        &ns,
+        ("pod", "crashing"),
+        "{.status.containerStatuses[0].lastState.terminated.exitCode}",
+        |v| v == "1",
     );
     let crashed = k.ok(&["logs", "-n", &ns, "crashing", "--previous"]);
     assert!(
@@ -90,18 +64,11 @@ async fn logs_of_simulated_containers_follow_their_runs() {
         "{crashed}"
     );
 
-    k.eventually(
-        &[
-            "get",
-            "-n",
-            &ns,
-            "pod",
-            "unpullable",
-            "-o",
-            "jsonpath={.status.containerStatuses[0].state.waiting.reason}",
-        ],
-        WAIT,
-        |r| r.stdout == "ImagePullBackOff",
+    wait_for_field(
+        &ns,
+        ("pod", "unpullable"),
+        "{.status.containerStatuses[0].state.waiting.reason}",
+        |v| v == "ImagePullBackOff",
     );
     let waiting = k.fails(&["logs", "-n", &ns, "unpullable"]);
     assert!(

@@ -5,7 +5,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 
-use crate::common::{WAIT, client, condition, get_json, kubectl, namespace};
+use crate::common::{
+    FAILING_PODS, client, condition, get_json, kubectl, namespace, wait_for_field,
+};
 
 #[tokio::test]
 async fn nodes_register_with_their_status_and_renew_leases() {
@@ -231,24 +233,12 @@ spec:
 fn images_ask_for_crash_loops_and_pull_failures() {
     let ns = namespace("failing");
     let k = kubectl();
-    let pods = r#"
-apiVersion: v1
-kind: Pod
-metadata: {name: crashing}
-spec:
-  containers: [{name: app, image: "example.com/app:envtest-crashloop"}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: unpullable}
-spec:
-  containers: [{name: app, image: "example.com/envtest-image-pull-error:1"}]
-"#;
-    k.ok_stdin(&["apply", "-n", &ns, "-f", "-"], pods);
-    k.eventually(
-        &["get", "-n", &ns, "pod", "crashing", "-o", "jsonpath={.status.containerStatuses[0].state.waiting.reason}/{.status.containerStatuses[0].restartCount}"],
-        WAIT,
-        |r| r.stdout.starts_with("CrashLoopBackOff/"),
+    k.ok_stdin(&["apply", "-n", &ns, "-f", "-"], FAILING_PODS);
+    wait_for_field(
+        &ns,
+        ("pod", "crashing"),
+        "{.status.containerStatuses[0].state.waiting.reason}/{.status.containerStatuses[0].restartCount}",
+        |v| v.starts_with("CrashLoopBackOff/"),
     );
     let crashing = get_json(&["get", "-n", &ns, "pod", "crashing"]);
     let status = &crashing["status"]["containerStatuses"][0];
@@ -263,18 +253,11 @@ spec:
     );
     assert_eq!(crashing["status"]["phase"], "Running");
 
-    k.eventually(
-        &[
-            "get",
-            "-n",
-            &ns,
-            "pod",
-            "unpullable",
-            "-o",
-            "jsonpath={.status.containerStatuses[0].state.waiting.reason}",
-        ],
-        WAIT,
-        |r| r.stdout == "ImagePullBackOff",
+    wait_for_field(
+        &ns,
+        ("pod", "unpullable"),
+        "{.status.containerStatuses[0].state.waiting.reason}",
+        |v| v == "ImagePullBackOff",
     );
     let unpullable = get_json(&["get", "-n", &ns, "pod", "unpullable"]);
     assert_eq!(unpullable["status"]["phase"], "Pending");

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::common::{WAIT, get_json, kubectl, namespace};
+use crate::common::{get_json, kubectl, namespace, wait_for_field};
 
 const RC: &str = r#"
 apiVersion: v1
@@ -39,33 +39,15 @@ fn a_replication_controller_keeps_its_pods_and_scales() {
     assert_eq!(rc["spec"]["selector"]["app"], "web", "{rc}");
     assert_eq!(rc["metadata"]["labels"]["app"], "web", "{rc}");
     assert_eq!(rc["metadata"]["generation"], 1);
-    k.eventually(
-        &[
-            "get",
-            "-n",
-            &ns,
-            "rc",
-            "web",
-            "-o",
-            "jsonpath={.status.readyReplicas}",
-        ],
-        WAIT,
-        |r| r.stdout == "2",
-    );
+    wait_for_field(&ns, ("rc", "web"), "{.status.readyReplicas}", |v| v == "2");
     let pods = get_json(&["get", "-n", &ns, "pods", "-l", "app=web"]);
     let owner = &pods["items"][0]["metadata"]["ownerReferences"][0];
     assert_eq!(owner["kind"], "ReplicationController", "{owner}");
     assert_eq!(owner["controller"], true);
 
-    let table = k.ok(&["get", "-n", &ns, "rc", "-o", "wide"]);
-    let header: Vec<&str> = table
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
+    let table = k.table(&["get", "-n", &ns, "rc", "-o", "wide"]);
     assert_eq!(
-        header,
+        table[0],
         [
             "NAME",
             "DESIRED",
@@ -76,18 +58,13 @@ fn a_replication_controller_keeps_its_pods_and_scales() {
             "IMAGES",
             "SELECTOR"
         ],
-        "{table}"
+        "{table:?}"
     );
-    let row: Vec<&str> = table
-        .lines()
-        .nth(1)
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
+    let row = &table[1];
     assert_eq!(
-        (row[0], row[1], row[2], row[3], row[5], row[6], row[7]),
-        ("web", "2", "2", "2", "nginx", "nginx:1.27", "app=web"),
-        "{table}"
+        [&row[..4], &row[5..]].concat(),
+        ["web", "2", "2", "2", "nginx", "nginx:1.27", "app=web"],
+        "{table:?}"
     );
 
     let scale = k.ok(&[
@@ -108,35 +85,16 @@ fn a_replication_controller_keeps_its_pods_and_scales() {
 
     let out = k.ok(&["scale", "-n", &ns, "rc/web", "--replicas=3"]);
     assert!(out.contains("scaled"), "{out}");
-    k.eventually(
-        &[
-            "get",
-            "-n",
-            &ns,
-            "rc",
-            "web",
-            "-o",
-            "jsonpath={.status.readyReplicas}/{.status.observedGeneration}",
-        ],
-        WAIT,
-        |r| r.stdout == "3/2",
+    wait_for_field(
+        &ns,
+        ("rc", "web"),
+        "{.status.readyReplicas}/{.status.observedGeneration}",
+        |v| v == "3/2",
     );
     assert_eq!(running_pods(&ns), 3);
 
     k.ok(&["scale", "-n", &ns, "rc/web", "--replicas=1"]);
-    k.eventually(
-        &[
-            "get",
-            "-n",
-            &ns,
-            "rc",
-            "web",
-            "-o",
-            "jsonpath={.status.replicas}",
-        ],
-        WAIT,
-        |r| r.stdout == "1",
-    );
+    wait_for_field(&ns, ("rc", "web"), "{.status.replicas}", |v| v == "1");
 
     // A selector that does not select the template is refused as v1.32 refuses it.
     let bad = RC.replace("replicas: 2", "replicas: 2\n  selector: {app: other}");

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::gofmt::{self, invalid_raw};
 use super::pod;
-use super::workloads::nonnegative;
+use super::workloads::{nonnegative, pods_always_restart};
 use crate::error::Cause;
 
 pub(super) fn validate(obj: &Value) -> Vec<Cause> {
@@ -39,26 +39,7 @@ pub(super) fn validate(obj: &Value) -> Vec<Cause> {
         }
     }
     causes.extend(pod::template(Some(template), "spec.template"));
-    let restart = template
-        .pointer("/spec/restartPolicy")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if restart != "Always" {
-        causes.push(Cause::not_supported(
-            "spec.template.spec.restartPolicy",
-            &Value::String(restart.into()),
-            &["Always"],
-        ));
-    }
-    if template
-        .pointer("/spec/activeDeadlineSeconds")
-        .is_some_and(|v| !v.is_null())
-    {
-        causes.push(Cause::forbidden(
-            "spec.template.spec.activeDeadlineSeconds",
-            "activeDeadlineSeconds in ReplicationController is not Supported",
-        ));
-    }
+    causes.extend(pods_always_restart(spec, "ReplicationController"));
     causes
 }
 

@@ -294,6 +294,14 @@ pub(crate) fn stateful_set(obj: &Value) -> Vec<Cause> {
             ));
         }
     }
+    causes.extend(pods_always_restart(spec, "StatefulSet"));
+    causes
+}
+
+/// The template of a StatefulSet or ReplicationController: its Pods
+/// restart always and have no deadline.
+pub(super) fn pods_always_restart(spec: &Value, kind: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
     let restart = spec
         .pointer("/template/spec/restartPolicy")
         .and_then(Value::as_str)
@@ -311,7 +319,7 @@ pub(crate) fn stateful_set(obj: &Value) -> Vec<Cause> {
     {
         causes.push(Cause::forbidden(
             "spec.template.spec.activeDeadlineSeconds",
-            "activeDeadlineSeconds in StatefulSet is not Supported",
+            &format!("activeDeadlineSeconds in {kind} is not Supported"),
         ));
     }
     causes
