@@ -6,9 +6,11 @@
 //! writes before it serves.
 //!
 //! The policy's ~125 objects (with `admin`, `edit` and `view` already
-//! aggregated) are made once per process through the ordinary create path
-//! into a scratch server; each server then stores copies with their own
-//! uids and times, so that starting stays a matter of milliseconds.
+//! aggregated), the APIServices and the flow-control configuration are made
+//! once per process through the ordinary create path (and their
+//! controllers' status writes) into a scratch server; each server then
+//! stores copies with their own uids and times, so that starting stays a
+//! matter of milliseconds.
 
 mod cluster;
 pub mod flowcontrol;
@@ -35,20 +37,16 @@ const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 /// listens, which the `kubernetes` Service's endpoints name.
 pub fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
     create_namespaces(app)?;
-    create_rbac_policy(app)?;
+    store_templates(app)?;
     cluster::create_priority_classes(app)?;
-    cluster::create_kubernetes_service(app, addr)?;
-    // The aggregator's local APIServices and the API Priority and Fairness
-    // configuration, as their post-start hooks write them.
-    crate::controllers::apiservices::register_builtin(app);
-    crate::controllers::flowcontrol::sync(app);
-    Ok(())
+    cluster::create_kubernetes_service(app, addr)
 }
 
-fn create_rbac_policy(app: &App) -> anyhow::Result<()> {
-    let templates = match &*RBAC_OBJECTS {
+/// Stores this server's copies of the objects made once per process.
+fn store_templates(app: &App) -> anyhow::Result<()> {
+    let templates = match &*TEMPLATES {
         Ok(templates) => templates,
-        Err(e) => bail!("the RBAC bootstrap policy: {e}"),
+        Err(e) => bail!("the objects a cluster starts with: {e}"),
     };
     let now = meta::now_rfc3339();
     for (key, ns, name, template) in templates {
@@ -59,6 +57,12 @@ fn create_rbac_policy(app: &App) -> anyhow::Result<()> {
             for entry in entries {
                 entry["time"] = json!(now);
             }
+        }
+        let conditions = obj
+            .pointer_mut("/status/conditions")
+            .and_then(Value::as_array_mut);
+        for condition in conditions.into_iter().flatten() {
+            condition["lastTransitionTime"] = json!(now);
         }
         app.store
             .create(key, ns, name, obj)
@@ -75,14 +79,15 @@ fn create_namespaces(app: &App) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The stored form of every policy object, in creation order, as the
-/// create path and the clusterrole-aggregation controller made them.
+/// The stored form of every policy object, APIService and flow-control
+/// object, in creation order, as the create path and the controllers that
+/// complete them (clusterrole aggregation, the flow-control consumer) made them.
 type Templates = Vec<(ResKey, String, String, Value)>;
 
-static RBAC_OBJECTS: LazyLock<Result<Templates, String>> =
-    LazyLock::new(|| rbac_templates().map_err(|e| format!("{e:#}")));
+static TEMPLATES: LazyLock<Result<Templates, String>> =
+    LazyLock::new(|| templates().map_err(|e| format!("{e:#}")));
 
-fn rbac_templates() -> anyhow::Result<Templates> {
+fn templates() -> anyhow::Result<Templates> {
     let scratch = App::new(1000);
     create_namespaces(&scratch)?;
     let objects = policy_objects();
@@ -105,6 +110,25 @@ fn rbac_templates() -> anyhow::Result<Templates> {
             bail!("{} {name} was not stored", object.plural);
         };
         out.push((key, object.namespace, name, (*stored).clone()));
+    }
+    // The aggregator's local APIServices and the API Priority and Fairness
+    // configuration, as their post-start hooks write them.
+    crate::controllers::apiservices::register_builtin(&scratch);
+    crate::controllers::flowcontrol::sync(&scratch);
+    for key in [
+        crate::controllers::apiservices::KEY.to_string(),
+        format!("{}/{}", flowcontrol::GROUP, flowcontrol::PRIORITY_LEVELS),
+        format!("{}/{}", flowcontrol::GROUP, flowcontrol::FLOW_SCHEMAS),
+    ] {
+        let key: ResKey = Arc::from(key);
+        let (items, _) = scratch.store.list(&key, None, None);
+        if items.is_empty() {
+            bail!("no {key} were stored");
+        }
+        for (_, stored) in items {
+            let name = meta::name(&stored).to_string();
+            out.push((key.clone(), String::new(), name, (*stored).clone()));
+        }
     }
     Ok(out)
 }
