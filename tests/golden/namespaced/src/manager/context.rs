@@ -117,7 +117,7 @@ impl Context {
 const EVENT_ATTEMPTS: u32 = 5;
 
 /// Whether a failed request may succeed when sent again.
-fn is_transient(err: &kube::Error) -> bool {
+pub(super) fn is_transient(err: &kube::Error) -> bool {
     match err {
         kube::Error::Api(status) => matches!(status.code, 429 | 500 | 503 | 504),
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
