@@ -116,7 +116,9 @@ impl Injector {
                 Err(err) => return Err(err.into()),
             }
         }
-        anyhow::bail!("{name} kept changing, or its writes kept failing, while its caBundle was being set")
+        anyhow::bail!(
+            "{name} kept changing, or its writes kept failing, while its caBundle was being set"
+        )
     }
 
     async fn inject_kind<K: Configuration>(&self) -> anyhow::Result<usize> {
