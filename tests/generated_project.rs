@@ -434,8 +434,8 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     assert!(out.status.success(), "make test-e2e-faults:\n{text}");
     assert!(text.contains("7 passed"), "{text}");
     assert!(
-        text.contains("injecting faults") && text.contains("fault cut: cut the watch"),
-        "faults were injected into the manager's requests:\n{text}"
+        text.contains("injecting faults writes:500=4%,writes:429=3%,writes:409=3%,watch:cut=5s,watch:compact=20s into requests of system:serviceaccount:*"),
+        "the default fault profile, on the manager's requests:\n{text}"
     );
 
     // A project that does not compile: cargo's errors, then one line from

@@ -255,7 +255,9 @@ async fn api_requests(client: &kube::Client) -> ApiCounts {
     for line in text.lines() {
         let count = |sample: &str| sample.trim().parse::<f64>().unwrap_or_default() as u64;
         if let Some(sample) = line.strip_prefix("opctl_envtest_injected_faults_total{") {
-            counts.faults += sample.rsplit_once("} ").map_or(0, |(_, value)| count(value));
+            counts.faults += sample
+                .rsplit_once("} ")
+                .map_or(0, |(_, value)| count(value));
             continue;
         }
         let Some((labels, value)) = line

@@ -257,7 +257,9 @@ async fn api_requests(client: &kube::Client) -> ApiCounts {
     for line in text.lines() {
         let count = |sample: &str| sample.trim().parse::<f64>().unwrap_or_default() as u64;
         if let Some(sample) = line.strip_prefix("opctl_envtest_injected_faults_total{") {
-            counts.faults += sample.rsplit_once("} ").map_or(0, |(_, value)| count(value));
+            counts.faults += sample
+                .rsplit_once("} ")
+                .map_or(0, |(_, value)| count(value));
             continue;
         }
         let Some((labels, value)) = line
@@ -411,13 +413,14 @@ async fn a_network_policy_becomes_ready_and_goes_away_on_delete() {
     eventually(Duration::from_secs(30), "more reconciles", reconciled);
     let after = api_requests(&client).await;
     let spent = requests_between(&before.requests, &after.requests);
+    let plural = "networkpolicies";
     let expected = Requests::from([
         // This test's create and reads.
-        (request("POST", "networkpolicies", ""), 1),
-        (request("GET", "networkpolicies", ""), polls),
+        (request("POST", plural, ""), 1),
+        (request("GET", plural, ""), polls),
         // The finalizer, the status and the Ready event.
-        (request("PATCH", "networkpolicies", ""), 1),
-        (request("APPLY", "networkpolicies", "status"), 1),
+        (request("PATCH", plural, ""), 1),
+        (request("APPLY", plural, "status"), 1),
         (request("POST", "events", ""), 1),
     ]);
     if after.faults == before.faults {
@@ -427,7 +430,10 @@ async fn a_network_policy_becomes_ready_and_goes_away_on_delete() {
         // retried: every budgeted request still happened.
         for (request, count) in &expected {
             let made = spent.get(request).copied().unwrap_or_default();
-            assert!(made >= *count, "{request:?}: {made} of {count} under faults");
+            assert!(
+                made >= *count,
+                "{request:?}: {made} of {count} under faults"
+            );
         }
     }
 

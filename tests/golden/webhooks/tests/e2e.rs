@@ -257,7 +257,9 @@ async fn api_requests(client: &kube::Client) -> ApiCounts {
     for line in text.lines() {
         let count = |sample: &str| sample.trim().parse::<f64>().unwrap_or_default() as u64;
         if let Some(sample) = line.strip_prefix("opctl_envtest_injected_faults_total{") {
-            counts.faults += sample.rsplit_once("} ").map_or(0, |(_, value)| count(value));
+            counts.faults += sample
+                .rsplit_once("} ")
+                .map_or(0, |(_, value)| count(value));
             continue;
         }
         let Some((labels, value)) = line
@@ -411,12 +413,13 @@ async fn a_sidecar_set_becomes_ready_and_goes_away_on_delete() {
     eventually(Duration::from_secs(30), "more reconciles", reconciled);
     let after = api_requests(&client).await;
     let spent = requests_between(&before.requests, &after.requests);
+    let plural = "sidecarsets";
     let expected = Requests::from([
         // This test's create and reads.
-        (request("POST", "sidecarsets", ""), 1),
-        (request("GET", "sidecarsets", ""), polls),
+        (request("POST", plural, ""), 1),
+        (request("GET", plural, ""), polls),
         // The status and the Ready event.
-        (request("APPLY", "sidecarsets", "status"), 1),
+        (request("APPLY", plural, "status"), 1),
         (request("POST", "events", ""), 1),
     ]);
     if after.faults == before.faults {
@@ -426,7 +429,10 @@ async fn a_sidecar_set_becomes_ready_and_goes_away_on_delete() {
         // retried: every budgeted request still happened.
         for (request, count) in &expected {
             let made = spent.get(request).copied().unwrap_or_default();
-            assert!(made >= *count, "{request:?}: {made} of {count} under faults");
+            assert!(
+                made >= *count,
+                "{request:?}: {made} of {count} under faults"
+            );
         }
     }
 

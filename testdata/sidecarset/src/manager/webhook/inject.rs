@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::super::Shutdown;
+use super::super::context::is_transient;
 use super::Options;
 
 /// A webhook configuration kind: its webhooks' client configurations.
@@ -90,10 +91,12 @@ impl Injector {
     }
 
     /// Injects the CA into `config` if it needs it (reading it again after
-    /// a conflicting write); returns how many of its webhooks call the Service.
+    /// a conflicting write, trying again after a passing refusal); returns
+    /// how many of its webhooks call the Service.
     async fn inject<K: Configuration>(&self, api: &Api<K>, mut config: K) -> anyhow::Result<usize> {
         let name = config.name_any();
-        for _ in 0..5 {
+        let mut delay = std::time::Duration::from_millis(100);
+        for _ in 0..8 {
             let (calling, changed) = self.set_ca(&mut config);
             if !changed {
                 return Ok(calling);
@@ -106,10 +109,16 @@ impl Injector {
                 Err(kube::Error::Api(status)) if status.is_conflict() => {
                     config = api.get(&name).await?;
                 }
+                Err(err) if is_transient(&err) => {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
                 Err(err) => return Err(err.into()),
             }
         }
-        anyhow::bail!("{name} kept changing while its caBundle was being set")
+        anyhow::bail!(
+            "{name} kept changing, or its writes kept failing, while its caBundle was being set"
+        )
     }
 
     async fn inject_kind<K: Configuration>(&self) -> anyhow::Result<usize> {

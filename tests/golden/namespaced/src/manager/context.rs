@@ -78,7 +78,10 @@ impl Context {
     }
 
     /// Records an event about `regarding`; a failure is logged, not returned,
-    /// because events are informational.
+    /// because events are informational. A refusal the API server may not
+    /// repeat (500, 503, 504, 429, a dropped connection) is retried a few
+    /// times with a short backoff, as client-go's event broadcaster retries:
+    /// events go with status changes, so a lost one is not sent again.
     pub async fn publish(
         &self,
         regarding: &ObjectReference,
@@ -94,9 +97,31 @@ impl Context {
             action: action.to_owned(),
             secondary: None,
         };
-        if let Err(err) = self.recorder.publish(&event, regarding).await {
-            tracing::warn!(error = %err, reason, "cannot record event");
+        let mut delay = Duration::from_millis(100);
+        for attempt in 1..=EVENT_ATTEMPTS {
+            let Err(err) = self.recorder.publish(&event, regarding).await else {
+                return;
+            };
+            if attempt == EVENT_ATTEMPTS || !is_transient(&err) {
+                tracing::warn!(error = %err, reason, "cannot record event");
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            delay *= 2;
         }
+    }
+}
+
+/// How often an event is tried before it is given up (waits of 0.1, 0.2,
+/// 0.4 and 0.8 s between).
+const EVENT_ATTEMPTS: u32 = 5;
+
+/// Whether a failed request may succeed when sent again.
+pub(super) fn is_transient(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => matches!(status.code, 429 | 500 | 503 | 504),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
     }
 }
 
