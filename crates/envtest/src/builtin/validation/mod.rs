@@ -1,6 +1,7 @@
 //! Validation of built-in kinds with kube-apiserver's messages, field paths
 //! and order (metadata first, then the kind's own rules).
 
+mod apiservices;
 mod cluster_kinds;
 mod container;
 mod control_plane;
@@ -126,7 +127,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ("", "Pod", Some(old)) => pod::pod_update(obj, old),
         ("", "PodTemplate", _) => pod::template(obj.get("template"), "template"),
         ("", "ReplicationController", _) => replication_controller::validate(obj),
-        ("apiregistration.k8s.io", "APIService", _) => control_plane::apiservice(obj),
+        ("apiregistration.k8s.io", "APIService", _) => apiservices::apiservice(obj),
         ("flowcontrol.apiserver.k8s.io", "FlowSchema", _) => {
             let fixed = flowcontrol::fixed_spec(flowcontrol::FLOW_SCHEMAS, crate::meta::name(obj));
             control_plane::flow_schema(obj, fixed.as_ref())
