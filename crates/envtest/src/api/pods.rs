@@ -3,7 +3,6 @@
 //! its PodDisruptionBudget allows it), as kube-apiserver v1.32's
 //! `BindingREST` and `EvictionREST` do. Both answer a `Status`.
 
-
 use serde_json::{Map, Value, json};
 
 use super::{App, WriteCtx, Written, not_found};
