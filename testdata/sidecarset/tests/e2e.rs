@@ -18,10 +18,7 @@
 //! `--webhook-self-signed` into the webhook configurations, which
 //! cert-manager does on a cluster).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, ExitStatus};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ObjectMeta, Patch, PatchParams,
@@ -33,7 +30,10 @@ use kube::api::{DeleteParams, PostParams};
 use sidecarset::api::apps::v1alpha1::{INJECTED_ANNOTATION, SidecarSet};
 use sidecarset::manager::conditions;
 
+use process::{Manager, eventually, http_get};
+
 mod cluster;
+mod process;
 mod webhooks;
 // +opctl:scaffold:e2e-modules
 
@@ -121,15 +121,9 @@ fn run<T: Send + 'static>(
     .map_err(|_| anyhow::anyhow!("the thread panicked"))?
 }
 
-/// The manager, started from the binary cargo built for this test.
-struct Manager {
-    process: Child,
-    health: SocketAddr,
-    metrics: SocketAddr,
-}
-
 impl Manager {
-    /// Starts the manager with free local ports and waits until /readyz says ok.
+    /// Starts the manager as [`OPERATOR_ACCOUNT`], serving the webhooks
+    /// (tests/webhooks), and waits until /readyz says ok.
     fn start(args: &[&str]) -> Manager {
         Manager::start_named("e2e", args)
     }
@@ -137,96 +131,16 @@ impl Manager {
     /// [`Manager::start`] as the replica `name` (its POD_NAME: its identity
     /// in leader election and as the reporter of events).
     fn start_named(name: &str, args: &[&str]) -> Manager {
-        let health = free_local_address();
-        let metrics = free_local_address();
-        let binary = env!("CARGO_BIN_EXE_sidecarset");
-        let mut command = Command::new(binary);
+        let mut command = Manager::command();
         command
             // kube-rs sends every request as this user (`Impersonate-User`).
             .env("KUBE_RS_DEBUG_IMPERSONATE_USER", operator_account())
             .env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP")
-            .env("POD_NAME", name)
-            .arg(format!("--health-probe-bind-address={health}"))
-            .arg(format!("--metrics-bind-address={metrics}"))
-            .arg("--metrics-secure=false");
+            .env("POD_NAME", name);
         webhooks::serve_locally(&mut command);
         // +opctl:scaffold:e2e-manager
-        let process = command
-            .args(args)
-            .spawn()
-            .expect("the manager binary starts");
-        let mut manager = Manager {
-            process,
-            health,
-            metrics,
-        };
-        eventually(Duration::from_secs(30), "the manager to be ready", || {
-            if let Ok(Some(status)) = manager.process.try_wait() {
-                panic!("the manager exited with {status} before it was ready");
-            }
-            http_get(manager.health, "/readyz").is_some_and(|(status, _)| status == 200)
-        });
-        manager
-    }
-
-    /// Sends SIGTERM and waits for the process to exit.
-    fn terminate(mut self, within: Duration) -> ExitStatus {
-        let pid = self.process.id().to_string();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status();
-        assert!(
-            sent.is_ok_and(|status| status.success()),
-            "kill -TERM {pid}"
-        );
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.process.try_wait().expect("the manager's status") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the manager did not stop within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Manager {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-fn free_local_address() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
-    listener.local_addr().expect("the port's address")
-}
-
-/// A minimal HTTP/1.0 GET: the status code and body, or None if the
-/// connection fails.
-fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())?;
-    Some((status, body))
-}
-
-/// Polls `check` every 100 ms until it holds, failing after `timeout`.
-fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !check() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
+        command.args(args);
+        Manager::spawn(command)
     }
 }
 

@@ -27,16 +27,6 @@ pub(crate) const PDB_KEY: &str = "policy/poddisruptionbudgets";
 const MAX_DISRUPTED_PODS: usize = 2000;
 const RETRIES: usize = 20;
 
-fn created() -> Written {
-    Written {
-        code: 201,
-        body: Arc::new(json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
-        })),
-        warnings: Vec::new(),
-    }
-}
-
 fn phase(pod: &Value) -> &str {
     meta::get_path(pod, &["status", "phase"])
         .and_then(Value::as_str)
@@ -120,7 +110,7 @@ pub async fn evict(
             opts.precondition_rv = Some(meta::resource_version(&pod).to_string());
         }
         delete_evicted(app, pods, ns, name, &opts)?;
-        return Ok(created());
+        return Ok(Written::created_status());
     }
     let budgets = budgets_for(app, &pod);
     if budgets.len() > 1 {
@@ -162,7 +152,7 @@ pub async fn evict(
             Err(still_processing(pdb_name.as_deref().unwrap_or("")))
         }
         Err(e) => Err(e),
-        Ok(()) => Ok(created()),
+        Ok(()) => Ok(Written::created_status()),
     }
 }
 

@@ -135,6 +135,20 @@ pub struct Written {
     pub warnings: Vec<String>,
 }
 
+impl Written {
+    /// `{"kind": "Status", "status": "Success", "code": 201}`: what a create
+    /// that stores nothing of its own answers (pods/binding, pods/eviction).
+    pub(crate) fn created_status() -> Written {
+        Written {
+            code: 201,
+            body: Arc::new(serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
+            })),
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// Who writes and how.
 #[derive(Debug, Clone)]
 pub struct WriteCtx {

@@ -3,8 +3,6 @@
 //! its PodDisruptionBudget allows it), as kube-apiserver v1.32's
 //! `BindingREST` and `EvictionREST` do. Both answer a `Status`.
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value, json};
 
 use super::{App, WriteCtx, Written, not_found};
@@ -14,17 +12,6 @@ use crate::http::query::DeleteOptions;
 use crate::meta;
 use crate::registry::Resource;
 use crate::store::{WriteError, parse_rv};
-
-/// `{"kind": "Status", "status": "Success", "code": 201}`.
-fn created() -> Written {
-    Written {
-        code: 201,
-        body: Arc::new(json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
-        })),
-        warnings: Vec::new(),
-    }
-}
 
 fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
     meta::get_path(value, path)
@@ -187,14 +174,14 @@ pub async fn bind(
         }
         set_pod_condition(&mut pod, json!({"type": "PodScheduled", "status": "True"}));
         if ctx.opts.dry_run {
-            return Ok(created());
+            return Ok(Written::created_status());
         }
         let rv = parse_rv(meta::resource_version(&pod));
         match app
             .store
             .update(&pods.store_key, ns, name, rv, pods.to_storage(pod))
         {
-            Ok(_) => return Ok(created()),
+            Ok(_) => return Ok(Written::created_status()),
             Err(WriteError::NotFound) => return Err(not_found(pods, name)),
             Err(_) => continue,
         }

@@ -1,0 +1,116 @@
+//! The manager binary run as its own process, as the e2e tests and the
+//! benchmark start it: free local ports for its probes and its plain-HTTP
+//! metrics, ready once `/readyz` says ok, stopped with SIGTERM.
+
+// Each test target uses a part of these helpers.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// The manager, started from the binary cargo built for the tests.
+pub struct Manager {
+    process: Child,
+    pub health: SocketAddr,
+    pub metrics: SocketAddr,
+}
+
+impl Manager {
+    /// The manager binary, to be given flags and environment and then
+    /// [`Manager::spawn`]ed.
+    pub fn command() -> Command {
+        Command::new(env!("CARGO_BIN_EXE_sidecarset"))
+    }
+
+    /// Starts `command` with free local ports for the probes and metrics
+    /// and waits until /readyz says ok.
+    pub fn spawn(mut command: Command) -> Manager {
+        let health = free_local_address();
+        let metrics = free_local_address();
+        let process = command
+            .arg(format!("--health-probe-bind-address={health}"))
+            .arg(format!("--metrics-bind-address={metrics}"))
+            .arg("--metrics-secure=false")
+            .spawn()
+            .expect("the manager binary starts");
+        let mut manager = Manager {
+            process,
+            health,
+            metrics,
+        };
+        eventually(Duration::from_secs(30), "the manager to be ready", || {
+            if let Ok(Some(status)) = manager.process.try_wait() {
+                panic!("the manager exited with {status} before it was ready");
+            }
+            http_get(manager.health, "/readyz").is_some_and(|(status, _)| status == 200)
+        });
+        manager
+    }
+
+    /// The operating system's id of the manager process.
+    pub fn pid(&self) -> u32 {
+        self.process.id()
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    pub fn terminate(mut self, within: Duration) -> ExitStatus {
+        let pid = self.process.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(
+            sent.is_ok_and(|status| status.success()),
+            "kill -TERM {pid}"
+        );
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.process.try_wait().expect("the manager's status") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the manager did not stop within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+pub fn free_local_address() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
+    listener.local_addr().expect("the port's address")
+}
+
+/// A minimal HTTP/1.0 GET: the status code and body, or None if the
+/// connection fails.
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())?;
+    Some((status, body))
+}
+
+/// Polls `check` every 100 ms until it holds, failing after `timeout`.
+pub fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
