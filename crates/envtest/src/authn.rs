@@ -89,27 +89,41 @@ fn invalid_request(detail_field: &str, value: i64, detail: &str) -> ApiError {
 
 /// The `fieldsV1` of what a review or token request sets: every field of
 /// these specs is a scalar, an atomic list or a struct.
-fn fields_v1(value: &Value) -> Value {
+/// The field set of a request's `spec`: its own fields, and below them every
+/// object with fields also owns itself (`"."`), as the pointer structs and
+/// maps of these specs do (lists are atomic).
+fn fields_v1(value: &Value, nested: bool) -> Value {
     match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
+        Value::Object(map) => {
+            let mut set: serde_json::Map<String, Value> = map
+                .iter()
                 .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (format!("f:{k}"), fields_v1(v)))
-                .collect(),
-        ),
+                .map(|(k, v)| (format!("f:{k}"), fields_v1(v, true)))
+                .collect();
+            if nested && !set.is_empty() {
+                set.insert(".".to_string(), json!({}));
+            }
+            Value::Object(set)
+        }
         _ => json!({}),
     }
 }
 
 /// The managedFields kube-apiserver records on the answer to a create that
 /// stores nothing: the request's `spec`, as an Update by `manager`.
-fn answer_metadata(meta: &mut Value, manager: &str, spec: &Value, subresource: Option<&str>) {
-    let set = fields_v1(spec);
+pub(crate) fn answer_metadata(
+    meta: &mut Value,
+    manager: &str,
+    api_version: &str,
+    spec: &Value,
+    subresource: Option<&str>,
+) {
+    let set = fields_v1(spec, false);
     if set.as_object().is_none_or(|m| m.is_empty()) {
         return;
     }
     let mut entry = json!({
-        "manager": manager, "operation": "Update", "apiVersion": "authentication.k8s.io/v1",
+        "manager": manager, "operation": "Update", "apiVersion": api_version,
         "time": meta::now_rfc3339(), "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": set},
     });
     if let Some(sub) = subresource {
@@ -191,7 +205,13 @@ pub fn token_request(
     map.insert("kind".into(), json!("TokenRequest"));
     let mut metadata =
         json!({"name": name, "namespace": ns, "creationTimestamp": meta::now_rfc3339()});
-    answer_metadata(&mut metadata, manager, &spec, Some("token"));
+    answer_metadata(
+        &mut metadata,
+        manager,
+        "authentication.k8s.io/v1",
+        &spec,
+        Some("token"),
+    );
     map.insert("metadata".into(), metadata);
     map.insert(
         "spec".into(),
@@ -249,7 +269,7 @@ pub fn token_review(app: &App, mut body: Value, manager: &str) -> ApiResult<Valu
     if let Some(m) = metadata.as_object_mut() {
         m.entry("creationTimestamp").or_insert(Value::Null);
     }
-    answer_metadata(metadata, manager, &spec, None);
+    answer_metadata(metadata, manager, "authentication.k8s.io/v1", &spec, None);
     map.insert("status".into(), status);
     Ok(body)
 }

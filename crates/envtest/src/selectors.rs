@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
+use crate::builtin::validation::names;
 use crate::error::{ApiError, ApiResult};
+use crate::gofmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
@@ -188,10 +190,31 @@ impl Parser {
                 t => return Err(format!("found '{}', expected: identifier", t.lit())),
             },
         };
-        if matches!(op, Op::Gt | Op::Lt) && values.iter().any(|v| v.parse::<i64>().is_err()) {
-            return Err("for 'Gt', 'Lt' operators, the value must be an integer".into());
+        // labels.NewRequirement: every problem of the values, aggregated.
+        let mut errs = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            if matches!(op, Op::Gt | Op::Lt) && v.parse::<i64>().is_err() {
+                errs.push(format!(
+                    "values[{i}]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer",
+                    gofmt::quote(v)
+                ));
+            }
         }
-        Ok(Requirement { key, op, values })
+        for (i, v) in values.iter().enumerate() {
+            let problems = names::is_valid_label_value(v);
+            if !problems.is_empty() {
+                errs.push(format!(
+                    "values[{i}][{key}]: Invalid value: {}: {}",
+                    gofmt::quote(v),
+                    problems.join("; ")
+                ));
+            }
+        }
+        match errs.len() {
+            0 => Ok(Requirement { key, op, values }),
+            1 => Err(errs.remove(0)),
+            _ => Err(format!("[{}]", errs.join(", "))),
+        }
     }
 
     fn values(&mut self) -> Result<BTreeSet<String>, String> {
@@ -248,29 +271,17 @@ impl Parser {
     }
 }
 
+/// The parser's key check (`validateLabelKey` with the parser's nil path,
+/// which Go prints as `<nil>`).
 fn validate_key(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.rsplit_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    let name_ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    let prefix_ok = prefix.is_none_or(|p| {
-        !p.is_empty()
-            && p.len() <= 253
-            && p.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
-    });
-    if name_ok && prefix_ok {
+    let problems = names::is_qualified_name(key);
+    if problems.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "key: Invalid value: {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+            "<nil>: Invalid value: {}: {}",
+            gofmt::quote(key),
+            problems.join("; ")
         ))
     }
 }

@@ -17,5 +17,9 @@ mod support;
 mod common;
 #[path = "request_rules/custom_resources.rs"]
 mod custom_resources;
+#[path = "request_rules/query_parameters.rs"]
+mod query_parameters;
 #[path = "request_rules/ratcheting.rs"]
 mod ratcheting;
+#[path = "request_rules/size_limits.rs"]
+mod size_limits;

@@ -449,6 +449,179 @@ proptest! {
     }
 }
 
+/// Query parameters of writes, valid and not: numbers Go's parser refuses
+/// or reads, truthy and false flags, unknown values.
+fn write_query() -> impl Strategy<Value = String> {
+    let key = prop::sample::select(vec![
+        "gracePeriodSeconds",
+        "timeoutSeconds",
+        "limit",
+        "resourceVersion",
+        "dryRun",
+        "fieldManager",
+        "fieldValidation",
+        "propagationPolicy",
+        "orphanDependents",
+        "force",
+        "continue",
+        "watch",
+        "labelSelector",
+    ]);
+    let value = prop::sample::select(vec![
+        "abc",
+        "-1",
+        "0",
+        "1",
+        "",
+        "+5",
+        "1.5",
+        "99999999999999999999",
+        "true",
+        "maybe",
+        "All",
+        "Strict",
+        "Orphan",
+        "Bogus",
+        "a b",
+    ]);
+    prop::collection::vec((key, value), 0..4).prop_map(|pairs| {
+        pairs
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", support::http::encode_component(v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    })
+}
+
+/// One request with a body, on a fresh connection.
+fn send(
+    base_url: &str,
+    method: &str,
+    target: &str,
+    content_type: &str,
+    body: &[u8],
+) -> Result<Raw, String> {
+    let mut request = format!(
+        "{method} {target} HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\nAccept: application/json\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(body);
+    exchange(base_url, &request)
+}
+
+/// The stored resourceVersion of a fuzz ConfigMap, creating it when absent.
+fn victim(base_url: &str, name: &str, data: &Value) -> Result<String, TestCaseError> {
+    let path = format!("/api/v1/namespaces/fuzz/configmaps/{name}");
+    let body =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data});
+    let mut raw = send(
+        base_url,
+        "PUT",
+        &path,
+        "application/json",
+        body.to_string().as_bytes(),
+    )
+    .map_err(TestCaseError::fail)?;
+    if raw.status == 404 {
+        raw = send(
+            base_url,
+            "POST",
+            "/api/v1/namespaces/fuzz/configmaps",
+            "application/json",
+            body.to_string().as_bytes(),
+        )
+        .map_err(TestCaseError::fail)?;
+    }
+    prop_assert!(
+        matches!(raw.status, 200 | 201),
+        "set-up PUT {path}: {}",
+        String::from_utf8_lossy(&raw.body)
+    );
+    let stored: Value =
+        serde_json::from_slice(&raw.body).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    Ok(stored["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
+fn stored_version(base_url: &str, name: &str) -> Result<Option<String>, TestCaseError> {
+    let path = format!("/api/v1/namespaces/fuzz/configmaps/{name}");
+    let raw = send(base_url, "GET", &path, "application/json", b"").map_err(TestCaseError::fail)?;
+    if raw.status == 404 {
+        return Ok(None);
+    }
+    let stored: Value =
+        serde_json::from_slice(&raw.body).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    Ok(stored["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_string))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..reproducible(200) })]
+
+    /// A write refused for its query parameters (or anything else) leaves
+    /// the object as it was: a DELETE with `gracePeriodSeconds=abc` deletes
+    /// nothing.
+    #[test]
+    fn refused_writes_change_nothing(
+        method in prop::sample::select(vec!["DELETE", "PATCH", "PUT"]),
+        query in write_query(),
+    ) {
+        let server = fuzz_server();
+        let before = victim(&server.base_url, "victim", &json!({"a": "1"}))?;
+        let target = format!("/api/v1/namespaces/fuzz/configmaps/victim?{query}");
+        let body = match method {
+            "PATCH" => json!({"data": {"b": "2"}}),
+            "PUT" => json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "victim"}, "data": {"c": "3"}}),
+            _ => Value::Null,
+        };
+        let (content_type, bytes) = match method {
+            "PATCH" => ("application/merge-patch+json", body.to_string().into_bytes()),
+            "PUT" => ("application/json", body.to_string().into_bytes()),
+            _ => ("application/json", Vec::new()),
+        };
+        let raw = send(&server.base_url, method, &target, content_type, &bytes).map_err(TestCaseError::fail)?;
+        let shown = format!("{method} {target}");
+        check_answer(method, &raw, false).map_err(|e| TestCaseError::fail(format!("{e}\nrequest: {shown}")))?;
+        if raw.status >= 400 {
+            let after = stored_version(&server.base_url, "victim")?;
+            prop_assert_eq!(after.as_deref(), Some(before.as_str()), "{} answered {} yet changed the object", shown, raw.status);
+        }
+    }
+
+    /// JSON patches that grow an object by copying its values: refused
+    /// whole (422 by the copy limit or ConfigMap validation) or applied
+    /// within the limits, never half-applied.
+    #[test]
+    fn growing_patches_apply_whole_or_not_at_all(
+        size in prop::sample::select(vec![1024usize, 16 * 1024, 64 * 1024]),
+        count in 1usize..260,
+    ) {
+        let server = fuzz_server();
+        let before = victim(&server.base_url, "grown", &json!({"a": "x".repeat(size)}))?;
+        let ops: Vec<Value> = (0..count)
+            .map(|i| json!({"op": "copy", "from": "/data/a", "path": format!("/data/c{i}")}))
+            .collect();
+        let raw = send(&server.base_url, "PATCH", "/api/v1/namespaces/fuzz/configmaps/grown", "application/json-patch+json", Value::Array(ops).to_string().as_bytes()).map_err(TestCaseError::fail)?;
+        check_answer("PATCH", &raw, false).map_err(TestCaseError::fail)?;
+        let added = (size + 2) * count;
+        if raw.status == 200 {
+            prop_assert!(size * (count + 1) <= 1024 * 1024, "{count} copies of {size} bytes were stored");
+        } else {
+            prop_assert_eq!(raw.status, 422);
+            let message = serde_json::from_slice::<Value>(&raw.body).map_err(|e| TestCaseError::fail(e.to_string()))?["message"].as_str().unwrap_or_default().to_string();
+            if added > 3 * 1024 * 1024 {
+                prop_assert_eq!(message, "the server rejected our request due to an error in our request");
+            }
+            let after = stored_version(&server.base_url, "grown")?;
+            prop_assert_eq!(after.as_deref(), Some(before.as_str()));
+        }
+    }
+}
+
 /// 32 writers and 32 watchers: no deadlock, every watcher sees every change
 /// exactly once and in resourceVersion order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -250,6 +250,10 @@ fn store(app: &App, res: &Resource, ns: &str, ready: Ready, ctx: &WriteCtx) -> A
         });
     }
     let refused = super::is_service(res).then(|| obj.clone());
+    if let Err(e) = super::storage_limit::check(res, ns, &name, &obj) {
+        super::restore_allocation(app, res, &obj, false);
+        return Err(e);
+    }
     // A generated name that happens to be taken is drawn again, as
     // kube-apiserver retries generateName conflicts.
     let generated = generated_prefix(&obj);

@@ -428,24 +428,20 @@ pub async fn delete_collection(
     app: &App,
     res: &Resource,
     ns: Option<&str>,
-    selected: Vec<Arc<Value>>,
+    listed: super::read::Page,
     opts: &DeleteOptions,
     user: &UserInfo,
     warnings: &Warnings,
 ) -> ApiResult<Value> {
-    let mut items = Vec::new();
-    for obj in selected {
-        let name = meta::name(&obj).to_string();
-        let obj_ns = ns.unwrap_or(meta::namespace(&obj)).to_string();
+    for obj in &listed.items {
+        let name = meta::name(obj).to_string();
+        let obj_ns = ns.unwrap_or(meta::namespace(obj)).to_string();
         match delete(app, res, &obj_ns, &name, opts, user, warnings).await {
-            Ok(_) => items.push((*obj).clone()),
+            Ok(_) => {}
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(json!({
-        "kind": res.list_kind, "apiVersion": res.api_version(),
-        "metadata": {"resourceVersion": app.store.current_rv().to_string()},
-        "items": items,
-    }))
+    // kube-apiserver answers with the list it deleted from, as listed.
+    Ok(super::read::list_document(res, &listed))
 }

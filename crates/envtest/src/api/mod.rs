@@ -11,6 +11,7 @@ pub mod pods;
 pub mod priority;
 pub mod read;
 pub mod scale;
+pub(crate) mod storage_limit;
 pub mod update;
 pub mod watch;
 

@@ -25,6 +25,25 @@ pub fn get(app: &App, res: &Resource, ns: &str, name: &str) -> ApiResult<Arc<Val
         .ok_or_else(|| not_found(res, name))
 }
 
+/// A GET with a `resourceVersion` parameter, served as the watch cache
+/// serves it: a malformed one is the storage's 500, a future one is waited
+/// for (then 504), anything else reads the current state.
+pub async fn get_at(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    resource_version: Option<&str>,
+) -> ApiResult<Arc<Value>> {
+    if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
+        let rv = parse_resource_version(rv)?;
+        if rv > 0 {
+            wait_for_rv(app, rv).await?;
+        }
+    }
+    get(app, res, ns, name)
+}
+
 /// Parsed selectors of a list or watch.
 #[derive(Debug, Clone, Default)]
 pub struct Selectors {
@@ -164,8 +183,27 @@ pub async fn list(
     opts: &ListOptions,
 ) -> ApiResult<Page> {
     let selectors = Selectors::parse(res, opts)?;
+    // A continuation carries its own resourceVersion: the storage checks the
+    // token, then refuses any other (but "0") before reading anything.
+    let continuation = match &opts.continue_token {
+        Some(token) => {
+            let decoded = decode_continue(token)?;
+            if opts
+                .resource_version
+                .as_deref()
+                .is_some_and(|rv| !rv.is_empty() && rv != "0")
+            {
+                return Err(ApiError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
+            Some(decoded)
+        }
+        None => None,
+    };
     let requested_rv = match opts.resource_version.as_deref() {
         None | Some("") => None,
+        Some(_) if continuation.is_some() => None,
         Some(rv) => Some(parse_resource_version(rv)?),
     };
     if let Some(rv) = requested_rv
@@ -173,8 +211,7 @@ pub async fn list(
     {
         wait_for_rv(app, rv).await?;
     }
-    let (raw, list_rv) = if let Some(token) = &opts.continue_token {
-        let (rv, after) = decode_continue(token)?;
+    let (raw, list_rv) = if let Some((rv, after)) = continuation {
         let items = app
             .store
             .list_at(&res.store_key, ns, Some(&after), rv)

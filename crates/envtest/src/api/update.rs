@@ -180,6 +180,8 @@ struct Staged {
     expected: u64,
     /// The request named no resourceVersion: a race is retried, not a 409.
     unconditional: bool,
+    /// The request asked to reset field tracking.
+    reset_managed_fields: bool,
 }
 
 /// Name, resourceVersion and type checks, decode, field validation and
@@ -193,6 +195,9 @@ fn stage(
     let res = c.res;
     let old_view = res.from_storage(old);
     check_name_and_namespace(c, &mut new)?;
+    // The request asks to reset field tracking (`managedFields: [{}]`):
+    // remembered here, as decoding may drop the list.
+    let reset_managed_fields = c.sub.is_none() && patch::take_managed_fields_reset(&mut new);
     let old_rv = parse_rv(meta::resource_version(&old_view));
     let body_rv = meta::resource_version(&new).to_string();
     let (expected, unconditional) = if body_rv.is_empty() {
@@ -226,6 +231,7 @@ fn stage(
         warnings,
         expected,
         unconditional,
+        reset_managed_fields,
     })
 }
 
@@ -255,9 +261,12 @@ fn commit(app: &App, c: &Change<'_>, s: Staged) -> Result<Written, Fail> {
         warnings,
         expected,
         unconditional,
+        reset_managed_fields,
     } = s;
     if !c.managed_done {
-        if meta::metadata(&new).is_none_or(|m| !m.contains_key("managedFields"))
+        if reset_managed_fields {
+            meta::set_meta(&mut new, "managedFields", Value::Array(Vec::new()));
+        } else if meta::metadata(&new).is_none_or(|m| !m.contains_key("managedFields"))
             && let Some(mf) = meta::metadata(&old_view).and_then(|m| m.get("managedFields"))
         {
             meta::set_meta(&mut new, "managedFields", mf.clone());
@@ -311,6 +320,7 @@ fn commit(app: &App, c: &Change<'_>, s: Staged) -> Result<Written, Fail> {
             warnings,
         });
     }
+    super::storage_limit::check(res, c.ns, c.name, &new).map_err(Fail::Api)?;
     // A Service that loses the race gives back what was allocated for it.
     let service = super::is_service(res).then(|| new.clone());
     let stored = app

@@ -219,11 +219,12 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
             return Ok(stream_of(body_rx));
         }
     };
-    let timeout = req
-        .opts
-        .timeout_seconds
-        .map(Duration::from_secs)
-        .unwrap_or_else(default_timeout);
+    // As kube-apiserver: 0 (or none) takes the default, a negative
+    // timeout ends the watch at once.
+    let timeout = match req.opts.timeout_seconds {
+        None | Some(0) => default_timeout(),
+        Some(t) => Duration::from_secs(u64::try_from(t).unwrap_or(0)),
+    };
     let bookmarks = req.opts.allow_bookmarks;
     let send_initial_end = initial == Some(true) && bookmarks;
     let mut closing = app.closing.subscribe();

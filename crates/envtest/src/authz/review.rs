@@ -29,6 +29,7 @@ pub fn answer(
     ns: &str,
     requester: &UserInfo,
     mut body: Value,
+    manager: &str,
 ) -> ApiResult<Value> {
     let spec = body.get("spec").cloned().unwrap_or(Value::Null);
     let status = match res.kind.as_str() {
@@ -44,18 +45,21 @@ pub fn answer(
                 return Err(invalid(
                     res,
                     "spec.user",
+                    &json!(""),
                     "at least one of user or group must be specified",
                 ));
             }
-            let mut attrs = attributes(res, &spec)?;
-            if res.kind == "LocalSubjectAccessReview" {
-                if attrs.namespace.is_empty() {
-                    attrs.namespace = ns.to_string();
-                } else if attrs.namespace != ns {
-                    return Err(ApiError::bad_request(format!(
-                        "spec.resourceAttributes.namespace must match namespace: {ns}"
-                    )));
-                }
+            let attrs = attributes(res, &spec)?;
+            if res.kind == "LocalSubjectAccessReview"
+                && attrs.resource_request
+                && attrs.namespace != ns
+            {
+                return Err(invalid(
+                    res,
+                    "spec.resourceAttributes.namespace",
+                    &json!(attrs.namespace),
+                    "must match metadata.namespace",
+                ));
             }
             access_status(&authorize(store, &user, &attrs))
         }
@@ -66,20 +70,29 @@ pub fn answer(
     };
     map.insert("apiVersion".into(), json!(res.api_version()));
     map.insert("kind".into(), json!(res.kind));
-    map.entry("metadata")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .map(|m| m.entry("creationTimestamp").or_insert(Value::Null));
+    let metadata = map.entry("metadata").or_insert_with(|| json!({}));
+    if let Some(m) = metadata.as_object_mut() {
+        // A SelfSubjectReview is stamped with the time it was answered.
+        let created = if res.kind == "SelfSubjectReview" {
+            json!(crate::meta::now_rfc3339())
+        } else {
+            Value::Null
+        };
+        m.entry("creationTimestamp").or_insert(created);
+    }
+    crate::authn::answer_metadata(metadata, manager, &res.api_version(), &spec, None);
     map.insert("status".into(), status);
     Ok(body)
 }
 
-fn invalid(res: &Resource, field: &str, detail: &str) -> ApiError {
+/// A review's validation error: kube-apiserver names the kind of the decoded
+/// internal object, whose kind is empty (`.authorization.k8s.io "" is invalid`).
+fn invalid(res: &Resource, field: &str, value: &Value, detail: &str) -> ApiError {
     ApiError::invalid(
         &res.group,
-        &res.kind,
         "",
-        vec![Cause::invalid(field, &Value::Null, detail)],
+        "",
+        vec![Cause::invalid(field, value, detail)],
     )
 }
 
@@ -136,6 +149,7 @@ fn attributes(res: &Resource, spec: &Value) -> ApiResult<Attributes> {
             } else {
                 "spec.resourceAttributes"
             },
+            &Value::Null,
             "exactly one of nonResourceAttributes or resourceAttributes must be specified",
         )),
     }

@@ -118,6 +118,10 @@ impl TypeInfo for BuiltinTypeInfo {
         {
             return true;
         }
+        // A binding's RoleRef is `structType=atomic`.
+        if self.kind.group == "rbac.authorization.k8s.io" && path == ["roleRef"] {
+            return true;
+        }
         // LabelSelectors and NodeSelectors are atomic structs; a Service's
         // selector and a PodSpec's nodeSelector are atomic maps.
         matches!(
@@ -125,6 +129,7 @@ impl TypeInfo for BuiltinTypeInfo {
             Some(
                 &("selector"
                     | "labelSelector"
+                    | "podSelector"
                     | "namespaceSelector"
                     | "objectSelector"
                     | "nodeSelector")

@@ -49,6 +49,10 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         parts.uri.query(),
         header_str(&parts.headers, header::USER_AGENT),
     );
+    if let Some(message) = authz::impersonation_without_user(&parts.headers) {
+        let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
+        return respond::internal_error_text(uri, &message);
+    }
     // envtest's own user is an administrator; a ServiceAccount token's
     // user and one it impersonates are held to the stored RBAC rules.
     let impersonated = match acting_user(&app, &parts.headers) {
@@ -235,6 +239,8 @@ async fn dispatch(
         },
         Route::GroupVersion(g, v) => match discovery::api_resource_list(&reg, &g, &v) {
             Some(doc) => plain(&doc),
+            // A served group's handler answers for its removed versions.
+            None if !g.is_empty() && reg.serves_group(&g) => Err(ApiError::not_found_path()),
             None => Ok(respond::page_not_found()),
         },
         Route::Resource(p) => {
@@ -421,7 +427,7 @@ async fn resource(
                     .unwrap_or(scale);
                 return Ok(respond::object(200, &body, &acc, &[]));
             }
-            let obj = api::read::get(app, &res, &ns, &name)?;
+            let obj = api::read::get_at(app, &res, &ns, &name, q.get("resourceVersion")).await?;
             let body = transform_object(&res, &obj, &acc, q)?;
             Ok(respond::object(200, &body, &acc, &[]))
         }
@@ -548,7 +554,7 @@ async fn resource(
                         app,
                         &res,
                         p.namespace.as_deref(),
-                        page.items,
+                        page,
                         &opts,
                         user,
                         &warnings,
@@ -620,7 +626,7 @@ async fn review(
             crate::authn::token_request(app, ns, name, decoded.value, &manager)?
         }
         (false, "TokenReview") => crate::authn::token_review(app, decoded.value, &manager)?,
-        _ => authz::review::answer(&app.store, res, ns, user, decoded.value)?,
+        _ => authz::review::answer(&app.store, res, ns, user, decoded.value, &manager)?,
     };
     Ok(respond::object(201, &answer, &acc, &[]))
 }

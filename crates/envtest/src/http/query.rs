@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use crate::error::{ApiError, ApiResult, Cause, Details};
+use crate::gofmt;
 
 /// Decoded `key=value` pairs in request order.
 #[derive(Debug, Clone, Default)]
@@ -69,11 +70,33 @@ impl Query {
         self.pairs.iter().any(|(k, _)| k == key)
     }
 
-    /// Go's strconv.ParseBool as the parameter codec uses it.
+    /// A boolean parameter as kube-apiserver's parameter codec reads it
+    /// (`Convert_Slice_string_To_bool`): its first value is false when it is
+    /// `0` or `false` in any case, and true otherwise (`watch=maybe`,
+    /// `watch=`); `None` when absent.
     pub fn flag(&self, key: &str) -> Option<bool> {
         self.get(key)
-            .map(|v| matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True"))
+            .map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
     }
+
+    /// An int64 parameter (`Convert_Slice_string_To_Pointer_int64`): its
+    /// first value through Go's `strconv.ParseInt`, a malformed one being the
+    /// 400 kube-apiserver answers with the parser's own text.
+    pub fn int64(&self, key: &str) -> ApiResult<Option<i64>> {
+        self.get(key)
+            .map(|v| parse_go_int(v).map_err(ApiError::bad_request))
+            .transpose()
+    }
+}
+
+/// Go's `strconv.ParseInt(s, 10, 64)` and its error texts.
+pub fn parse_go_int(s: &str) -> Result<i64, String> {
+    let fail = |why: &str| format!("strconv.ParseInt: parsing {}: {why}", gofmt::quote(s));
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(fail("invalid syntax"));
+    }
+    s.parse::<i64>().map_err(|_| fail("value out of range"))
 }
 
 /// `fieldValidation` directive.
@@ -219,6 +242,7 @@ pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<
                     format!("Unsupported value: []string{{{shown}}}: supported values: \"All\""),
                 ));
             }
+            body_field_types(b)?;
             (
                 !dry.is_empty(),
                 b.get("gracePeriodSeconds").and_then(|g| g.as_i64()),
@@ -235,10 +259,11 @@ pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<
             )
         }
         None => {
+            let grace = q.int64("gracePeriodSeconds")?;
             causes.extend(dry_run_causes(q));
             (
                 !q.all("dryRun").is_empty(),
-                q.get("gracePeriodSeconds").and_then(|g| g.parse().ok()),
+                grace,
                 q.get("propagationPolicy").map(str::to_string),
                 q.flag("orphanDependents"),
                 None,
@@ -267,15 +292,6 @@ pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<
             "orphanDependents and deletionPropagation cannot be both set",
         ));
     }
-    if let Some(g) = grace
-        && g < 0
-    {
-        causes.push(Cause::invalid(
-            "gracePeriodSeconds",
-            &json!(g),
-            "must be >= 0",
-        ));
-    }
     if !causes.is_empty() {
         return Err(invalid_options("DeleteOptions", causes));
     }
@@ -293,6 +309,41 @@ pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<
     })
 }
 
+/// A DeleteOptions body whose fields have the wrong JSON type fails to
+/// decode, and nothing is deleted; kube-apiserver's delete handler passes the
+/// decoder's error on unwrapped, which makes it a 500 carrying Go's text.
+fn body_field_types(body: &serde_json::Value) -> ApiResult<()> {
+    let fields: [(&str, &str, fn(&serde_json::Value) -> bool); 3] = [
+        ("gracePeriodSeconds", "int64", |v| v.is_i64()),
+        ("orphanDependents", "bool", serde_json::Value::is_boolean),
+        (
+            "propagationPolicy",
+            "v1.DeletionPropagation",
+            serde_json::Value::is_string,
+        ),
+    ];
+    for (field, go_type, fits) in fields {
+        match body.get(field) {
+            None | Some(serde_json::Value::Null) => {}
+            Some(v) if fits(v) => {}
+            Some(v) => {
+                let found = match v {
+                    serde_json::Value::Number(n) => format!("number {n}"),
+                    other => gofmt::json_kind(other).to_string(),
+                };
+                return Err(ApiError::new(
+                    500,
+                    "",
+                    format!(
+                        "json: cannot unmarshal {found} into Go struct field DeleteOptions.{field} of type {go_type}"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// List and watch options.
 #[derive(Debug, Clone, Default)]
 pub struct ListOptions {
@@ -304,7 +355,8 @@ pub struct ListOptions {
     pub resource_version_match: Option<String>,
     pub watch: bool,
     pub allow_bookmarks: bool,
-    pub timeout_seconds: Option<u64>,
+    /// How long a watch may last; 0 or less ends it at once.
+    pub timeout_seconds: Option<i64>,
     pub send_initial_events: Option<bool>,
 }
 
@@ -312,14 +364,16 @@ pub struct ListOptions {
 /// lists — `sendInitialEvents` with `resourceVersionMatch=NotOlderThan` — are
 /// supported).
 pub fn list_options(q: &Query, watch_path: bool) -> ApiResult<ListOptions> {
+    // The parameter codec converts timeoutSeconds before limit and stops at
+    // the first malformed number: 400, whatever else the query holds.
+    let timeout_seconds = q.int64("timeoutSeconds")?;
+    let limit = q.int64("limit")?;
     let o = ListOptions {
         label_selector: q.get("labelSelector").unwrap_or("").to_string(),
         field_selector: q.get("fieldSelector").unwrap_or("").to_string(),
-        limit: q
-            .get("limit")
-            .and_then(|l| l.parse::<i64>().ok())
+        limit: limit
             .filter(|l| *l > 0)
-            .map(|l| l as usize),
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
         continue_token: q
             .get("continue")
             .filter(|c| !c.is_empty())
@@ -331,7 +385,7 @@ pub fn list_options(q: &Query, watch_path: bool) -> ApiResult<ListOptions> {
             .map(str::to_string),
         watch: watch_path || q.flag("watch").unwrap_or(false),
         allow_bookmarks: q.flag("allowWatchBookmarks").unwrap_or(false),
-        timeout_seconds: q.get("timeoutSeconds").and_then(|t| t.parse().ok()),
+        timeout_seconds,
         send_initial_events: q.flag("sendInitialEvents"),
     };
     let mut causes = Vec::new();

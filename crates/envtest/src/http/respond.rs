@@ -148,18 +148,33 @@ fn bytes_with_type(status: u16, body: Vec<u8>, content_type: HeaderValue) -> Res
     resp
 }
 
-pub fn text(status: u16, body: &'static str) -> Response {
-    let mut resp = bytes(
-        status,
-        body.as_bytes().to_vec(),
-        "text/plain; charset=utf-8",
-    );
+pub fn text(status: u16, body: impl Into<Vec<u8>>) -> Response {
+    let mut resp = bytes(status, body.into(), "text/plain; charset=utf-8");
     // Go's http.Error and http.NotFound mark plain-text answers so.
     resp.headers_mut().insert(
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
     );
     resp
+}
+
+/// Go's `responsewriters.InternalError`: a plain-text 500 naming the
+/// request URI, HTML-escaped.
+pub fn internal_error_text(request_uri: &str, message: &str) -> Response {
+    let text = format!(
+        "Internal Server Error: {}: {message}",
+        crate::gofmt::quote(request_uri)
+    );
+    let escaped = text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    text_line(500, escaped)
+}
+
+fn text_line(status: u16, mut body: String) -> Response {
+    body.push('\n');
+    text(status, body)
 }
 
 /// The text/plain 404 kube-apiserver's mux gives for paths nothing serves.

@@ -8,6 +8,11 @@ use crate::gofmt;
 /// The most operations the real server accepts in one JSON patch.
 const MAX_OPERATIONS: usize = 10_000;
 
+/// How many bytes the `copy` operations of one patch may add in total: the
+/// json-patch library's accumulated copy limit, which kube-apiserver sets to
+/// its request body limit.
+const MAX_COPIED_BYTES: usize = crate::http::body::MAX_BODY;
+
 /// A failing operation: the generic 422 the real server sends, `details: {}`.
 fn rejected() -> ApiError {
     ApiError::new(
@@ -97,9 +102,18 @@ pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
         .map(to_operation)
         .collect::<ApiResult<Vec<_>>>()?;
     let mut out = doc.clone();
+    let mut copied = 0usize;
     for op in &ops {
         if null_test_of_absent_member(&out, op) {
             continue;
+        }
+        if let json_patch::PatchOperation::Copy(copy) = op {
+            copied += out
+                .pointer(copy.from.as_str())
+                .map_or(0, gofmt::encoded_len);
+            if copied > MAX_COPIED_BYTES {
+                return Err(rejected());
+            }
         }
         json_patch::patch(&mut out, std::slice::from_ref(op)).map_err(|_| rejected())?;
     }

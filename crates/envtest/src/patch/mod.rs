@@ -157,6 +157,19 @@ pub struct UpdateRequest<'a> {
     pub types: &'a dyn TypeInfo,
 }
 
+/// Whether the request asks to reset field tracking (`managedFields: [{}]`,
+/// or `[]`); the list is removed, since the field manager acts on it before
+/// validation, which would refuse the empty entry.
+pub fn take_managed_fields_reset(obj: &mut Value) -> bool {
+    let reset = obj
+        .get("metadata")
+        .is_some_and(|m| managed::is_reset(m.get("managedFields")));
+    if reset && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    reset
+}
+
 /// Records an `operation: Update` entry: `manager` takes ownership of every field
 /// it set or changed in `new` (relative to `old`), other managers lose those
 /// fields, and entries left empty are dropped. Mutates `new.metadata.managedFields`.
