@@ -185,6 +185,27 @@ impl Quantity {
         format!("{sign}{amount}{suffix}")
     }
 
+    /// The sum, in this quantity's format (a zero takes the other's, as
+    /// Go's `Quantity.Add` does).
+    pub(crate) fn add(&self, other: &Quantity) -> Quantity {
+        Quantity {
+            nanos: self.nanos + other.nanos,
+            format: if self.nanos == 0 {
+                other.format
+            } else {
+                self.format
+            },
+        }
+    }
+
+    /// A whole number of units (object counts).
+    pub(crate) fn count(n: i64) -> Quantity {
+        Quantity {
+            nanos: i128::from(n) * NANOS_PER_UNIT,
+            format: Format::DecimalSi,
+        }
+    }
+
     /// The value in units of 10⁻⁹, for comparisons.
     pub(crate) fn nanos(&self) -> i128 {
         self.nanos

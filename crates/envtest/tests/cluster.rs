@@ -24,6 +24,8 @@ mod common;
 mod gc;
 #[path = "cluster/plugins.rs"]
 mod plugins;
+#[path = "cluster/quota_and_storage.rs"]
+mod quota_and_storage;
 #[path = "cluster/rbac.rs"]
 mod rbac;
 #[path = "cluster/start_objects.rs"]

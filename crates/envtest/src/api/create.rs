@@ -51,7 +51,12 @@ pub async fn create(
     let obj = admit::mutate(app, &req, staged.obj, None, ctx).await?;
     super::check_escalation(app, res, ns, ctx, &obj, None)?;
     let ready = check(app, res, obj, staged.warnings, ctx)?;
-    if let Err(e) = admit::validate(app, &req, &ready.obj, None, ctx).await {
+    let admitted = match admit::validate(app, &req, &ready.obj, None, ctx).await {
+        // ResourceQuota comes last among kube-apiserver's admission plugins.
+        Ok(()) => super::resource_quota::admit_create(app, res, ns, &ready.obj, ctx.opts.dry_run),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = admitted {
         super::restore_allocation(app, res, &ready.obj, ctx.opts.dry_run);
         return Err(e);
     }
@@ -138,6 +143,9 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
             // ServiceAccount, then Priority.
             super::limit_ranger::admit(app, ns, &mut obj)?;
             super::priority::admit(app, &mut obj)?;
+        }
+        if (kind.group, kind.kind) == ("", "PersistentVolumeClaim") {
+            super::default_storage_class::admit(app, &mut obj);
         }
         builtin::admit_create(kind, &mut obj, service_account.as_deref());
     }

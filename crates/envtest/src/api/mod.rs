@@ -4,12 +4,14 @@
 
 pub mod admit;
 pub mod create;
+pub(crate) mod default_storage_class;
 pub mod delete;
 pub mod disruption;
 pub mod limit_ranger;
 pub mod pods;
 pub mod priority;
 pub mod read;
+pub(crate) mod resource_quota;
 pub mod scale;
 pub(crate) mod storage_limit;
 pub mod update;

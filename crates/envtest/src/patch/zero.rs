@@ -27,6 +27,28 @@ pub fn zero_object(api_version: &str, kind: &str) -> Option<Value> {
         ("v1", "Service") => json!({"spec": {}, "status": {"loadBalancer": {}}}),
         ("v1", "ReplicationController") => json!({"spec": {}, "status": {"replicas": 0}}),
         ("v1", "PersistentVolumeClaim") => json!({"spec": {"resources": {}}, "status": {}}),
+        ("v1", "PersistentVolume") => json!({"spec": {}, "status": {}}),
+        ("v1", "LimitRange") => json!({"spec": {"limits": null}}),
+        ("v1", "ResourceQuota") => json!({"spec": {}, "status": {}}),
+        ("policy/v1", "PodDisruptionBudget") => json!({
+            "spec": {},
+            "status": {
+                "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                "expectedPods": 0
+            }
+        }),
+        ("networking.k8s.io/v1", "NetworkPolicy") => json!({"spec": {"podSelector": {}}}),
+        ("networking.k8s.io/v1", "Ingress") => json!({"spec": {}, "status": {"loadBalancer": {}}}),
+        ("networking.k8s.io/v1", "IngressClass") => json!({"spec": {}}),
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => json!({
+            "spec": {"scaleTargetRef": {"kind": "", "name": ""}, "maxReplicas": 0},
+            "status": {"desiredReplicas": 0}
+        }),
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => json!({
+            "spec": {"scaleTargetRef": {"kind": "", "name": ""}, "maxReplicas": 0},
+            "status": {"currentReplicas": 0, "desiredReplicas": 0}
+        }),
+        ("storage.k8s.io/v1", "CSIDriver") => json!({"spec": {}}),
         ("v1", "Event") => json!({
             "involvedObject": {}, "source": {},
             "firstTimestamp": null, "lastTimestamp": null, "eventTime": null,
