@@ -24,9 +24,9 @@ use serde_json::{Map, Value};
 use crate::admission::WebhookRegistry;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult, Cause, Details};
-use crate::http::query::{FieldValidation, WriteOptions};
 use crate::meta;
 use crate::registry::{Resource, SharedRegistry};
+use crate::request::query::{FieldValidation, WriteOptions};
 use crate::store::Store;
 use crate::typeinfo::{TypeInfo, Untyped};
 
@@ -325,7 +325,7 @@ pub(crate) fn check_type_meta(res: &Resource, obj: &mut Value) -> ApiResult<()> 
 
 /// A custom resource's apiVersion and kind, as its decoder and validator
 /// judge them: any kind decodes (a missing one is refused while decoding,
-/// see `http::body::require_kind`), the body's group/version must be the
+/// see `request::body::require_kind`), the body's group/version must be the
 /// URL's (400), and then the kind must be the resource's (422, before any
 /// other validation, named by the body's kind).
 fn custom_type_meta(

@@ -135,7 +135,7 @@ fn is_unchanged(e: &ApiError) -> bool {
 /// Deletes an object as a controller does (background propagation).
 pub fn delete(app: &App, key: &str, ns: &str, name: &str, uid: &str) -> ApiResult<()> {
     let res = resource(app, key)?;
-    let opts = crate::http::query::DeleteOptions {
+    let opts = crate::request::query::DeleteOptions {
         precondition_uid: Some(uid.to_string()),
         ..Default::default()
     };
