@@ -257,6 +257,7 @@ pub enum Injected {
 }
 
 impl Injected {
+    #[cfg(test)]
     /// The HTTP status code of the answer.
     pub fn code(&self) -> u16 {
         match self {

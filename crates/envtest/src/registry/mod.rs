@@ -246,10 +246,6 @@ impl Registry {
             .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
     }
 
-    pub fn serves_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|(g, _)| g == group)
-    }
-
     /// The resource of `kind` in `group/version` (for owner references and events).
     pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Resource>> {
         self.resources

@@ -17,7 +17,6 @@ use crate::registry::Resource;
 
 pub const PODS: &str = "pods";
 pub const NODES: &str = "nodes";
-pub const EVENTS: &str = "events";
 pub const LEASES: &str = "coordination.k8s.io/leases";
 pub const NAMESPACES: &str = "namespaces";
 pub const REPLICASETS: &str = "apps/replicasets";
