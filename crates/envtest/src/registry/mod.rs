@@ -116,6 +116,8 @@ impl Resource {
     }
 
     /// Converts a stored object to what this version serves.
+    // Named for the direction of the conversion (storage to this version).
+    #[allow(clippy::wrong_self_convention)]
     pub fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
         if self.is_autoscaling_v1() {
             let mut out = builtin::hpa::v2_to_v1(stored);
