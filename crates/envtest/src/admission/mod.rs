@@ -84,10 +84,8 @@ mod validation_tests;
 pub use attributes::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
 };
-pub use dispatch::{Admission, WebhookRegistry};
+pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
-pub use matching::{ClusterView, EmptyCluster};
+pub use matching::ClusterView;
 pub use routes::{WebhookRoute, WebhookRoutes};
-pub use validation::{
-    ConfigurationKind, default_configuration, invalid_configuration, validate_configuration,
-};
+pub use validation::{ConfigurationKind, default_configuration, validate_configuration};

@@ -23,8 +23,8 @@ use serde_json::Value;
 
 use crate::admission::UserInfo;
 use crate::error::ApiError;
-use crate::http::path::{Route, route};
-use crate::http::query::Query;
+use crate::request::path::{Route, route};
+use crate::request::query::Query;
 use crate::store::{ResKey, Store};
 
 pub use rules::Rule;
@@ -80,7 +80,7 @@ pub fn impersonation_without_user(headers: &HeaderMap) -> Option<String> {
     }
     for (name, value) in headers {
         if let Some(key) = name.as_str().strip_prefix("impersonate-extra-") {
-            let key = crate::http::query::Query::parse(Some(&format!("k={key}")))
+            let key = crate::request::query::Query::parse(Some(&format!("k={key}")))
                 .get("k")
                 .unwrap_or(key)
                 .to_string();

@@ -11,7 +11,7 @@ const MAX_OPERATIONS: usize = 10_000;
 /// How many bytes the `copy` operations of one patch may add in total: the
 /// json-patch library's accumulated copy limit, which kube-apiserver sets to
 /// its request body limit.
-const MAX_COPIED_BYTES: usize = crate::http::body::MAX_BODY;
+const MAX_COPIED_BYTES: usize = crate::request::body::MAX_BODY;
 
 /// A failing operation: the generic 422 the real server sends, `details: {}`.
 fn rejected() -> ApiError {

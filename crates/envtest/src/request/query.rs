@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::error::{ApiError, ApiResult, Cause, Details};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::gofmt;
 
 /// Decoded `key=value` pairs in request order.
@@ -66,6 +66,7 @@ impl Query {
             .collect()
     }
 
+    #[cfg(test)]
     pub fn has(&self, key: &str) -> bool {
         self.pairs.iter().any(|(k, _)| k == key)
     }
@@ -313,7 +314,8 @@ pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<
 /// decode, and nothing is deleted; kube-apiserver's delete handler passes the
 /// decoder's error on unwrapped, which makes it a 500 carrying Go's text.
 fn body_field_types(body: &serde_json::Value) -> ApiResult<()> {
-    let fields: [(&str, &str, fn(&serde_json::Value) -> bool); 3] = [
+    type Fits = fn(&serde_json::Value) -> bool;
+    let fields: [(&str, &str, Fits); 3] = [
         ("gracePeriodSeconds", "int64", |v| v.is_i64()),
         ("orphanDependents", "bool", serde_json::Value::is_boolean),
         (
@@ -464,11 +466,6 @@ pub fn parse_resource_version(rv: &str) -> ApiResult<u64> {
             format!("resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"),
         )
     })
-}
-
-/// `details` helper for options errors that name no object.
-pub fn empty_details() -> Details {
-    Details::default()
 }
 
 #[cfg(test)]
