@@ -14,6 +14,7 @@ pub mod bootstrap;
 pub mod builtin;
 pub mod component_statuses;
 pub mod controllers;
+pub mod conversion;
 pub mod error;
 pub mod faults;
 pub mod field_selectors;

@@ -570,22 +570,6 @@ pub(crate) fn validate_update(
     causes
 }
 
-/// Warnings for objects whose effect on a real cluster this server does not
-/// reproduce, so that the difference is visible rather than silent.
-pub(crate) fn unsupported_warnings(res: &Resource, obj: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    if is_crd(res)
-        && meta::get_path(obj, &["spec", "conversion", "strategy"]).and_then(Value::as_str)
-            == Some("Webhook")
-    {
-        out.push(
-            "envtest does not call conversion webhooks: versions of this resource are converted by rewriting apiVersion only (strategy None)"
-                .to_string(),
-        );
-    }
-    out
-}
-
 /// The RBAC storage's escalation check of a Role, ClusterRole or binding
 /// written by `ctx.user` (after mutating admission, before validation).
 pub(crate) fn check_escalation(

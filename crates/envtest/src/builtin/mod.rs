@@ -16,7 +16,7 @@ mod listtypes;
 mod prepare;
 mod shape;
 mod tables;
-mod validation;
+pub(crate) mod validation;
 
 #[cfg(test)]
 mod tests;
