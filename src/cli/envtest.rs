@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use anyhow::Context;
-use opctl_envtest::admission::WebhookRoute;
-use opctl_envtest::workloads::{NodeSpec, NodeTaint, Simulation};
+use opctl_envtest::WebhookRoute;
 use opctl_envtest::{Config, Envtest, FaultSpec};
+use opctl_envtest::{NodeSpec, NodeTaint, Simulation};
 
 const RUN_EXAMPLES: &str = "Examples:
   # Run the e2e tests of a generated operator against a fresh server

@@ -2,7 +2,7 @@
 //! their kustomizations from the code.
 
 use crate::project::Project;
-use crate::scaffold::Outcome;
+use crate::scaffold::{IfExists, Outcome, Owner, Plan};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -17,7 +17,16 @@ pub struct Args {}
 pub fn run(_args: Args) -> anyhow::Result<()> {
     let root = super::current_dir()?;
     let project = Project::load(&root)?;
-    let report = crate::manifests::generate(&root, &project)?;
+    let mut plan = Plan::default();
+    for manifest in crate::manifests::generate(&root, &project)? {
+        plan.file(
+            manifest.path,
+            manifest.contents,
+            Owner::Generated,
+            IfExists::Overwrite,
+        );
+    }
+    let report = crate::scaffold::apply(&root, &plan, "")?;
     report.print();
     let changed = report.with(Outcome::Created).len() + report.with(Outcome::Updated).len();
     if changed == 0 {

@@ -64,6 +64,25 @@ pub fn parse(json: &[u8]) -> anyhow::Result<Vec<CrdFile>> {
     Ok(files)
 }
 
+/// config/crd/kustomization.yaml listing `files` (names under config/crd/bases).
+pub fn kustomization(files: &[String]) -> String {
+    let mut out = String::from(
+        "# The CRDs of this project: kubectl apply -k config/crd\n\
+         # Written by `opctl manifests` from src/api. DO NOT EDIT.\n\
+         apiVersion: kustomize.config.k8s.io/v1beta1\n\
+         kind: Kustomization\n",
+    );
+    if files.is_empty() {
+        out.push_str("resources: []\n");
+    } else {
+        out.push_str("resources:\n");
+        for file in files {
+            out.push_str(&format!("- bases/{file}\n"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

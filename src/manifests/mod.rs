@@ -1,7 +1,8 @@
 //! `opctl manifests`: everything derived from the code. CRDs come from the
 //! project's own CRD generator (built and run with cargo), the manager's role
 //! from the `+opctl:rbac` markers, the webhook configurations from the
-//! `+opctl:webhook` markers, plus the kustomization listing the CRDs.
+//! `+opctl:webhook` markers, plus the kustomization listing the CRDs. This
+//! module computes them; the command writes them with the scaffold engine.
 
 pub mod crd;
 pub mod rbac;
@@ -10,11 +11,17 @@ pub mod webhook;
 use std::path::Path;
 
 use crate::project::Project;
-use crate::scaffold::plans::{CRD_KUSTOMIZATION, ROLE_FILE, crd_kustomization};
-use crate::scaffold::{self, IfExists, Owner, Plan, Report};
+use crate::project::paths::{CRD_KUSTOMIZATION, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base};
 
-/// Regenerates the manifests of the project at `root`.
-pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Report> {
+/// One derived file: its path in the project and its contents.
+#[derive(Debug)]
+pub struct Manifest {
+    pub path: String,
+    pub contents: String,
+}
+
+/// The manifests of the project at `root`, as the code now says.
+pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<Manifest>> {
     let mut rules = rbac::Rules::default();
     rules.add_dir(root, "src")?;
     let mut webhooks = webhook::Markers::default();
@@ -28,37 +35,29 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Report> {
     }
     let crds = crd::generate(root, project)?;
 
-    let mut plan = Plan::default();
+    let mut out = Vec::new();
     let mut files = Vec::new();
     for crd in crds {
-        plan.file(
-            format!("config/crd/bases/{}", crd.file),
-            crd.yaml,
-            Owner::Generated,
-            IfExists::Overwrite,
-        );
+        out.push(Manifest {
+            path: crd_base(&crd.file),
+            contents: crd.yaml,
+        });
         files.push(crd.file);
     }
     files.sort();
-    plan.file(
-        CRD_KUSTOMIZATION,
-        crd_kustomization(&files),
-        Owner::Generated,
-        IfExists::Overwrite,
-    );
-    plan.file(
-        ROLE_FILE,
-        rules.to_yaml(project.namespaced),
-        Owner::Generated,
-        IfExists::Overwrite,
-    );
+    out.push(Manifest {
+        path: CRD_KUSTOMIZATION.to_owned(),
+        contents: crd::kustomization(&files),
+    });
+    out.push(Manifest {
+        path: ROLE_FILE.to_owned(),
+        contents: rules.to_yaml(project.namespaced),
+    });
     if project.has_webhooks() {
-        plan.file(
-            webhook::MANIFESTS_FILE,
-            webhooks.to_yaml()?,
-            Owner::Generated,
-            IfExists::Overwrite,
-        );
+        out.push(Manifest {
+            path: WEBHOOK_MANIFESTS.to_owned(),
+            contents: webhooks.to_yaml()?,
+        });
     }
-    scaffold::apply(root, &plan, "")
+    Ok(out)
 }

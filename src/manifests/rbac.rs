@@ -225,7 +225,7 @@ pub fn rust_sources(root: &Path, dir: &str) -> anyhow::Result<Vec<(String, Strin
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(relative) = stack.pop() {
-        let path = crate::scaffold::target(root, &relative);
+        let path = crate::project::paths::target(root, &relative);
         let entries = match std::fs::read_dir(&path) {
             Ok(entries) => entries,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,

@@ -23,8 +23,6 @@ use crate::project::names;
 
 const PREFIX: &str = "+opctl:webhook:";
 
-/// Where `opctl manifests` writes the webhook configurations.
-pub const MANIFESTS_FILE: &str = "config/webhook/manifests.yaml";
 /// The configurations' names and the Service they call, before
 /// config/default adds the project's prefix and namespace.
 pub const MUTATING_CONFIGURATION: &str = "mutating-webhook-configuration";

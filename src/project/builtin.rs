@@ -3,11 +3,11 @@
 //! kinds (`crates/envtest/src/builtin/kinds.rs`, the one place to add a
 //! kind) that a controller can watch.
 
-pub use opctl_envtest::builtin::KindInfo as BuiltinKind;
+pub use opctl_envtest::BuiltinKind;
 
 /// Every kind opctl offers, in the table's order (by group, then resource).
 pub fn kinds() -> impl Iterator<Item = &'static BuiltinKind> {
-    opctl_envtest::builtin::kinds()
+    opctl_envtest::builtin_kinds()
         .iter()
         .filter(|k| k.is_watchable())
 }

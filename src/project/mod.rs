@@ -4,6 +4,7 @@
 pub mod builtin;
 pub mod builtin_samples;
 pub mod names;
+pub mod paths;
 
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::markers::{self, InsertError};
-use super::{IfExists, Plan, target};
+use super::{IfExists, Plan};
+use crate::project::paths::target;
 
 /// What happened to one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

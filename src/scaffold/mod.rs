@@ -12,9 +12,8 @@ pub mod webhooks;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
 
-pub use apply::{Outcome, Report, apply};
+pub use apply::{Outcome, apply};
 
 /// Who owns a generated file, which decides whether later commands may rewrite it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -142,11 +141,4 @@ impl Plan {
             file.if_exists = if_exists;
         }
     }
-}
-
-/// `root/relative` for a plan path.
-pub fn target(root: &Path, relative: &str) -> PathBuf {
-    relative
-        .split('/')
-        .fold(root.to_path_buf(), |path, part| path.join(part))
 }

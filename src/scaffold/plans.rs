@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use super::templates::Renderer;
 use super::webhooks::{self, WebhookKind};
 use super::{IfExists, Owner, Plan};
+use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
+use crate::project::paths::{CRD_KUSTOMIZATION, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file};
 use crate::project::{License, Project, Resource, names};
 
 /// Scaffold-owned files made from one template each, for every project.
@@ -100,11 +102,6 @@ const INIT_USER_TEMPLATES: &[(&str, &str)] = &[
     ("src/main.rs", "src/main.rs"),
     ("tests/e2e.rs", "tests/e2e.rs"),
 ];
-
-/// Written by `opctl manifests` (and first by `init`, so that
-/// `kubectl kustomize config/default` works from the start).
-pub const ROLE_FILE: &str = "config/rbac/role.yaml";
-pub const CRD_KUSTOMIZATION: &str = "config/crd/kustomization.yaml";
 
 /// Short names of built-in kinds, which a generated short name must avoid.
 const BUILTIN_SHORT_NAMES: &[&str] = &[
@@ -290,11 +287,6 @@ pub(super) fn resource_view(project: &Project, r: &Resource) -> ResourceView {
             short_name(&r.kind)
         },
     }
-}
-
-/// `config/crd/bases/<api group>_<plural>.yaml` of a kind.
-pub fn crd_file(r: &Resource) -> String {
-    format!("{}_{}.yaml", r.api_group, r.plural)
 }
 
 /// The initials of a kind of two or more words (`ss` for `SidecarSet`),
@@ -499,25 +491,6 @@ fn add_role(project: &Project, root: Option<&Path>, plan: &mut Plan) -> anyhow::
     Ok(())
 }
 
-/// config/crd/kustomization.yaml listing `files` (names under config/crd/bases).
-pub fn crd_kustomization(files: &[String]) -> String {
-    let mut out = String::from(
-        "# The CRDs of this project: kubectl apply -k config/crd\n\
-         # Written by `opctl manifests` from src/api. DO NOT EDIT.\n\
-         apiVersion: kustomize.config.k8s.io/v1beta1\n\
-         kind: Kustomization\n",
-    );
-    if files.is_empty() {
-        out.push_str("resources: []\n");
-    } else {
-        out.push_str("resources:\n");
-        for file in files {
-            out.push_str(&format!("- bases/{file}\n"));
-        }
-    }
-    out
-}
-
 /// Every file of `project` and its owner, as the commands recorded in
 /// PROJECT would leave them after `opctl manifests`.
 pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
@@ -541,18 +514,12 @@ pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
     }
     let mut owners = plan.owners();
     if project.has_webhooks() {
-        owners.insert(
-            crate::manifests::webhook::MANIFESTS_FILE.to_owned(),
-            Owner::Generated,
-        );
+        owners.insert(WEBHOOK_MANIFESTS.to_owned(), Owner::Generated);
     }
     owners.insert(ROLE_FILE.to_owned(), Owner::Generated);
     owners.insert(CRD_KUSTOMIZATION.to_owned(), Owner::Generated);
     for r in project.crd_resources() {
-        owners.insert(
-            format!("config/crd/bases/{}", crd_file(r)),
-            Owner::Generated,
-        );
+        owners.insert(crd_base(&crd_file(r)), Owner::Generated);
     }
     Ok(owners)
 }

@@ -12,7 +12,8 @@ use super::plans::{Values, resource_view};
 use super::templates::Renderer;
 use super::{IfExists, Owner, Plan};
 use crate::manifests::rbac::rust_sources;
-use crate::manifests::webhook::{self as webhook_manifests, MANIFESTS_FILE};
+use crate::manifests::webhook as webhook_manifests;
+use crate::project::paths::WEBHOOK_MANIFESTS;
 use crate::project::{Project, Resource, Webhooks, builtin_samples, names};
 
 /// The two kinds of webhook `opctl create webhook` scaffolds.
@@ -386,7 +387,7 @@ pub fn add_manifests(
         markers.add_source(path, text)?;
     }
     plan.file(
-        MANIFESTS_FILE,
+        WEBHOOK_MANIFESTS,
         markers.to_yaml()?,
         Owner::Generated,
         IfExists::Overwrite,

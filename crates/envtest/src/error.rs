@@ -308,20 +308,6 @@ impl ApiError {
         })
     }
 
-    /// 406 NotAcceptable from go-restful's routing: no media type of the
-    /// Accept header is one the route produces.
-    pub fn not_acceptable() -> Self {
-        ApiError::new(
-            406,
-            "NotAcceptable",
-            format!(
-                "406: Not Acceptable\n\nAvailable representations: {}",
-                crate::http::negotiate::SERVED_MEDIA_TYPES
-            ),
-        )
-        .with_details(Details::default())
-    }
-
     /// 406 NotAcceptable from a handler's negotiation (`media types` lists
     /// what it serves).
     pub fn not_acceptable_of(media_types: &str) -> Self {

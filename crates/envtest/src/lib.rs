@@ -6,37 +6,57 @@
 //! clients (kubectl, kube-rs, the Python client), checked against transcripts
 //! recorded from a real server (`tests/fixtures/transcripts`).
 
-pub mod admission;
-pub mod api;
-pub mod authn;
-pub mod authz;
-pub mod bootstrap;
-pub mod builtin;
-pub mod component_statuses;
-pub mod controllers;
-pub mod conversion;
-pub mod error;
-pub mod faults;
-pub mod field_selectors;
+// Every module is private: the public face is the re-exports below. The
+// crate's own test modules reach the internals directly; its integration
+// tests reach the admission internals through the `testing` feature.
+mod admission;
+mod api;
+mod authn;
+mod authz;
+mod bootstrap;
+mod builtin;
+mod component_statuses;
+mod controllers;
+mod conversion;
+mod error;
+mod faults;
+mod field_selectors;
 mod gofmt;
-pub mod http;
-pub mod jsonpath;
-pub mod meta;
-pub mod metrics;
-pub mod nodes;
-pub mod patch;
-pub mod pod_streams;
+mod gojson;
+mod http;
+mod jsonpath;
+mod meta;
+mod metrics;
+mod nodes;
+mod patch;
+mod pod_streams;
 mod quantity;
-pub mod registry;
-pub mod schema;
-pub mod selectors;
-pub mod server;
-pub mod store;
-pub mod table;
-pub mod tokens;
-pub mod typeinfo;
-pub mod workloads;
+mod registry;
+mod request;
+mod schema;
+mod selectors;
+mod server;
+mod store;
+mod table;
+mod tokens;
+mod typeinfo;
+mod version;
+mod workloads;
 
+pub use admission::WebhookRoute;
+pub use api::ClusterControllers;
+pub use builtin::{KindInfo as BuiltinKind, kinds as builtin_kinds};
 pub use error::{ApiError, ApiResult, Cause};
-pub use faults::FaultSpec;
-pub use server::{Config, Envtest};
+pub use faults::{FaultSpec, SpecError as FaultSpecError};
+pub use server::{Config, DEFAULT_NAMESPACE_DELETION_GRACE, Envtest};
+pub use workloads::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
+
+/// The admission internals, for this crate's integration tests (which call
+/// webhooks without a server in between). Not part of the stable face.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::admission::{
+        AdmissionAttributes, ClusterView, GroupVersionKind, GroupVersionResource, Operation,
+        WebhookRegistry, WebhookRoute, WebhookRoutes,
+    };
+}

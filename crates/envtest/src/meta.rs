@@ -92,10 +92,6 @@ pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
         .and_then(Value::as_object)
 }
 
-pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    labels(obj).and_then(|l| l.get(key)).and_then(Value::as_str)
-}
-
 /// `metadata.finalizers` as strings.
 pub fn finalizers(obj: &Value) -> Vec<String> {
     metadata(obj)

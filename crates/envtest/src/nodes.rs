@@ -158,7 +158,7 @@ impl Default for Registration {
             ephemeral_storage: "100Gi".into(),
             pods: "110".into(),
             internal_ip: "10.0.0.10".into(),
-            kubelet_version: crate::http::KUBE_GIT_VERSION.into(),
+            kubelet_version: crate::version::KUBE_GIT_VERSION.into(),
             architecture: "amd64".into(),
             operating_system: "linux".into(),
         }

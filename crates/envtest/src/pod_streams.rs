@@ -137,7 +137,6 @@ pub fn exec(
 pub struct LogOptions {
     pub container: Option<String>,
     pub previous: bool,
-    pub follow: bool,
     pub timestamps: bool,
     pub tail_lines: Option<i64>,
     pub limit_bytes: Option<i64>,
@@ -175,7 +174,6 @@ impl LogOptions {
         Ok(LogOptions {
             container: get("container").map(str::to_string),
             previous: flag("previous"),
-            follow: flag("follow"),
             timestamps: flag("timestamps"),
             tail_lines: parse_int("tailLines", get("tailLines"))?,
             limit_bytes: parse_int("limitBytes", get("limitBytes"))?,

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use admission_support::fixtures::*;
 use admission_support::{Pki, Reply, SERVICE_NAME, TestCluster, WebhookServer, closed_port};
-use opctl_envtest::admission::{
+use opctl_envtest::ApiError;
+use opctl_envtest::testing::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, WebhookRoute,
     WebhookRoutes,
 };
-use opctl_envtest::error::ApiError;
 use serde_json::{Value, json};
 
 #[tokio::test]

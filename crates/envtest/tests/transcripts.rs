@@ -18,8 +18,8 @@ mod support;
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
+use opctl_envtest::ClusterControllers;
 use opctl_envtest::Config;
-use opctl_envtest::api::ClusterControllers;
 use support::transcript::known;
 use support::transcript::model::{self, Transcript};
 use support::transcript::replay::{FileReport, Outcome, render, replay};
@@ -61,7 +61,7 @@ async fn run_one(transcript: &Transcript, known: &BTreeMap<String, String>) -> F
         namespace_deletion_grace: std::time::Duration::from_secs(5),
         // The recorded cluster ran no scheduler, kubelet or workload
         // controllers: nothing moved its Pods and Deployments.
-        simulation: opctl_envtest::workloads::Simulation::off(),
+        simulation: opctl_envtest::Simulation::off(),
         ..Config::default()
     };
     let server = server::start(config).await;

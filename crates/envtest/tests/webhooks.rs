@@ -444,7 +444,7 @@ async fn updates_deletes_and_subresources_are_admitted() {
     let (_env, client) = start(Config {
         // Only the test's own requests are counted: no simulated kubelet
         // writes Pod statuses here.
-        simulation: opctl_envtest::workloads::Simulation::off(),
+        simulation: opctl_envtest::Simulation::off(),
         ..Config::default()
     })
     .await;
@@ -632,7 +632,7 @@ async fn webhooks_see_the_impersonated_user() {
     let (env, admin) = start(Config {
         // Only the test's own requests are counted: no simulated kubelet
         // writes Pod statuses here.
-        simulation: opctl_envtest::workloads::Simulation::off(),
+        simulation: opctl_envtest::Simulation::off(),
         ..Config::default()
     })
     .await;

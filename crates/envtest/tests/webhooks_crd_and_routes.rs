@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use opctl_envtest::Config;
-use opctl_envtest::admission::WebhookRoute;
+use opctl_envtest::WebhookRoute;
 use serde_json::{Value, json};
 use support::http::{Http, HttpRequest};
 use webhook_env::{

@@ -30,8 +30,10 @@ pub trait ClusterView: Send + Sync {
 
 /// A cluster with no namespaces and no Services (for callers that have none).
 #[derive(Debug, Default, Clone, Copy)]
+#[cfg(test)]
 pub struct EmptyCluster;
 
+#[cfg(test)]
 impl ClusterView for EmptyCluster {
     fn namespace_labels(&self, _name: &str) -> Option<BTreeMap<String, String>> {
         None

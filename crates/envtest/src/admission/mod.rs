@@ -84,12 +84,10 @@ mod validation_tests;
 pub use attributes::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
 };
-pub use dispatch::{Admission, WebhookRegistry};
+pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
-pub use matching::{ClusterView, EmptyCluster};
+pub use matching::ClusterView;
 pub(crate) use review::decode_body;
 pub use routes::{WebhookRoute, WebhookRoutes};
 pub(crate) use transport::{CallError, ClientSpec, HttpResponse};
-pub use validation::{
-    ConfigurationKind, default_configuration, invalid_configuration, validate_configuration,
-};
+pub use validation::{ConfigurationKind, default_configuration, validate_configuration};

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::conditions::compile_error;
-use crate::error::{ApiError, Cause};
+use crate::error::Cause;
 
 /// Which of the two configuration kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +24,7 @@ pub enum ConfigurationKind {
 }
 
 impl ConfigurationKind {
+    #[cfg(test)]
     pub fn kind(self) -> &'static str {
         match self {
             ConfigurationKind::Mutating => "MutatingWebhookConfiguration",
@@ -73,9 +74,14 @@ pub fn default_configuration(kind: ConfigurationKind, configuration: &mut Value)
     }
 }
 
+#[cfg(test)]
 /// The 422 for a configuration that failed [`validate_configuration`].
-pub fn invalid_configuration(kind: ConfigurationKind, name: &str, causes: Vec<Cause>) -> ApiError {
-    ApiError::invalid("admissionregistration.k8s.io", kind.kind(), name, causes)
+pub fn invalid_configuration(
+    kind: ConfigurationKind,
+    name: &str,
+    causes: Vec<Cause>,
+) -> crate::error::ApiError {
+    crate::error::ApiError::invalid("admissionregistration.k8s.io", kind.kind(), name, causes)
 }
 
 /// What an update may keep that a create may not (kube-apiserver's ratcheting).

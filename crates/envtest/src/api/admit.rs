@@ -20,9 +20,9 @@ use crate::admission::{
     Operation, UserInfo, internal_error,
 };
 use crate::error::ApiResult;
-use crate::http::query::{DeleteOptions, Propagation, WriteOptions};
 use crate::meta;
 use crate::registry::Resource;
+use crate::request::query::{DeleteOptions, Propagation, WriteOptions};
 use crate::store::{ResKey, Store};
 
 const GROUP: &str = "admissionregistration.k8s.io";

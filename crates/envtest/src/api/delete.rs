@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use super::{App, Warnings, Written, admit, not_found, object_details};
 use crate::admission::{Operation, UserInfo};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::{DeleteOptions, Propagation};
 use crate::meta;
 use crate::registry::Resource;
+use crate::request::query::{DeleteOptions, Propagation};
 use crate::store::{Preconditions, WriteError, parse_rv};
 
 pub const ORPHAN: &str = "orphan";

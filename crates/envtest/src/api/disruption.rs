@@ -16,9 +16,9 @@ use super::update::{Change, Fail, update_once};
 use super::{App, WriteCtx, Written};
 use crate::controllers::APISERVER;
 use crate::error::{ApiError, ApiResult, Cause, Details};
-use crate::http::query::DeleteOptions;
 use crate::meta;
 use crate::registry::Resource;
+use crate::request::query::DeleteOptions;
 use crate::selectors::LabelSelector;
 use crate::store::ResKey;
 

@@ -8,9 +8,9 @@ use serde_json::{Map, Value, json};
 use super::{App, WriteCtx, Written, not_found};
 use crate::admission::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
 use crate::error::{ApiError, ApiResult, Cause};
-use crate::http::query::DeleteOptions;
 use crate::meta;
 use crate::registry::Resource;
+use crate::request::query::DeleteOptions;
 use crate::store::{WriteError, parse_rv};
 
 fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
@@ -271,8 +271,10 @@ pub async fn evict(
             )],
         ));
     }
-    let mut options =
-        crate::http::query::delete_options(&crate::http::query::Query::parse(None), body_options)?;
+    let mut options = crate::request::query::delete_options(
+        &crate::request::query::Query::parse(None),
+        body_options,
+    )?;
     // The request's dryRun and the body's must agree (propagateDryRun).
     let body_dry_run = body_options
         .and_then(|o| o.get("dryRun"))

@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 use super::{App, not_found};
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::field_selectors::{FieldSelector, Selectable, field_value};
-use crate::http::query::{ListOptions, parse_resource_version};
 use crate::registry::Resource;
+use crate::request::query::{ListOptions, parse_resource_version};
 use crate::selectors::LabelSelector;
 use crate::store::ObjKey;
 

@@ -234,7 +234,7 @@ pub async fn patch(
     let patch_type = match patch_type {
         PatchType::Apply => {
             // Apply of a Scale: treat the applied config as a merge patch.
-            let applied = crate::http::body::parse_yaml(body)
+            let applied = crate::request::body::parse_yaml(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
             let bytes = serde_json::to_vec(&applied.value).unwrap_or_default();
             return write_scale(app, res, ns, name, ctx, |current| {

@@ -9,10 +9,10 @@ use super::create::{Input, create, create_internal};
 use super::delete::delete;
 use super::update::{patch, replace};
 use super::{App, WriteCtx};
-use crate::http::query::{DeleteOptions, Propagation, Query, write_options};
 use crate::meta;
 use crate::patch::PatchType;
 use crate::registry::Resource;
+use crate::request::query::{DeleteOptions, Propagation, Query, write_options};
 
 fn app() -> Arc<App> {
     Arc::new(App::new(1000))

@@ -13,10 +13,10 @@ use super::{
 use crate::admission::Operation;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult, Cause};
-use crate::http::body::parse_yaml;
 use crate::meta;
 use crate::patch::{self, ApplyRequest, PatchType, UpdateRequest};
 use crate::registry::Resource;
+use crate::request::body::parse_yaml;
 use crate::store::{Preconditions, WriteError, parse_rv};
 
 /// How often a write that lost a race without a resourceVersion precondition is retried.

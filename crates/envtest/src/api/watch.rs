@@ -15,11 +15,11 @@ use tokio::sync::mpsc;
 use super::App;
 use super::read::{Selectors, wait_for_rv};
 use crate::error::{ApiError, ApiResult};
-use crate::http::gojson;
-use crate::http::negotiate::Shape;
-use crate::http::query::{ListOptions, parse_resource_version};
+use crate::gojson;
 use crate::meta;
 use crate::registry::Resource;
+use crate::request::negotiate::Shape;
+use crate::request::query::{ListOptions, parse_resource_version};
 use crate::store::{Event, EventType, WatchFilter, WatcherTx};
 use crate::table::{IncludeObject, partial_metadata, table};
 

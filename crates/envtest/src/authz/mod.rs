@@ -23,8 +23,8 @@ use serde_json::Value;
 
 use crate::admission::UserInfo;
 use crate::error::ApiError;
-use crate::http::path::{Route, route};
-use crate::http::query::Query;
+use crate::request::path::{Route, route};
+use crate::request::query::Query;
 use crate::store::{ResKey, Store};
 
 pub use rules::Rule;

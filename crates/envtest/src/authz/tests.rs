@@ -4,7 +4,7 @@ use axum::http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::http::query::Query;
+use crate::request::query::Query;
 
 /// A store holding `objects` and the bootstrap policy a cluster starts with.
 fn rbac_store(objects: &[(&str, &str, Value)]) -> Store {

@@ -28,7 +28,7 @@ use crate::meta;
 use crate::store::ResKey;
 
 pub use cluster::is_system_priority_class;
-pub use rbac::{PolicyObject, policy_objects};
+pub use rbac::policy_objects;
 
 const NAMESPACES_AT_START: &[&str] = &["default", "kube-system", "kube-public"];
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";

@@ -278,6 +278,7 @@ pub(super) static OLDER_VERSIONS: &[KindInfo] = &[
         .status(),
 ];
 
+#[cfg(test)]
 /// Finds a kind by group and resource name (`apps`, `deployments`).
 pub fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
     KINDS
@@ -285,6 +286,7 @@ pub fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
         .find(|k| k.group == group && k.plural == plural)
 }
 
+#[cfg(test)]
 /// Finds a kind by group and kind name (`apps`, `Deployment`).
 pub fn find_kind(group: &str, kind: &str) -> Option<&'static KindInfo> {
     KINDS.iter().find(|k| k.group == group && k.kind == kind)

@@ -67,6 +67,7 @@ const VOLUME_SOURCES: &[&str] = &[
 ];
 
 pub use alloc::Allocator;
+#[cfg(test)]
 pub use kinds::{find, find_kind};
 pub(crate) use tables::sort_for_printing;
 
@@ -275,6 +276,7 @@ pub fn validate_metadata(obj: &Value, namespaced: bool, name_is_path_segment: bo
     validation::validate_metadata(obj, namespaced, name_is_path_segment)
 }
 
+#[cfg(test)]
 /// The metadata rules of an update (`ValidateObjectMetaUpdate`): name,
 /// namespace, uid and timestamps immutable, no new finalizers while the
 /// object is being deleted, generation not decremented, plus the label,

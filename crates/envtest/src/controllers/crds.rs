@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use super::{APISERVER, modify, resource_for};
 use crate::api::App;
 use crate::api::delete::{CRD_CLEANUP, delete_internal};
-use crate::http::query::DeleteOptions;
 use crate::meta;
 use crate::registry::{CustomResource, Registry, custom_store_key};
+use crate::request::query::DeleteOptions;
 use crate::store::{Event, EventType, ResKey};
 
 pub const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";

@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 use super::{CONTROLLER_MANAGER, modify, resource_for};
 use crate::api::App;
 use crate::api::delete::{FOREGROUND, ORPHAN, delete_internal};
-use crate::http::query::{DeleteOptions, Propagation};
 use crate::meta;
+use crate::request::query::{DeleteOptions, Propagation};
 use crate::store::{Event, EventType, ResKey};
 
 /// The event source of the garbage collector's events.

@@ -11,8 +11,8 @@ use super::{CONTROLLER_MANAGER, modify, resource_for};
 use crate::api::create::{Input, create_internal};
 use crate::api::delete::delete_internal;
 use crate::api::{App, WriteCtx};
-use crate::http::query::DeleteOptions;
 use crate::meta;
+use crate::request::query::DeleteOptions;
 use crate::store::{Event, EventType, Preconditions, ResKey};
 
 const NS_KEY: &str = "namespaces";

@@ -18,13 +18,10 @@ use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures::{Future, StreamExt};
-use serde_json::json;
 
 use crate::error::{ApiError, Cause, Details};
-use crate::http::respond;
 use crate::metrics::{FaultLabels, Metrics, RequestLabels};
 pub use spec::{CutAfter, Fault, FaultCode, FaultRule, FaultSpec, SpecError, Verb};
 
@@ -49,8 +46,6 @@ pub struct Target<'a> {
     pub user: &'a str,
     pub method: &'a str,
     pub path: &'a str,
-    /// How the client wants errors written (Accept, `pretty`).
-    pub prefs: &'a crate::http::respond::Preferences,
 }
 
 impl Faults {
@@ -97,7 +92,7 @@ impl Faults {
     }
 
     /// The answer to give instead of serving the request, if a rule fires.
-    pub fn answer(&self, target: &Target<'_>) -> Option<Response> {
+    pub fn answer(&self, target: &Target<'_>) -> Option<Injected> {
         let inj = self.0.as_ref()?;
         if !spec::targets_user(&inj.users, target.user) {
             return None;
@@ -120,7 +115,7 @@ impl Faults {
                 verb.name(),
                 &target.labels.resource,
             );
-            return Some(status_response(code, rule, target));
+            return Some(injected(code, rule, target));
         }
         None
     }
@@ -249,13 +244,37 @@ fn applies(rule: &FaultRule, verb: Verb, labels: &RequestLabels) -> bool {
                 .any(|r| r.matches(&labels.group, &labels.resource, &labels.subresource)))
 }
 
+/// What the server answers instead of serving a faulted request; the HTTP
+/// layer writes it as kube-apiserver does (`http::respond::injected`).
+#[derive(Debug)]
+pub enum Injected {
+    /// A Status error: from storage (500) or a write that lost a race (409).
+    Status(ApiError),
+    /// API Priority and Fairness rejecting the request (429, plain text).
+    TooManyRequests,
+    /// The request-timeout filter's 504.
+    Timeout,
+}
+
+impl Injected {
+    #[cfg(test)]
+    /// The HTTP status code of the answer.
+    pub fn code(&self) -> u16 {
+        match self {
+            Injected::Status(err) => err.code,
+            Injected::TooManyRequests => 429,
+            Injected::Timeout => 504,
+        }
+    }
+}
+
 /// What kube-apiserver answers in each case.
-fn status_response(code: FaultCode, rule: &FaultRule, target: &Target<'_>) -> Response {
+fn injected(code: FaultCode, rule: &FaultRule, target: &Target<'_>) -> Injected {
     let why = format!("fault injected by opctl envtest (rule {})", rule.text);
     match code {
         // An error from storage: kube-apiserver's InternalError Status.
-        FaultCode::InternalError => {
-            let err = ApiError::new(
+        FaultCode::InternalError => Injected::Status(
+            ApiError::new(
                 500,
                 "InternalError",
                 format!("Internal error occurred: {why}"),
@@ -263,54 +282,28 @@ fn status_response(code: FaultCode, rule: &FaultRule, target: &Target<'_>) -> Re
             .with_details(Details {
                 causes: vec![Cause::new("", "", why)],
                 ..Details::default()
-            });
-            respond::error(&err, target.prefs)
-        }
-        // API Priority and Fairness rejecting the request: plain text.
-        FaultCode::TooManyRequests => {
-            let mut resp = respond::text(429, "Too many requests, please try again later.\n");
-            let headers = resp.headers_mut();
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            headers.insert(
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            );
-            resp
-        }
+            }),
+        ),
+        FaultCode::TooManyRequests => Injected::TooManyRequests,
         // The optimistic-concurrency conflict of a write that lost a race.
         FaultCode::Conflict => {
-            let name = match crate::http::path::route(target.path) {
-                crate::http::path::Route::Resource(p) => p.name.unwrap_or_default(),
+            let name = match crate::request::path::route(target.path) {
+                crate::request::path::Route::Resource(p) => p.name.unwrap_or_default(),
                 _ => String::new(),
             };
-            respond::error(
-                &ApiError::stale(&target.labels.group, &target.labels.resource, &name),
-                target.prefs,
-            )
+            Injected::Status(ApiError::stale(
+                &target.labels.group,
+                &target.labels.resource,
+                &name,
+            ))
         }
-        // The request-timeout filter: the Status without kind or apiVersion,
-        // sent before any Content-Type was set (so Go sniffs text/plain).
-        FaultCode::Timeout => {
-            let status = json!({"metadata": {}, "status": "Failure",
-                "message": "Timeout: request did not complete within the allotted timeout",
-                "reason": "Timeout", "details": {}, "code": 504});
-            let mut body = serde_json::to_vec(&status).unwrap_or_default();
-            body.push(b'\n');
-            let mut resp = Response::new(Body::from(body));
-            *resp.status_mut() = StatusCode::GATEWAY_TIMEOUT;
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            resp
-        }
+        FaultCode::Timeout => Injected::Timeout,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::respond::Preferences;
 
     fn labels(verb: &str, resource: &str, scope: &str) -> RequestLabels {
         RequestLabels {
@@ -335,9 +328,8 @@ mod tests {
                         user: "",
                         method: "PUT",
                         path: p,
-                        prefs: &Preferences::default(),
                     })
-                    .map(|r| r.status().as_u16())
+                    .map(|r| r.code())
             })
             .collect()
     }
@@ -384,9 +376,8 @@ mod tests {
                     user: "",
                     method: "POST",
                     path: "/p",
-                    prefs: &Preferences::default(),
                 })
-                .map(|r| r.status().as_u16())
+                .map(|r| r.code())
         };
         assert_eq!(target(&labels("POST", "pods", "resource")), Some(500));
         assert_eq!(target(&labels("POST", "configmaps", "resource")), None);
@@ -414,9 +405,8 @@ mod tests {
                     user,
                     method: "POST",
                     path: "/p",
-                    prefs: &Preferences::default(),
                 })
-                .map(|r| r.status().as_u16())
+                .map(|r| r.code())
         };
         assert_eq!(target("system:serviceaccount:default:op"), Some(500));
         assert_eq!(target("jane"), Some(500));

@@ -8,15 +8,15 @@ use axum::http::Method;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::negotiate::{self, Endpoint, Shape};
-use super::path::ResourcePath;
-use super::query::{self, Query};
 use super::{Call, respond, transform_object};
 use crate::api::App;
 use crate::api::read::Selectors;
 use crate::component_statuses;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::Resource;
+use crate::request::negotiate::{self, Endpoint, Shape};
+use crate::request::path::ResourcePath;
+use crate::request::query::{self, Query};
 use crate::table::{IncludeObject, table};
 
 pub(super) fn serve(

@@ -1,14 +1,8 @@
 //! The HTTP front: routing, content negotiation, request parsing and the
 //! mapping of API operations to responses. Every failure is a `Status`.
 
-pub mod body;
 mod component_statuses;
-pub mod gojson;
-pub mod negotiate;
 pub mod openapi;
-pub mod path;
-pub mod protobuf;
-pub mod query;
 pub mod respond;
 
 use std::sync::Arc;
@@ -28,15 +22,11 @@ use crate::faults;
 use crate::meta;
 use crate::patch::PatchType;
 use crate::registry::{Resource, discovery};
+use crate::request::body;
+use crate::request::negotiate::{self, Accepted, Endpoint, Format, Shape};
+use crate::request::path::{ResourcePath, Route, route};
+use crate::request::query::{self, Query};
 use crate::table::{IncludeObject, table};
-use negotiate::{Accepted, Endpoint, Format, Shape};
-use path::{ResourcePath, Route, route};
-use query::Query;
-
-/// The kube-apiserver release whose behaviour this server implements (its
-/// recorded transcripts are the ground truth), as `/version` reports it.
-pub const KUBE_VERSION: (&str, &str) = ("1", "32");
-pub const KUBE_GIT_VERSION: &str = "v1.32.13";
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
@@ -79,11 +69,10 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         user: &call.user.username,
         method: parts.method.as_str(),
         path: parts.uri.path(),
-        prefs: &prefs,
     });
     // An injected fault answers instead of the server: nothing is applied.
     if let Some(injected) = target.as_ref().and_then(|t| app.faults.answer(t)) {
-        return pending.finish(injected);
+        return pending.finish(respond::injected(&injected, &prefs));
     }
     let resp = match dispatch(&app, &call, &parts.uri, body).await {
         Ok(resp) => resp,
@@ -144,21 +133,6 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn version_doc() -> Value {
-    json!({
-        "major": KUBE_VERSION.0, "minor": KUBE_VERSION.1,
-        "gitVersion": KUBE_GIT_VERSION,
-        // No Kubernetes commit is built here; the build fields only keep
-        // the shape clients parse (`compiler` as every release reports it).
-        "gitCommit": "0000000000000000000000000000000000000000",
-        "gitTreeState": "clean",
-        "buildDate": "2026-01-01T00:00:00Z",
-        "goVersion": "go1.23.12",
-        "compiler": "gc",
-        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
-    })
-}
-
 async fn dispatch(
     app: &Arc<App>,
     call: &Call<'_>,
@@ -200,7 +174,7 @@ async fn dispatch(
     };
     match r {
         // kube-apiserver writes /version with WriteRawJSON, whatever is accepted.
-        Route::Version => Ok(respond::raw_json(200, &version_doc())),
+        Route::Version => Ok(respond::raw_json(200, &crate::version::document())),
         Route::Health => Ok(respond::text(200, "ok")),
         Route::Metrics => Ok(respond::bytes(
             200,

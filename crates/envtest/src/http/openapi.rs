@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::registry::Registry;
 
 /// The version `/openapi/v2` and `/openapi/v3` documents name.
-const SPEC_VERSION: &str = super::KUBE_GIT_VERSION;
+const SPEC_VERSION: &str = crate::version::KUBE_GIT_VERSION;
 
 /// The content type of `/openapi/v2` in protobuf (the media type kubectl
 /// asks for, `application/com.github.proto-openapi.spec.v2@v1.0+protobuf`,

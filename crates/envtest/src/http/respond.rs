@@ -1,14 +1,15 @@
 //! Building HTTP responses: JSON or YAML bodies, `Warning` headers, Status
-//! errors, with the bytes kube-apiserver writes (see [`super::gojson`]).
+//! errors, with the bytes kube-apiserver writes (see [`crate::gojson`]).
 
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::Value;
 
-use super::gojson;
-use super::negotiate::{Accepted, Format, Shape, error_format};
 use crate::error::ApiError;
+use crate::faults::Injected;
+use crate::gojson;
+use crate::request::negotiate::{Accepted, Format, Shape, error_format};
 
 /// One `Warning: 299 - "..."` header value.
 pub fn warning_header(text: &str) -> String {
@@ -165,4 +166,38 @@ pub fn text(status: u16, body: &'static str) -> Response {
 /// The text/plain 404 kube-apiserver's mux gives for paths nothing serves.
 pub fn page_not_found() -> Response {
     text(404, "404 page not found\n")
+}
+
+/// An injected fault's answer, written as kube-apiserver writes each.
+pub fn injected(answer: &Injected, prefs: &Preferences) -> Response {
+    match answer {
+        Injected::Status(err) => error(err, prefs),
+        // API Priority and Fairness rejecting the request: plain text.
+        Injected::TooManyRequests => {
+            let mut resp = text(429, "Too many requests, please try again later.\n");
+            let headers = resp.headers_mut();
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            headers.insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
+            resp
+        }
+        // The request-timeout filter: the Status without kind or apiVersion,
+        // sent before any Content-Type was set (so Go sniffs text/plain).
+        Injected::Timeout => {
+            let status = serde_json::json!({"metadata": {}, "status": "Failure",
+                "message": "Timeout: request did not complete within the allotted timeout",
+                "reason": "Timeout", "details": {}, "code": 504});
+            let mut body = serde_json::to_vec(&status).unwrap_or_default();
+            body.push(b'\n');
+            let mut resp = Response::new(Body::from(body));
+            *resp.status_mut() = StatusCode::GATEWAY_TIMEOUT;
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            resp
+        }
+    }
 }

@@ -10,9 +10,9 @@
 
 use axum::http::Method;
 
-use crate::http::path::{ResourcePath, Route};
-use crate::http::query::Query;
 use crate::registry::Registry;
+use crate::request::path::{ResourcePath, Route};
+use crate::request::query::Query;
 
 /// `component` of requests to the API (kube-apiserver's `APIServerComponent`).
 const APISERVER: &str = "apiserver";
@@ -227,8 +227,8 @@ fn dry_run(raw_query: Option<&str>, query: &Query) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::path::route;
     use crate::registry::Registry;
+    use crate::request::path::route;
 
     fn labels(method: Method, path_and_query: &str, content_type: Option<&str>) -> Option<String> {
         let registry = Registry::new(Vec::new());

@@ -17,9 +17,9 @@ use axum::http::{HeaderMap, Method, Uri, header};
 use axum::response::Response;
 use futures::StreamExt;
 
-use crate::http::path::{Route, route};
-use crate::http::query::Query;
 use crate::registry::Registry;
+use crate::request::path::{Route, route};
+use crate::request::query::Query;
 pub use labels::{RequestLabels, RequestParts};
 
 /// The content type of the Prometheus text format.

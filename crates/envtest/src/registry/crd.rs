@@ -59,7 +59,6 @@ pub struct CustomVersion {
 #[derive(Debug, Clone)]
 pub struct CustomResource {
     pub crd_name: String,
-    pub uid: String,
     pub group: String,
     pub kind: String,
     pub list_kind: String,
@@ -203,7 +202,6 @@ impl CustomResource {
         });
         CustomResource {
             crd_name: crate::meta::name(crd).to_string(),
-            uid: crate::meta::uid(crd).to_string(),
             group: str_at(&spec, &["group"]).to_string(),
             kind,
             list_kind,

@@ -116,6 +116,8 @@ impl Resource {
     }
 
     /// Converts a stored object to what this version serves.
+    // Named for the direction of the conversion (storage to this version).
+    #[allow(clippy::wrong_self_convention)]
     pub fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
         if self.is_autoscaling_v1() {
             let mut out = builtin::hpa::v2_to_v1(stored);
@@ -244,10 +246,6 @@ impl Registry {
         self.groups
             .iter()
             .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
-    }
-
-    pub fn serves_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|(g, _)| g == group)
     }
 
     /// The resource of `kind` in `group/version` (for owner references and events).

@@ -49,7 +49,6 @@ pub use crd::validate_crd;
 /// A compiled structural schema of one served CRD version.
 #[derive(Debug, Clone)]
 pub struct Structural {
-    raw: Value,
     schema: Arc<Schema>,
     cel: Option<Arc<cel::CelNode>>,
 }
@@ -158,15 +157,9 @@ impl Structural {
         }
         let cel = cel::build(&s).map(Arc::new);
         Ok(Structural {
-            raw: schema.clone(),
             schema: Arc::new(s),
             cel,
         })
-    }
-
-    /// The schema as given.
-    pub fn raw(&self) -> &Value {
-        &self.raw
     }
 
     /// Fills `default`s into `obj` (objects that exist, recursively).

@@ -17,7 +17,6 @@ use serde_json::Value;
 
 use crate::meta;
 
-pub use history::Snapshot;
 pub use watchers::{Subscription, WatchFilter, WatcherTx};
 
 /// Names the storage of one resource: `configmaps`, `apps/deployments`,
@@ -107,6 +106,7 @@ pub fn parse_rv(rv: &str) -> u64 {
 }
 
 impl Store {
+    #[cfg(test)]
     /// A store whose watches and reads of the past reach back `history_cap` changes.
     pub fn new(history_cap: usize) -> Store {
         Store::with_windows(history_cap, history_cap)
@@ -182,6 +182,7 @@ impl Store {
         history::list_at(&inner, res, ns, after, rv)
     }
 
+    #[cfg(test)]
     /// Whether a watch may resume right after `rv` (the history holds every
     /// change since). On `Err` the value is the oldest resourceVersion a watch
     /// can still start from, for the `too old resource version` message.

@@ -17,7 +17,6 @@ use crate::registry::Resource;
 
 pub const PODS: &str = "pods";
 pub const NODES: &str = "nodes";
-pub const EVENTS: &str = "events";
 pub const LEASES: &str = "coordination.k8s.io/leases";
 pub const NAMESPACES: &str = "namespaces";
 pub const REPLICASETS: &str = "apps/replicasets";
@@ -135,7 +134,7 @@ fn is_unchanged(e: &ApiError) -> bool {
 /// Deletes an object as a controller does (background propagation).
 pub fn delete(app: &App, key: &str, ns: &str, name: &str, uid: &str) -> ApiResult<()> {
     let res = resource(app, key)?;
-    let opts = crate::http::query::DeleteOptions {
+    let opts = crate::request::query::DeleteOptions {
         precondition_uid: Some(uid.to_string()),
         ..Default::default()
     };

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use opctl_envtest::admission::{
+use opctl_envtest::ApiError;
+use opctl_envtest::testing::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, WebhookRegistry,
 };
-use opctl_envtest::error::ApiError;
 use serde_json::{Value, json};
 
 use super::{Pki, TestCluster, WebhookServer};

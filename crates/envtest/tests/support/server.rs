@@ -87,7 +87,7 @@ pub fn shared() -> &'static Background {
     static SHARED: OnceLock<Background> = OnceLock::new();
     SHARED.get_or_init(|| {
         background(Config {
-            simulation: opctl_envtest::workloads::Simulation::off(),
+            simulation: opctl_envtest::Simulation::off(),
             ..Config::default()
         })
     })

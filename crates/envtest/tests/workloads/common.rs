@@ -6,7 +6,7 @@ use std::time::Duration;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use opctl_envtest::Config;
-use opctl_envtest::workloads::{NodeSpec, NodeTaint, Simulation};
+use opctl_envtest::{NodeSpec, NodeTaint, Simulation};
 use serde_json::Value;
 
 use crate::server::{self, Background};

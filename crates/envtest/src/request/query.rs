@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::error::{ApiError, ApiResult, Cause, Details};
+use crate::error::{ApiError, ApiResult, Cause};
 
 /// Decoded `key=value` pairs in request order.
 #[derive(Debug, Clone, Default)]
@@ -65,6 +65,7 @@ impl Query {
             .collect()
     }
 
+    #[cfg(test)]
     pub fn has(&self, key: &str) -> bool {
         self.pairs.iter().any(|(k, _)| k == key)
     }
@@ -410,11 +411,6 @@ pub fn parse_resource_version(rv: &str) -> ApiResult<u64> {
             format!("resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"),
         )
     })
-}
-
-/// `details` helper for options errors that name no object.
-pub fn empty_details() -> Details {
-    Details::default()
 }
 
 #[cfg(test)]

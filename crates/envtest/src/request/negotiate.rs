@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Details};
 use crate::registry::Resource;
 use crate::table::partial_metadata;
 
@@ -194,7 +194,7 @@ pub fn negotiate(accept: Option<&str>, endpoint: Endpoint) -> ApiResult<Accepted
         media == "*/*" || PRODUCED.contains(&media)
     });
     if routed && !produced {
-        return Err(ApiError::not_acceptable());
+        return Err(not_acceptable());
     }
     Err(ApiError::not_acceptable_of(SERVED_MEDIA_TYPES))
 }
@@ -206,6 +206,17 @@ const PRODUCED: &[&str] = &[
     "application/yaml",
     "application/vnd.kubernetes.protobuf",
 ];
+
+/// 406 NotAcceptable from go-restful's routing: no media type of the
+/// Accept header is one the route produces.
+fn not_acceptable() -> ApiError {
+    ApiError::new(
+        406,
+        "NotAcceptable",
+        format!("406: Not Acceptable\n\nAvailable representations: {SERVED_MEDIA_TYPES}"),
+    )
+    .with_details(Details::default())
+}
 
 /// How a Status error is written for this Accept header: the first range
 /// that asks for no transformation, or `None` when there is none (the

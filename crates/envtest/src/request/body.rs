@@ -8,7 +8,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, ApiResult, Details};
+use crate::error::{ApiError, ApiResult};
 use crate::gofmt;
 
 /// kube-apiserver's request body limit (3 MiB).
@@ -236,11 +236,6 @@ pub fn decode_object(body: &[u8], format: BodyFormat, expected_kind: &str) -> Ap
 /// 413 for a body over the limit.
 pub fn too_large() -> ApiError {
     ApiError::too_large(MAX_BODY)
-}
-
-/// 415 `details: {}` helper used by PATCH.
-pub fn unsupported_patch_type(message: &str) -> ApiError {
-    ApiError::unsupported_media_type(message.to_string()).with_details(Details::default())
 }
 
 #[cfg(test)]

@@ -1,0 +1,108 @@
+//! The server's state ([`App`]): storage, served resources, allocators,
+//! webhooks, metrics, faults, and which cluster controllers run.
+
+use std::sync::{Arc, Mutex};
+
+use crate::admission::WebhookRegistry;
+use crate::builtin;
+use crate::registry::SharedRegistry;
+use crate::store::Store;
+
+use super::admit;
+
+/// The server's state: storage, served resources, allocators and webhooks.
+pub struct App {
+    pub store: Arc<Store>,
+    pub registry: SharedRegistry,
+    /// The stored admission webhook configurations, ready to call.
+    pub webhooks: WebhookRegistry,
+    /// Serialises [`admit::refresh_configurations`], so that the last refresh
+    /// always hands over the newest stored configurations.
+    pub(crate) webhook_refresh: Mutex<()>,
+    pub allocator: Mutex<builtin::Allocator>,
+    /// `host:port` the server listens on (for `/api`'s serverAddressByClientCIDRs).
+    pub server_address: std::sync::RwLock<String>,
+    /// Set when the server stops: open watches end so connections can close.
+    pub closing: tokio::sync::watch::Sender<bool>,
+    /// Which of kube-controller-manager's optional controllers run.
+    pub cluster_controllers: ClusterControllers,
+    /// The request counters `/metrics` serves.
+    pub metrics: crate::metrics::Metrics,
+    /// Signs and checks the ServiceAccount tokens this server issues.
+    pub tokens: crate::tokens::Signer,
+    /// Faults to inject into requests and watches (none unless configured).
+    pub faults: crate::faults::Faults,
+    /// Whether the workload simulation schedules Pods (the scheduler's
+    /// health in `componentstatuses`).
+    pub simulated_scheduler: bool,
+    /// The PEM bundle of the CA that verifies this server, published in
+    /// every namespace's `kube-root-ca.crt`; empty while serving plain HTTP.
+    pub root_ca: std::sync::RwLock<String>,
+}
+
+/// Controllers every cluster runs that kube-apiserver alone lacks, on by
+/// default. The recorded transcripts come from a server without them, so
+/// their replay turns them off ([`ClusterControllers::none`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterControllers {
+    /// Keeps PodDisruptionBudgets' status (what evictions honour).
+    pub disruption: bool,
+    /// Publishes the `kube-root-ca.crt` ConfigMap in every namespace.
+    pub root_ca_publisher: bool,
+}
+
+impl Default for ClusterControllers {
+    fn default() -> Self {
+        ClusterControllers {
+            disruption: true,
+            root_ca_publisher: true,
+        }
+    }
+}
+
+impl ClusterControllers {
+    /// None of them, as in the recorded cluster.
+    pub fn none() -> Self {
+        ClusterControllers {
+            disruption: false,
+            root_ca_publisher: false,
+        }
+    }
+}
+
+impl App {
+    /// See [`App::root_ca`].
+    pub fn root_ca_pem(&self) -> String {
+        self.root_ca
+            .read()
+            .map(|pem| pem.clone())
+            .unwrap_or_default()
+    }
+
+    /// A server state whose watches and reads of the past reach back `history` changes.
+    pub fn new(history: usize) -> App {
+        App::with_history(history, history)
+    }
+
+    /// Watches resume through the last `watch_history` changes; lists at an
+    /// older resourceVersion reach back `read_history` (see [`Store::with_windows`]).
+    pub fn with_history(watch_history: usize, read_history: usize) -> App {
+        let store = Arc::new(Store::with_windows(watch_history, read_history));
+        let cluster = Arc::new(admit::StoreView::new(Arc::clone(&store)));
+        App {
+            store,
+            registry: SharedRegistry::new(crate::registry::Registry::new(Vec::new())),
+            webhooks: WebhookRegistry::new(cluster),
+            webhook_refresh: Mutex::new(()),
+            allocator: Mutex::new(builtin::Allocator::default()),
+            server_address: std::sync::RwLock::new(String::new()),
+            closing: tokio::sync::watch::Sender::new(false),
+            cluster_controllers: ClusterControllers::default(),
+            metrics: crate::metrics::Metrics::default(),
+            tokens: crate::tokens::Signer::new(),
+            faults: crate::faults::Faults::default(),
+            simulated_scheduler: false,
+            root_ca: std::sync::RwLock::new(String::new()),
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! The API errors the operations share, worded as kube-apiserver's.
+
+use crate::error::{ApiError, Cause, Details};
+use crate::registry::Resource;
+
+pub(crate) fn not_found(res: &Resource, name: &str) -> ApiError {
+    ApiError::not_found(&res.group, &res.plural, name)
+}
+
+/// 422 for `causes`. Like apimachinery's aggregate error, the message lists
+/// each distinct cause once while `details.causes` keeps them all.
+pub(crate) fn invalid(res: &Resource, name: &str, causes: Vec<Cause>) -> ApiError {
+    let mut distinct: Vec<Cause> = Vec::new();
+    for c in &causes {
+        if !distinct.iter().any(|d| d.summary() == c.summary()) {
+            distinct.push(c.clone());
+        }
+    }
+    // An events.k8s.io Event is validated as the core Event it is stored as.
+    let group = if res.is_events_v1() {
+        ""
+    } else {
+        res.group.as_str()
+    };
+    let mut err = ApiError::invalid(group, &res.kind, name, distinct);
+    if let Some(d) = &mut err.details {
+        d.causes = causes;
+    }
+    err
+}
+
+/// `Operation cannot be fulfilled ...` for stale writes.
+pub(crate) fn conflict(res: &Resource, name: &str) -> ApiError {
+    ApiError::stale(&res.group, &res.plural, name)
+}
+
+/// A 500 with no reason, as the storage layer reports some misuse.
+pub(crate) fn internal_no_reason(message: &str) -> ApiError {
+    ApiError {
+        code: 500,
+        reason: String::new(),
+        message: message.to_string(),
+        details: None,
+    }
+}
+
+/// `details` naming an object.
+pub(crate) fn object_details(res: &Resource, name: &str, uid: &str) -> Details {
+    Details {
+        name: name.to_string(),
+        group: res.group.clone(),
+        kind: res.plural.clone(),
+        uid: uid.to_string(),
+        ..Details::default()
+    }
+}

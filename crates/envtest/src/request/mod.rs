@@ -1,0 +1,10 @@
+//! What a request says, decoded below the API layer: its path, its query
+//! options, its body and the answer shape it accepts. The HTTP layer reads
+//! these off a request; the API layer and the controllers take the typed
+//! options, so neither depends on HTTP.
+
+pub mod body;
+pub mod negotiate;
+pub mod path;
+pub mod protobuf;
+pub mod query;
