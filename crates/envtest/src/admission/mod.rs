@@ -87,7 +87,7 @@ pub use attributes::{
 pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
 pub use matching::ClusterView;
-pub(crate) use review::decode_body;
+pub(crate) use review::{ReviewVersion, decode_body};
 pub use routes::{WebhookRoute, WebhookRoutes};
 pub(crate) use transport::{CallError, ClientSpec, HttpResponse};
 pub use validation::{ConfigurationKind, default_configuration, validate_configuration};

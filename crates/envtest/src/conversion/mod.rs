@@ -31,12 +31,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::admission::{CallError, ClientSpec, internal_error};
+use crate::admission::{CallError, ClientSpec, ReviewVersion, internal_error};
 use crate::api::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::registry::{CustomResource, Resource};
-use review::ReviewVersion;
 
 /// kube-apiserver's timeout for conversion webhooks (there is no field to change it).
 const TIMEOUT: Duration = Duration::from_secs(30);

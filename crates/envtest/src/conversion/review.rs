@@ -3,31 +3,15 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::admission::{HttpResponse, decode_body};
+use crate::admission::{HttpResponse, ReviewVersion, decode_body};
 use crate::builtin::validation::meta as meta_validation;
 
-/// Which ConversionReview version a webhook is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ReviewVersion {
-    V1,
-    V1beta1,
-}
-
-impl ReviewVersion {
-    /// The first of `conversionReviewVersions` the server speaks.
-    pub(crate) fn choose(accepted: &[String]) -> Option<ReviewVersion> {
-        accepted.iter().find_map(|v| match v.as_str() {
-            "v1" => Some(ReviewVersion::V1),
-            "v1beta1" => Some(ReviewVersion::V1beta1),
-            _ => None,
-        })
-    }
-
-    fn api_version(self) -> &'static str {
-        match self {
-            ReviewVersion::V1 => "apiextensions.k8s.io/v1",
-            ReviewVersion::V1beta1 => "apiextensions.k8s.io/v1beta1",
-        }
+/// The ConversionReview `apiVersion` of a review version (chosen from
+/// `conversionReviewVersions` as admission webhooks' versions are).
+fn api_version(version: ReviewVersion) -> &'static str {
+    match version {
+        ReviewVersion::V1 => "apiextensions.k8s.io/v1",
+        ReviewVersion::V1beta1 => "apiextensions.k8s.io/v1beta1",
     }
 }
 
@@ -41,7 +25,7 @@ pub(crate) fn request_body(
 ) -> Vec<u8> {
     let review = json!({
         "kind": "ConversionReview",
-        "apiVersion": version.api_version(),
+        "apiVersion": api_version(version),
         "request": {
             "uid": uid,
             "desiredAPIVersion": desired_api_version,
