@@ -1,6 +1,7 @@
-//! The plans of `opctl init` and `opctl create api`: which templates make
-//! which files and who owns each (the values the templates see are in
-//! [`super::values`], the webhook parts in [`super::webhooks`]).
+//! The plans of `opctl init`, `opctl create api` and `opctl create
+//! webhook`: which templates make which files and who owns each (the values
+//! the templates see are in [`super::values`], the webhook parts in
+//! [`super::webhooks`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -254,6 +255,22 @@ pub fn create_api(
     resource_files(project, resource, keep_type, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
     add_role(project, Some(root), &mut plan)?;
+    Ok(plan)
+}
+
+/// The plan of `opctl create webhook`: `project` already records the
+/// webhooks of `resource`; `requested` are the ones to scaffold now.
+pub fn create_webhook(
+    project: &Project,
+    resource: &Resource,
+    requested: &[WebhookKind],
+    root: &Path,
+) -> anyhow::Result<Plan> {
+    let mut renderer = Renderer::default();
+    let mut plan = Plan::default();
+    webhooks::handler_files(project, resource, requested, &mut renderer, &mut plan)?;
+    scaffold_owned(project, &mut renderer, &mut plan)?;
+    webhooks::add_manifests(project, Some(root), &mut plan)?;
     Ok(plan)
 }
 

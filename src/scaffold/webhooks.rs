@@ -1,4 +1,4 @@
-//! The plan of `opctl create webhook`, and the webhook parts of every plan:
+//! The webhook parts of every plan (`opctl create webhook`'s among them):
 //! the user-owned handler modules and their registration, the scaffold-owned
 //! webhook server of the manager, config/webhook, config/certmanager and the
 //! e2e support, and config/webhook/manifests.yaml from the markers.
@@ -348,22 +348,6 @@ pub fn handler_files(
         }
     }
     Ok(())
-}
-
-/// The plan of `opctl create webhook`: `project` already records the
-/// webhooks of `resource`; `requested` are the ones to scaffold now.
-pub fn create_webhook(
-    project: &Project,
-    resource: &Resource,
-    requested: &[WebhookKind],
-    root: &Path,
-) -> anyhow::Result<Plan> {
-    let mut renderer = Renderer::default();
-    let mut plan = Plan::default();
-    handler_files(project, resource, requested, &mut renderer, &mut plan)?;
-    super::plans::scaffold_owned(project, &mut renderer, &mut plan)?;
-    add_manifests(project, Some(root), &mut plan)?;
-    Ok(plan)
 }
 
 /// Adds config/webhook/manifests.yaml made from the `+opctl:webhook` markers
