@@ -150,30 +150,66 @@ impl<'a> Scope<'a> {
         call.args.values().try_for_each(|arg| self.expr(arg))
     }
 
-    /// The values `name` (`r.kind`, `crd.versions`) may stand for, `None`
-    /// when they are not known; `Err` when it is not defined.
+    /// The values `name` (`r.kind`, `crd.versions[0].gvk`) may stand for,
+    /// `None` when they are not known; `Err` when it is not defined.
     fn resolve(&self, name: &str) -> Result<Option<Vec<&'a Value>>, String> {
-        let mut parts = name.split('.');
-        let first = parts.next().unwrap_or_default();
-        let mut values = match self.locals.iter().rev().find(|(local, _)| local == first) {
+        let Some(mut steps) = steps(name) else {
+            // An index by a variable (`a[key]`): not followed.
+            return Ok(None);
+        };
+        let first = match steps.first() {
+            Some(Step::Key(first)) => *first,
+            _ => return Err(name.to_owned()),
+        };
+        steps.remove(0);
+        let mut values = match self.locals.iter().rev().find(|(local, _)| *local == first) {
             Some((_, None)) => return Ok(None),
             Some((_, Some(values))) => values.clone(),
             None if first == "loop" || first == "__tera_context" => return Ok(None),
             None => vec![self.context.get(first).ok_or_else(|| name.to_owned())?],
         };
-        for part in parts {
+        for step in steps {
             let mut next = Vec::with_capacity(values.len());
             for value in values {
-                match value {
+                let found = match (value, &step) {
                     // An absent optional value: nothing below it to check.
-                    Value::Null => {}
-                    _ => next.push(value.get(part).ok_or_else(|| name.to_owned())?),
-                }
+                    (Value::Null, _) => continue,
+                    (_, Step::Key(key)) => value.get(key),
+                    (_, Step::Index(i)) => value.get(i),
+                };
+                next.push(found.ok_or_else(|| name.to_owned())?);
             }
             values = next;
         }
         Ok(Some(values))
     }
+}
+
+/// One step of a variable's path: `.key`, `["key"]` or `[0]`.
+enum Step<'n> {
+    Key(&'n str),
+    Index(usize),
+}
+
+/// The steps of `name`; `None` when an index is itself a variable.
+fn steps(name: &str) -> Option<Vec<Step<'_>>> {
+    let mut out = Vec::new();
+    for part in name.split('.') {
+        let (key, mut rest) = part.split_at(part.find('[').unwrap_or(part.len()));
+        if !key.is_empty() {
+            out.push(Step::Key(key));
+        }
+        while let Some(inner) = rest.strip_prefix('[') {
+            let end = inner.find(']')?;
+            let index = inner[..end].trim();
+            out.push(match index.parse() {
+                Ok(i) => Step::Index(i),
+                Err(_) => Step::Key(index.strip_prefix('"')?.strip_suffix('"')?),
+            });
+            rest = &inner[end + 1..];
+        }
+    }
+    Some(out)
 }
 
 fn error_chain(err: &dyn std::error::Error) -> String {
@@ -222,7 +258,8 @@ mod tests {
             check_defined("t", ast, &context)
         };
         let good = "{% if r.kind %}{{ r.kind }}{% endif %}{% if r.shortname %}{{ r.shortname.x }}{% endif %}\
-                    {% for v in g.versions %}{{ v.version }}{% if loop.last %}.{% endif %}{% endfor %}";
+                    {% for v in g.versions %}{{ v.version }}{% if loop.last %}.{% endif %}{% endfor %}\
+                    {{ g.versions[1].version }}";
         assert!(check(good).is_ok(), "{:?}", check(good));
         for (bad, name) in [
             ("{% if r.knd %}x{% endif %}", "r.knd"),
@@ -232,6 +269,8 @@ mod tests {
                 "v.kinds",
             ),
             ("{% for x in nothing %}{% endfor %}", "nothing"),
+            ("{{ g.versions[2].version }}", "g.versions[2].version"),
+            ("{{ g.versions[0].kinds }}", "g.versions[0].kinds"),
         ] {
             let err = check(bad).expect_err(bad).to_string();
             assert!(
