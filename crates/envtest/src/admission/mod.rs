@@ -87,5 +87,7 @@ pub use attributes::{
 pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
 pub use matching::ClusterView;
-pub use routes::{WebhookRoute, WebhookRoutes};
+pub use routes::WebhookRoute;
+#[cfg(any(test, feature = "testing"))]
+pub use routes::WebhookRoutes;
 pub use validation::{ConfigurationKind, default_configuration, validate_configuration};
