@@ -88,6 +88,8 @@ pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
 pub use matching::ClusterView;
 pub(crate) use review::{ReviewVersion, decode_body};
-pub use routes::{WebhookRoute, WebhookRoutes};
+pub use routes::WebhookRoute;
+#[cfg(any(test, feature = "testing"))]
+pub use routes::WebhookRoutes;
 pub(crate) use transport::{CallError, ClientSpec, HttpResponse};
 pub use validation::{ConfigurationKind, default_configuration, validate_configuration};
