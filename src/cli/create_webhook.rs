@@ -54,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(i) => project.resources[i] = resource.clone(),
         None => project.resources.push(resource.clone()),
     }
-    let mut plan = plan_webhooks::create_webhook(&project, &resource, &requested, &root)?;
+    let mut plan = crate::scaffold::plans::create_webhook(&project, &resource, &requested, &root)?;
     if args.force {
         plan.set_user_policy(IfExists::Overwrite);
     }

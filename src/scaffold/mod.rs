@@ -8,6 +8,7 @@ mod apply;
 pub mod markers;
 pub mod plans;
 pub mod templates;
+pub mod values;
 pub mod webhooks;
 
 use std::collections::BTreeMap;

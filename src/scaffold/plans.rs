@@ -1,15 +1,13 @@
-//! The plans of `opctl init` and `opctl create api`: which templates make
-//! which files, who owns each, and the values the templates see (the
-//! webhook parts are in [`super::webhooks`]).
+//! The plans of `opctl init`, `opctl create api` and `opctl create
+//! webhook`: which templates make which files and who owns each (the values
+//! the templates see are in [`super::values`], the webhook parts in
+//! [`super::webhooks`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use heck::ToSnakeCase;
-use serde::Serialize;
-use serde_json::{Value, json};
-
 use super::templates::Renderer;
+use super::values::{ResourceValues, Values};
 use super::webhooks::{self, WebhookKind};
 use super::{IfExists, Owner, Plan};
 use crate::manifests::crd::kustomization as crd_kustomization;
@@ -103,209 +101,6 @@ const INIT_USER_TEMPLATES: &[(&str, &str)] = &[
     ("tests/e2e.rs", "tests/e2e.rs"),
 ];
 
-/// Short names of built-in kinds, which a generated short name must avoid.
-const BUILTIN_SHORT_NAMES: &[&str] = &[
-    "cm", "cj", "crd", "crds", "csr", "deploy", "ds", "ep", "ev", "hpa", "ing", "limits", "netpol",
-    "no", "ns", "pc", "pdb", "po", "psp", "pv", "pvc", "quota", "rc", "rs", "sa", "sc", "sts",
-    "svc",
-];
-
-#[derive(Serialize)]
-struct ProjectView<'a> {
-    name: &'a str,
-    #[serde(rename = "crate")]
-    crate_name: String,
-    domain: &'a str,
-    namespace: String,
-    namespaced: bool,
-    license: &'static str,
-    owner_toml: Option<String>,
-}
-
-#[derive(Serialize)]
-pub(super) struct ResourceView {
-    group: String,
-    group_module: String,
-    api_group: String,
-    api_version: String,
-    version: String,
-    kind: String,
-    kind_module: String,
-    kind_lower: String,
-    plural: String,
-    namespaced: bool,
-    builtin: bool,
-    resource: bool,
-    controller: bool,
-    finalizer: bool,
-    crd_name: String,
-    crd_file: String,
-    rbac_group: String,
-    type_module: String,
-    /// The Rust path of the type (`crate::api::...::Kind`, `k8s_openapi::...::Pod`).
-    path: String,
-    sample_file: String,
-    shortname: Option<String>,
-}
-
-/// The values every template sees.
-pub(super) struct Values {
-    base: Value,
-}
-
-impl Values {
-    pub(super) fn new(project: &Project) -> Self {
-        let p = ProjectView {
-            name: &project.project_name,
-            crate_name: project.crate_name(),
-            domain: &project.domain,
-            namespace: format!("{}-system", project.project_name),
-            namespaced: project.namespaced,
-            license: match project.license {
-                License::Apache2 => "apache2",
-                License::None => "none",
-            },
-            owner_toml: project.owner.as_deref().map(toml_string),
-        };
-        let mut groups: BTreeMap<String, (String, BTreeMap<String, Vec<String>>)> = BTreeMap::new();
-        let mut crds: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-        let mut samples = Vec::new();
-        let mut controllers = BTreeMap::new();
-        for r in &project.resources {
-            let view = resource_view(project, r);
-            if r.resource {
-                let (_, versions) = groups
-                    .entry(view.group_module.clone())
-                    .or_insert_with(|| (view.api_group.clone(), BTreeMap::new()));
-                versions
-                    .entry(r.version.clone())
-                    .or_default()
-                    .push(view.kind_module.clone());
-                crds.entry(view.crd_name.clone()).or_default().push(json!({
-                    "path": r.path,
-                    "gvk": r.gvk(),
-                    "version": r.version,
-                }));
-                samples.push(view.sample_file.clone());
-            }
-            if r.controller {
-                controllers.insert(
-                    view.kind_module.clone(),
-                    json!({ "module": view.kind_module }),
-                );
-            }
-        }
-        let groups: Vec<Value> = groups
-            .into_iter()
-            .map(|(module, (api_group, versions))| {
-                let versions: Vec<Value> = versions
-                    .into_iter()
-                    .map(|(version, mut kinds)| {
-                        kinds.sort();
-                        json!({ "version": version, "kinds": kinds })
-                    })
-                    .collect();
-                json!({ "module": module, "api_group": api_group, "versions": versions })
-            })
-            .collect();
-        let multi_version = crds.values().any(|v| v.len() > 1);
-        let crds: Vec<Value> = crds
-            .into_iter()
-            .map(|(name, versions)| {
-                let storage = versions[0]["version"].clone();
-                json!({ "name": name, "storage": storage, "versions": versions })
-            })
-            .collect();
-        samples.sort();
-        let controllers: Vec<Value> = controllers.into_values().collect();
-        Self {
-            base: json!({
-                "p": p,
-                "groups": groups,
-                "crds": crds,
-                "multi_version": multi_version,
-                "samples": samples,
-                "controllers": controllers,
-                "has_webhooks": project.has_webhooks(),
-                "webhook_groups": webhooks::webhook_groups(project),
-            }),
-        }
-    }
-
-    pub(super) fn context(&self, extra: &[(&str, Value)]) -> anyhow::Result<tera::Context> {
-        let mut value = self.base.clone();
-        if let Value::Object(map) = &mut value {
-            for (key, v) in extra {
-                map.insert((*key).to_owned(), v.clone());
-            }
-        }
-        Ok(tera::Context::from_value(value)?)
-    }
-}
-
-pub(super) fn resource_view(project: &Project, r: &Resource) -> ResourceView {
-    let group_module = names::group_module(&r.group);
-    let kind_module = names::kind_module(&r.kind);
-    let kind_lower = r.kind.to_ascii_lowercase();
-    let type_module = r
-        .path
-        .rsplit_once("::")
-        .map(|(module, _)| module.to_owned())
-        .unwrap_or_default();
-    ResourceView {
-        group: r.group.clone(),
-        group_module,
-        api_group: r.api_group.clone(),
-        api_version: r.api_version(),
-        version: r.version.clone(),
-        kind: r.kind.clone(),
-        kind_module,
-        plural: r.plural.clone(),
-        namespaced: r.namespaced,
-        builtin: r.builtin,
-        resource: r.resource,
-        controller: r.controller,
-        finalizer: r.finalizer,
-        crd_name: format!("{}.{}", r.plural, r.api_group),
-        crd_file: crd_file(r),
-        rbac_group: if r.api_group.is_empty() {
-            "core".to_owned()
-        } else {
-            r.api_group.clone()
-        },
-        type_module,
-        path: r.path.clone(),
-        sample_file: format!("{}_{}_{}.yaml", r.group, r.version, kind_lower),
-        kind_lower,
-        shortname: if project
-            .resources
-            .iter()
-            .any(|o| o.resource && o.kind != r.kind && short_name(&o.kind) == short_name(&r.kind))
-        {
-            None
-        } else {
-            short_name(&r.kind)
-        },
-    }
-}
-
-/// The initials of a kind of two or more words (`ss` for `SidecarSet`),
-/// unless a built-in kind already uses them.
-fn short_name(kind: &str) -> Option<String> {
-    let snake = kind.to_snake_case();
-    let words: Vec<&str> = snake.split('_').filter(|w| !w.is_empty()).collect();
-    if words.len() < 2 {
-        return None;
-    }
-    let initials: String = words.iter().filter_map(|w| w.chars().next()).collect();
-    (!BUILTIN_SHORT_NAMES.contains(&initials.as_str())).then_some(initials)
-}
-
-/// A TOML basic string (JSON's escaping is valid TOML for these characters).
-fn toml_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
-}
-
 /// Renders everything opctl owns for `project`: the files regenerated by
 /// every command.
 pub(super) fn scaffold_owned(
@@ -313,8 +108,8 @@ pub(super) fn scaffold_owned(
     renderer: &mut Renderer,
     plan: &mut Plan,
 ) -> anyhow::Result<()> {
-    let values = Values::new(project);
-    let context = values.context(&[])?;
+    let values = Values::new(project, webhooks::webhook_groups(project));
+    let context = values.context()?;
     for (path, template) in PROJECT_TEMPLATES {
         plan.file(
             *path,
@@ -329,18 +124,18 @@ pub(super) fn scaffold_owned(
         Owner::Scaffold,
         IfExists::Overwrite,
     );
-    for group in values.base["groups"].as_array().into_iter().flatten() {
-        let module = group["module"].as_str().unwrap_or_default();
-        let context = values.context(&[("g", group.clone())])?;
+    for group in values.groups() {
+        let module = &group.module;
+        let context = values.group_context(group)?;
         plan.file(
             format!("src/api/{module}/mod.rs"),
             renderer.render("src/api/group.rs", &context)?,
             Owner::Scaffold,
             IfExists::Overwrite,
         );
-        for version in group["versions"].as_array().into_iter().flatten() {
-            let name = version["version"].as_str().unwrap_or_default();
-            let context = values.context(&[("g", group.clone()), ("v", version.clone())])?;
+        for version in &group.versions {
+            let name = &version.version;
+            let context = values.version_context(group, version)?;
             plan.file(
                 format!("src/api/{module}/{name}/mod.rs"),
                 renderer.render("src/api/version.rs", &context)?,
@@ -368,9 +163,9 @@ fn resource_files(
     } else {
         IfExists::Error
     };
-    let values = Values::new(project);
-    let view = serde_json::to_value(resource_view(project, r))?;
-    let context = values.context(&[("r", view.clone())])?;
+    let values = Values::new(project, webhooks::webhook_groups(project));
+    let view = ResourceValues::new(project, r);
+    let context = values.resource_context(&view)?;
     let group_module = names::group_module(&r.group);
     let kind_module = names::kind_module(&r.kind);
     if r.resource {
@@ -381,10 +176,7 @@ fn resource_files(
             type_policy,
         );
         plan.file(
-            format!(
-                "config/samples/{}",
-                view["sample_file"].as_str().unwrap_or_default()
-            ),
+            format!("config/samples/{}", view.sample_file),
             renderer.render("config/samples/sample.yaml", &context)?,
             Owner::User,
             type_policy,
@@ -422,7 +214,7 @@ fn resource_files(
 pub fn init(project: &Project) -> anyhow::Result<Plan> {
     let mut renderer = Renderer::default();
     let mut plan = Plan::default();
-    let context = Values::new(project).context(&[])?;
+    let context = Values::new(project, webhooks::webhook_groups(project)).context()?;
     for (path, template) in INIT_USER_TEMPLATES {
         plan.file(
             *path,
@@ -463,6 +255,22 @@ pub fn create_api(
     resource_files(project, resource, keep_type, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
     add_role(project, Some(root), &mut plan)?;
+    Ok(plan)
+}
+
+/// The plan of `opctl create webhook`: `project` already records the
+/// webhooks of `resource`; `requested` are the ones to scaffold now.
+pub fn create_webhook(
+    project: &Project,
+    resource: &Resource,
+    requested: &[WebhookKind],
+    root: &Path,
+) -> anyhow::Result<Plan> {
+    let mut renderer = Renderer::default();
+    let mut plan = Plan::default();
+    webhooks::handler_files(project, resource, requested, &mut renderer, &mut plan)?;
+    scaffold_owned(project, &mut renderer, &mut plan)?;
+    webhooks::add_manifests(project, Some(root), &mut plan)?;
     Ok(plan)
 }
 

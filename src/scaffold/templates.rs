@@ -1,9 +1,12 @@
 //! The templates under templates/, embedded in the binary and rendered with
 //! tera. A template's path mirrors the file it makes, with `.tera` appended;
-//! `__name__` parts of the path are filled in by the plan.
+//! `__name__` parts of the path are filled in by the plan. A template that
+//! names a value its context lacks does not render.
 
 use anyhow::Context as _;
 use include_dir::{Dir, include_dir};
+use serde_json::Value;
+use tera::ast::{Expr, ExprVal, FunctionCall, Node};
 
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
@@ -33,10 +36,180 @@ impl Renderer {
                 .add_raw_template(&file, source)
                 .with_context(|| format!("opctl's template {file} is broken"))?;
         }
+        let template = self.tera.get_template(&file)?;
+        check_defined(&file, &template.ast, &context.clone().into_json())?;
         self.tera
             .render(&file, context)
             .map_err(|err| anyhow::anyhow!("cannot render {file}: {}", error_chain(&err)))
     }
+}
+
+/// Tera fails on an undefined variable printed with `{{ }}`, but takes one
+/// in an `if` (or a loop) as false (or empty). This check makes both fail:
+/// every variable a template names must be in its context. Loop variables
+/// stand for each element of what they loop over; names bound by `set` and
+/// `loop.*` are not checked further.
+fn check_defined(file: &str, nodes: &[Node], context: &Value) -> anyhow::Result<()> {
+    let mut scope = Scope {
+        context,
+        locals: Vec::new(),
+    };
+    scope
+        .nodes(nodes)
+        .map_err(|name| anyhow::anyhow!("cannot render {file}: `{name}` is not in its context"))
+}
+
+struct Scope<'a> {
+    context: &'a Value,
+    /// Local names and the values they may stand for (`None`: not checked).
+    locals: Vec<(String, Option<Vec<&'a Value>>)>,
+}
+
+impl<'a> Scope<'a> {
+    fn nodes(&mut self, nodes: &[Node]) -> Result<(), String> {
+        for node in nodes {
+            match node {
+                Node::VariableBlock(_, expr) => self.expr(expr)?,
+                Node::Set(_, set) => {
+                    self.expr(&set.value)?;
+                    self.locals.push((set.key.clone(), None));
+                }
+                Node::FilterSection(_, section, _) => {
+                    self.call(&section.filter)?;
+                    self.nodes(&section.body)?;
+                }
+                Node::Block(_, block, _) => self.nodes(&block.body)?,
+                Node::Forloop(_, forloop, _) => {
+                    self.expr(&forloop.container)?;
+                    let elements = match &forloop.container.val {
+                        ExprVal::Ident(name) if forloop.key.is_none() => {
+                            self.resolve(name)?.map(|values| {
+                                values
+                                    .into_iter()
+                                    .filter_map(Value::as_array)
+                                    .flatten()
+                                    .collect()
+                            })
+                        }
+                        _ => None,
+                    };
+                    let depth = self.locals.len();
+                    if let Some(key) = &forloop.key {
+                        self.locals.push((key.clone(), None));
+                    }
+                    self.locals.push((forloop.value.clone(), elements));
+                    self.nodes(&forloop.body)?;
+                    self.locals.truncate(depth);
+                    if let Some(body) = &forloop.empty_body {
+                        self.nodes(body)?;
+                    }
+                }
+                Node::If(branches, _) => {
+                    for (_, condition, body) in &branches.conditions {
+                        self.expr(condition)?;
+                        self.nodes(body)?;
+                    }
+                    if let Some((_, body)) = &branches.otherwise {
+                        self.nodes(body)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn expr(&self, expr: &Expr) -> Result<(), String> {
+        for filter in &expr.filters {
+            self.call(filter)?;
+        }
+        match &expr.val {
+            ExprVal::Ident(name) if !expr.has_default_filter() => self.resolve(name).map(drop),
+            ExprVal::Math(math) => self.expr(&math.lhs).and(self.expr(&math.rhs)),
+            ExprVal::Logic(logic) => self.expr(&logic.lhs).and(self.expr(&logic.rhs)),
+            ExprVal::In(inside) => self.expr(&inside.lhs).and(self.expr(&inside.rhs)),
+            ExprVal::Test(test) => {
+                if !matches!(test.name.as_str(), "defined" | "undefined") {
+                    self.resolve(&test.ident)?;
+                }
+                test.args.iter().try_for_each(|arg| self.expr(arg))
+            }
+            ExprVal::FunctionCall(call) => self.call(call),
+            ExprVal::Array(items) => items.iter().try_for_each(|item| self.expr(item)),
+            ExprVal::StringConcat(concat) => {
+                concat.values.iter().try_for_each(|value| match value {
+                    ExprVal::Ident(name) => self.resolve(name).map(drop),
+                    _ => Ok(()),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn call(&self, call: &FunctionCall) -> Result<(), String> {
+        call.args.values().try_for_each(|arg| self.expr(arg))
+    }
+
+    /// The values `name` (`r.kind`, `crd.versions[0].gvk`) may stand for,
+    /// `None` when they are not known; `Err` when it is not defined.
+    fn resolve(&self, name: &str) -> Result<Option<Vec<&'a Value>>, String> {
+        let Some(mut steps) = steps(name) else {
+            // An index by a variable (`a[key]`): not followed.
+            return Ok(None);
+        };
+        let first = match steps.first() {
+            Some(Step::Key(first)) => *first,
+            _ => return Err(name.to_owned()),
+        };
+        steps.remove(0);
+        let mut values = match self.locals.iter().rev().find(|(local, _)| *local == first) {
+            Some((_, None)) => return Ok(None),
+            Some((_, Some(values))) => values.clone(),
+            None if first == "loop" || first == "__tera_context" => return Ok(None),
+            None => vec![self.context.get(first).ok_or_else(|| name.to_owned())?],
+        };
+        for step in steps {
+            let mut next = Vec::with_capacity(values.len());
+            for value in values {
+                let found = match (value, &step) {
+                    // An absent optional value: nothing below it to check.
+                    (Value::Null, _) => continue,
+                    (_, Step::Key(key)) => value.get(key),
+                    (_, Step::Index(i)) => value.get(i),
+                };
+                next.push(found.ok_or_else(|| name.to_owned())?);
+            }
+            values = next;
+        }
+        Ok(Some(values))
+    }
+}
+
+/// One step of a variable's path: `.key`, `["key"]` or `[0]`.
+enum Step<'n> {
+    Key(&'n str),
+    Index(usize),
+}
+
+/// The steps of `name`; `None` when an index is itself a variable.
+fn steps(name: &str) -> Option<Vec<Step<'_>>> {
+    let mut out = Vec::new();
+    for part in name.split('.') {
+        let (key, mut rest) = part.split_at(part.find('[').unwrap_or(part.len()));
+        if !key.is_empty() {
+            out.push(Step::Key(key));
+        }
+        while let Some(inner) = rest.strip_prefix('[') {
+            let end = inner.find(']')?;
+            let index = inner[..end].trim();
+            out.push(match index.parse() {
+                Ok(i) => Step::Index(i),
+                Err(_) => Step::Key(index.strip_prefix('"')?.strip_suffix('"')?),
+            });
+            rest = &inner[end + 1..];
+        }
+    }
+    Some(out)
 }
 
 fn error_chain(err: &dyn std::error::Error) -> String {
@@ -71,6 +244,41 @@ pub fn names() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_missing_from_the_context_fails_even_in_a_condition() {
+        let context = serde_json::json!({
+            "r": {"kind": "Pod", "shortname": null},
+            "g": {"versions": [{"version": "v1"}, {"version": "v2"}]},
+        });
+        let check = |source: &str| {
+            let mut tera = tera::Tera::default();
+            tera.add_raw_template("t", source).expect("parses");
+            let ast = &tera.get_template("t").expect("added").ast;
+            check_defined("t", ast, &context)
+        };
+        let good = "{% if r.kind %}{{ r.kind }}{% endif %}{% if r.shortname %}{{ r.shortname.x }}{% endif %}\
+                    {% for v in g.versions %}{{ v.version }}{% if loop.last %}.{% endif %}{% endfor %}\
+                    {{ g.versions[1].version }}";
+        assert!(check(good).is_ok(), "{:?}", check(good));
+        for (bad, name) in [
+            ("{% if r.knd %}x{% endif %}", "r.knd"),
+            ("{{ p.name }}", "p.name"),
+            (
+                "{% for v in g.versions %}{% if v.kinds %}x{% endif %}{% endfor %}",
+                "v.kinds",
+            ),
+            ("{% for x in nothing %}{% endfor %}", "nothing"),
+            ("{{ g.versions[2].version }}", "g.versions[2].version"),
+            ("{{ g.versions[0].kinds }}", "g.versions[0].kinds"),
+        ] {
+            let err = check(bad).expect_err(bad).to_string();
+            assert!(
+                err.contains(&format!("`{name}` is not in its context")),
+                "{err}"
+            );
+        }
+    }
 
     #[test]
     fn every_template_parses_and_is_used_by_a_plan() {

@@ -1,4 +1,4 @@
-//! The plan of `opctl create webhook`, and the webhook parts of every plan:
+//! The webhook parts of every plan (`opctl create webhook`'s among them):
 //! the user-owned handler modules and their registration, the scaffold-owned
 //! webhook server of the manager, config/webhook, config/certmanager and the
 //! e2e support, and config/webhook/manifests.yaml from the markers.
@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::plans::{Values, resource_view};
 use super::templates::Renderer;
+use super::values::{ResourceValues, Values, WebhookGroup, WebhookValues, WebhookVersion};
 use super::{IfExists, Owner, Plan};
 use crate::manifests::rbac::rust_sources;
 use crate::manifests::webhook as webhook_manifests;
@@ -190,22 +190,26 @@ pub fn check_names(project: &Project, resource: &Resource) -> anyhow::Result<()>
 }
 
 /// What the webhook templates see about one kind, as `w`.
-fn webhook_view(project: &Project, r: &Resource) -> Value {
+fn webhook_values(project: &Project, r: &Resource) -> WebhookValues {
     let sample = if r.builtin {
         builtin_samples::e2e_object(&r.api_group, &r.kind)
     } else {
         None
     };
-    json!({
-        "mutate_path": webhook_path(r, WebhookKind::Defaulting),
-        "validate_path": webhook_path(r, WebhookKind::Validation),
-        "mutating_name": webhook_name(project, r, WebhookKind::Defaulting),
-        "validating_name": webhook_name(project, r, WebhookKind::Validation),
-        "marker_group": if r.api_group.is_empty() { "\"\"".to_owned() } else { r.api_group.clone() },
-        "defaulting_module": handler_module(r, WebhookKind::Defaulting),
-        "validation_module": handler_module(r, WebhookKind::Validation),
-        "sample": sample.map(|s| indent_json(&s)),
-    })
+    WebhookValues {
+        mutate_path: webhook_path(r, WebhookKind::Defaulting),
+        validate_path: webhook_path(r, WebhookKind::Validation),
+        mutating_name: webhook_name(project, r, WebhookKind::Defaulting),
+        validating_name: webhook_name(project, r, WebhookKind::Validation),
+        marker_group: if r.api_group.is_empty() {
+            "\"\"".to_owned()
+        } else {
+            r.api_group.clone()
+        },
+        defaulting_module: handler_module(r, WebhookKind::Defaulting),
+        validation_module: handler_module(r, WebhookKind::Validation),
+        sample: sample.map(|s| indent_json(&s)),
+    }
 }
 
 /// Whether the webhooks of `r` get e2e tests: kinds of the project do, and
@@ -229,7 +233,7 @@ fn indent_json(value: &Value) -> String {
 
 /// The webhook modules by group and version, for the scaffold-owned
 /// `mod.rs` files of src/webhook.
-pub fn webhook_groups(project: &Project) -> Vec<Value> {
+pub fn webhook_groups(project: &Project) -> Vec<WebhookGroup> {
     let mut groups: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
     for r in &project.resources {
         let webhooks = r.webhooks();
@@ -246,15 +250,15 @@ pub fn webhook_groups(project: &Project) -> Vec<Value> {
     }
     groups
         .into_iter()
-        .map(|(module, versions)| {
-            let versions: Vec<Value> = versions
+        .map(|(module, versions)| WebhookGroup {
+            module,
+            versions: versions
                 .into_iter()
                 .map(|(version, mut modules)| {
                     modules.sort();
-                    json!({ "version": version, "modules": modules })
+                    WebhookVersion { version, modules }
                 })
-                .collect();
-            json!({ "module": module, "versions": versions })
+                .collect(),
         })
         .collect()
 }
@@ -269,7 +273,7 @@ pub(super) fn scaffold_owned(
     if !project.has_webhooks() {
         return Ok(());
     }
-    let context = values.context(&[])?;
+    let context = values.context()?;
     for (path, template) in WEBHOOK_TEMPLATES {
         plan.file(
             *path,
@@ -278,18 +282,18 @@ pub(super) fn scaffold_owned(
             IfExists::Overwrite,
         );
     }
-    for group in webhook_groups(project) {
-        let module = group["module"].as_str().unwrap_or_default().to_owned();
-        let context = values.context(&[("g", group.clone())])?;
+    for group in values.webhook_groups() {
+        let module = &group.module;
+        let context = values.group_context(group)?;
         plan.file(
             format!("src/webhook/{module}/mod.rs"),
             renderer.render("src/webhook/group.rs", &context)?,
             Owner::Scaffold,
             IfExists::Overwrite,
         );
-        for version in group["versions"].as_array().into_iter().flatten() {
-            let name = version["version"].as_str().unwrap_or_default();
-            let context = values.context(&[("g", group.clone()), ("v", version.clone())])?;
+        for version in &group.versions {
+            let name = &version.version;
+            let context = values.version_context(group, version)?;
             plan.file(
                 format!("src/webhook/{module}/{name}/mod.rs"),
                 renderer.render("src/webhook/version.rs", &context)?,
@@ -313,9 +317,9 @@ pub fn handler_files(
     if kinds.is_empty() {
         return Ok(());
     }
-    let values = Values::new(project);
-    let view = serde_json::to_value(resource_view(project, r))?;
-    let context = values.context(&[("r", view), ("w", webhook_view(project, r))])?;
+    let values = Values::new(project, webhook_groups(project));
+    let view = ResourceValues::new(project, r);
+    let context = values.webhook_context(&view, &webhook_values(project, r))?;
     plan.insert("src/main.rs", "modules", "mod webhook;\n");
     plan.insert(
         "src/main.rs",
@@ -344,22 +348,6 @@ pub fn handler_files(
         }
     }
     Ok(())
-}
-
-/// The plan of `opctl create webhook`: `project` already records the
-/// webhooks of `resource`; `requested` are the ones to scaffold now.
-pub fn create_webhook(
-    project: &Project,
-    resource: &Resource,
-    requested: &[WebhookKind],
-    root: &Path,
-) -> anyhow::Result<Plan> {
-    let mut renderer = Renderer::default();
-    let mut plan = Plan::default();
-    handler_files(project, resource, requested, &mut renderer, &mut plan)?;
-    super::plans::scaffold_owned(project, &mut renderer, &mut plan)?;
-    add_manifests(project, Some(root), &mut plan)?;
-    Ok(plan)
 }
 
 /// Adds config/webhook/manifests.yaml made from the `+opctl:webhook` markers

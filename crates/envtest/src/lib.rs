@@ -17,6 +17,7 @@ mod bootstrap;
 mod builtin;
 mod component_statuses;
 mod controllers;
+mod conversion;
 mod error;
 mod faults;
 mod field_selectors;

@@ -10,7 +10,6 @@ pub enum Operation {
     Create,
     Update,
     Delete,
-    Connect,
 }
 
 impl Operation {
@@ -20,7 +19,6 @@ impl Operation {
             Operation::Create => "CREATE",
             Operation::Update => "UPDATE",
             Operation::Delete => "DELETE",
-            Operation::Connect => "CONNECT",
         }
     }
 }
@@ -216,6 +214,8 @@ impl AdmissionAttributes {
         }
     }
 
+    // For tests, which build attributes without a server.
+    #[cfg(any(test, feature = "testing"))]
     pub fn with_equivalents(
         mut self,
         equivalents: Vec<(GroupVersionKind, GroupVersionResource)>,
@@ -254,11 +254,15 @@ impl AdmissionAttributes {
         self
     }
 
+    // For tests, which build attributes without a server.
+    #[cfg(any(test, feature = "testing"))]
     pub fn with_object(mut self, object: Value) -> Self {
         self.object = Some(object);
         self
     }
 
+    // For tests, which build attributes without a server.
+    #[cfg(any(test, feature = "testing"))]
     pub fn with_old_object(mut self, old_object: Value) -> Self {
         self.old_object = Some(old_object);
         self

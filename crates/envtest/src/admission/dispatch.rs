@@ -12,7 +12,7 @@ use super::matching::{ClusterView, should_call};
 use super::patching;
 use super::review::{ResponseError, ReviewResponse, ReviewVersion, read_response, request_body};
 use super::routes::WebhookRoutes;
-use super::transport::CallError;
+use super::transport::{CallError, ClientSpec, HttpResponse};
 use crate::error::ApiResult;
 
 /// The outcome of one admission phase: the result, and the warnings the
@@ -111,6 +111,20 @@ impl WebhookRegistry {
 
     fn routes(&self) -> Arc<WebhookRoutes> {
         Arc::clone(&self.routes.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// POSTs `body` to another kind of webhook (a CRD's conversion webhook)
+    /// through the same transport: TLS checked against its caBundle and
+    /// Service references routed as for admission webhooks.
+    pub(crate) async fn post(
+        &self,
+        client: &ClientSpec,
+        timeout: std::time::Duration,
+        body: Vec<u8>,
+    ) -> Result<HttpResponse, CallError> {
+        client
+            .post(&self.routes(), self.cluster.as_ref(), timeout, body)
+            .await
     }
 
     /// Runs the mutating webhooks that match `attrs` in order, each seeing

@@ -49,8 +49,8 @@
 //! - `matchPolicy: Equivalent` knows the versions of one custom resource as
 //!   equivalents (the server fills `AdmissionAttributes::equivalents`), not
 //!   the cross-group equivalences of built-in kinds (envtest serves one
-//!   version of each); objects are converted by rewriting `apiVersion`, as
-//!   envtest converts CRD versions everywhere.
+//!   version of each); objects are converted by rewriting `apiVersion`, even
+//!   for CRDs whose versions a conversion webhook converts.
 //! - Validating webhooks run concurrently; when several fail, the first in
 //!   call order is reported (kube-apiserver reports the first to finish).
 //! - After a patch, kube-apiserver decodes the object into its Go type
@@ -87,5 +87,9 @@ pub use attributes::{
 pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
 pub use matching::ClusterView;
-pub use routes::{WebhookRoute, WebhookRoutes};
+pub(crate) use review::{ReviewVersion, decode_body};
+pub use routes::WebhookRoute;
+#[cfg(any(test, feature = "testing"))]
+pub use routes::WebhookRoutes;
+pub(crate) use transport::{CallError, ClientSpec, HttpResponse};
 pub use validation::{ConfigurationKind, default_configuration, validate_configuration};

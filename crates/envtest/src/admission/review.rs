@@ -165,6 +165,31 @@ fn unsuccessful(response: &HttpResponse) -> String {
     }
 }
 
+/// The JSON a webhook answered, as client-go's REST client reads it: a
+/// non-2xx answer, an empty body or a body that is not JSON is an error
+/// worded as client-go words it. Shared by admission and conversion webhooks.
+pub(crate) fn decode_body(response: &HttpResponse) -> Result<Value, String> {
+    if !(200..=206).contains(&response.status) {
+        return Err(unsuccessful(response));
+    }
+    if response.body.is_empty() {
+        return Err(format!(
+            "0-length response with status code: {} and content type: {}",
+            response.status,
+            response
+                .content_type
+                .as_deref()
+                .unwrap_or("application/json")
+        ));
+    }
+    serde_json::from_slice(&response.body).map_err(|e| {
+        format!(
+            "couldn't get version/kind; json parse error: {}",
+            json_syntax_error(&response.body, &e)
+        )
+    })
+}
+
 /// Failures while reading the answer: reported as `failed to call webhook: <text>`
 /// (`Decode`) or `received invalid webhook response: <text>` (`Verify`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,25 +206,7 @@ pub(crate) fn read_response(
     mutating: bool,
 ) -> Result<ReviewResponse, ResponseError> {
     use ResponseError::{Decode, Verify};
-    if !(200..=206).contains(&response.status) {
-        return Err(Decode(unsuccessful(response)));
-    }
-    if response.body.is_empty() {
-        return Err(Decode(format!(
-            "0-length response with status code: {} and content type: {}",
-            response.status,
-            response
-                .content_type
-                .as_deref()
-                .unwrap_or("application/json")
-        )));
-    }
-    let review: Value = serde_json::from_slice(&response.body).map_err(|e| {
-        Decode(format!(
-            "couldn't get version/kind; json parse error: {}",
-            json_syntax_error(&response.body, &e)
-        ))
-    })?;
+    let review = decode_body(response).map_err(Decode)?;
     let Value::Object(review) = review else {
         return Err(Decode(format!(
             "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",

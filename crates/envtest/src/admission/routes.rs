@@ -97,6 +97,7 @@ impl WebhookRoutes {
             .insert((route.namespace, route.name, route.port), route.target);
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub fn is_empty(&self) -> bool {
         self.routes.is_empty()
     }

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::admission::Operation;
 use crate::builtin;
+use crate::conversion;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::patch::{self, UpdateRequest};
@@ -50,7 +51,7 @@ pub async fn create(
     };
     let obj = admit::mutate(app, &req, staged.obj, None, ctx).await?;
     super::check_escalation(app, res, ns, ctx, &obj, None)?;
-    let ready = check(app, res, obj, staged.warnings, ctx)?;
+    let mut ready = check(app, res, obj, staged.warnings, ctx)?;
     let admitted = match admit::validate(app, &req, &ready.obj, None, ctx).await {
         // ResourceQuota comes last among kube-apiserver's admission plugins.
         Ok(()) => super::resource_quota::admit_create(app, res, ns, &ready.obj, ctx.opts.dry_run),
@@ -60,7 +61,9 @@ pub async fn create(
         super::restore_allocation(app, res, &ready.obj, ctx.opts.dry_run);
         return Err(e);
     }
-    store(app, res, ns, ready, ctx)
+    ready.obj = conversion::for_storage(app, res, ready.obj).await?;
+    let written = store(app, res, ns, ready, ctx)?;
+    conversion::written_for_read(app, res, written).await
 }
 
 /// Creates an object without calling admission webhooks: the server's own
@@ -207,7 +210,7 @@ fn check(
     app: &App,
     res: &Resource,
     mut obj: Value,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
     ctx: &WriteCtx,
 ) -> ApiResult<Ready> {
     prepare(res, &mut obj);
@@ -215,7 +218,6 @@ fn check(
         builtin::certificates::set_requestor(&mut obj, &ctx.user);
     }
     let client_rv = meta::resource_version(&obj).to_string();
-    warnings.extend(super::unsupported_warnings(res, &obj));
     super::allocate(app, res, &mut obj, ctx.opts.dry_run)?;
     let causes = validate_create(res, &obj);
     if !causes.is_empty() {

@@ -193,19 +193,3 @@ pub(crate) fn apply_defaults(res: &Resource, obj: &mut Value) {
         }
     }
 }
-
-/// Warnings for objects whose effect on a real cluster this server does not
-/// reproduce, so that the difference is visible rather than silent.
-pub(crate) fn unsupported_warnings(res: &Resource, obj: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    if is_crd(res)
-        && meta::get_path(obj, &["spec", "conversion", "strategy"]).and_then(Value::as_str)
-            == Some("Webhook")
-    {
-        out.push(
-            "envtest does not call conversion webhooks: versions of this resource are converted by rewriting apiVersion only (strategy None)"
-                .to_string(),
-        );
-    }
-    out
-}

@@ -99,12 +99,13 @@ pub async fn delete(
             .get(&res.store_key, ns, name)
             .ok_or_else(|| not_found(res, name))?;
         let view = res.from_storage(&stored);
+        let view = crate::conversion::for_read(app, res, view).await?;
         check_preconditions(res, name, opts, &view)?;
         admit::delete(app, &req, &view, warnings).await?;
         match delete_once(app, res, ns, name, opts, &stored) {
             Err(None) => continue,
             Err(Some(e)) => return Err(e),
-            Ok(w) => return Ok(w),
+            Ok(w) => return crate::conversion::written_for_read(app, res, w).await,
         }
     }
     Err(super::conflict(res, name))

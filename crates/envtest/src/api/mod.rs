@@ -37,8 +37,6 @@ pub(crate) use checks::{
     allows_unconditional_update, check_escalation, check_namespace_accepts_create, validate_create,
     validate_update,
 };
-pub(crate) use decode::{
-    apply_defaults, check_type_meta, decode, field_validation, type_info, unsupported_warnings,
-};
+pub(crate) use decode::{apply_defaults, check_type_meta, decode, field_validation, type_info};
 pub(crate) use errors::{conflict, internal_no_reason, invalid, not_found, object_details};
 pub(crate) use write::same_content;

@@ -253,6 +253,7 @@ pub async fn list(
         ),
         _ => (None, None),
     };
+    let items = crate::conversion::all_for_read(app, res, items).await?;
     Ok(Page {
         items,
         resource_version: list_rv,

@@ -222,8 +222,7 @@ fn stage(
         }
     };
     let (mut new, unknown) = decode(res, new)?;
-    let mut warnings = field_validation(res, c.ctx.opts.field_validation, &unknown, duplicates)?;
-    warnings.extend(super::unsupported_warnings(res, &new));
+    let warnings = field_validation(res, c.ctx.opts.field_validation, &unknown, duplicates)?;
     super::apply_defaults(res, &mut new);
     Ok(Staged {
         new,
@@ -253,45 +252,62 @@ fn check(app: &App, c: &Change<'_>, s: &mut Staged) -> Result<(), Fail> {
 
 /// Managed fields, the no-op check, and the write (or the deletion of a
 /// terminating object whose last finalizer went).
-fn commit(app: &App, c: &Change<'_>, s: Staged) -> Result<Written, Fail> {
+fn commit(app: &App, c: &Change<'_>, mut s: Staged) -> Result<Written, Fail> {
+    if let Some(unchanged) = settle(c, &mut s) {
+        return Ok(unchanged);
+    }
+    write(app, c, s)
+}
+
+/// Records the managed fields of `s.new`; the answer when nothing changed.
+fn settle(c: &Change<'_>, s: &mut Staged) -> Option<Written> {
     let res = c.res;
     let Staged {
-        mut new,
+        new,
         old_view,
-        warnings,
-        expected,
-        unconditional,
         reset_managed_fields,
+        ..
     } = s;
     if !c.managed_done {
-        if reset_managed_fields {
-            meta::set_meta(&mut new, "managedFields", Value::Array(Vec::new()));
-        } else if meta::metadata(&new).is_none_or(|m| !m.contains_key("managedFields"))
-            && let Some(mf) = meta::metadata(&old_view).and_then(|m| m.get("managedFields"))
+        if *reset_managed_fields {
+            meta::set_meta(new, "managedFields", Value::Array(Vec::new()));
+        } else if meta::metadata(new).is_none_or(|m| !m.contains_key("managedFields"))
+            && let Some(mf) = meta::metadata(old_view).and_then(|m| m.get("managedFields"))
         {
-            meta::set_meta(&mut new, "managedFields", mf.clone());
+            meta::set_meta(new, "managedFields", mf.clone());
         }
         let now = meta::now_rfc3339();
         let api_version = res.api_version();
         patch::record_update(
             &UpdateRequest {
-                old: Some(&old_view),
+                old: Some(old_view),
                 manager: &c.ctx.manager,
                 api_version: &api_version,
                 subresource: c.sub,
                 now: &now,
                 types: type_info(res),
             },
-            &mut new,
+            new,
         );
     }
-    if same_content(&new, &old_view) {
-        return Ok(Written {
-            code: 200,
-            body: old_view,
-            warnings,
-        });
-    }
+    same_content(new, old_view).then(|| Written {
+        code: 200,
+        body: old_view.clone(),
+        warnings: std::mem::take(&mut s.warnings),
+    })
+}
+
+/// Stores a settled change (or deletes a terminating object whose last
+/// finalizer went).
+fn write(app: &App, c: &Change<'_>, s: Staged) -> Result<Written, Fail> {
+    let res = c.res;
+    let Staged {
+        new,
+        warnings,
+        expected,
+        unconditional,
+        ..
+    } = s;
     let store_err = |e: WriteError| match e {
         WriteError::Conflict { .. } if unconditional => Fail::Retry,
         WriteError::NotFound => Fail::Api(not_found(res, c.name)),
@@ -380,7 +396,11 @@ pub(crate) async fn update_once_admitted(
         super::restore_allocation(app, c.res, &s.new, c.ctx.opts.dry_run);
         return Err(e.into());
     }
-    commit(app, c, s)
+    if let Some(unchanged) = settle(c, &mut s) {
+        return Ok(unchanged);
+    }
+    s.new = crate::conversion::for_storage(app, c.res, std::mem::take(&mut s.new)).await?;
+    write(app, c, s)
 }
 
 /// Runs `attempt` against the freshly read object until it does not need a retry.
@@ -422,7 +442,10 @@ pub(crate) async fn with_retries_admitted(
     mut next: impl FnMut(Option<Arc<Value>>) -> Result<Attempt, Fail>,
 ) -> ApiResult<Written> {
     for _ in 0..RETRIES {
-        let old = app.store.get(&c.res.store_key, c.ns, c.name);
+        let old = match app.store.get(&c.res.store_key, c.ns, c.name) {
+            Some(stored) => Some(crate::conversion::stored_as_requested(app, c.res, stored).await?),
+            None => None,
+        };
         let outcome = match next(old) {
             Err(e) => Err(e),
             Ok(Attempt::Update { new, old }) => {
@@ -433,7 +456,7 @@ pub(crate) async fn with_retries_admitted(
                 .map_err(Fail::Api),
         };
         match outcome {
-            Ok(w) => return Ok(w),
+            Ok(w) => return crate::conversion::written_for_read(app, c.res, w).await,
             Err(Fail::Api(e)) => return Err(e),
             Err(Fail::Retry) => continue,
         }

@@ -80,6 +80,16 @@ impl Renderer {
         Bytes::from(gojson::escape_html(bytes))
     }
 
+    /// [`Renderer::line`] of an event whose object a conversion webhook may
+    /// have to convert first; a failed conversion is the ERROR event that
+    /// ends the watch, as kube-apiserver's watch of the object's storage sends.
+    async fn event(&mut self, app: &App, kind: &str, obj: &Arc<Value>) -> Result<Bytes, Bytes> {
+        match crate::conversion::stored_as_requested(app, &self.res, obj.clone()).await {
+            Ok(shown) => Ok(self.line(kind, &shown)),
+            Err(e) => Err(error_line(&ApiError::internal(e.message))),
+        }
+    }
+
     fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
         let mut metadata = json!({"resourceVersion": rv.to_string()});
         if !self.res.is_custom() {
@@ -232,11 +242,22 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut last_rv = 0u64;
         let emit = async |line: Bytes| body_tx.send(line).await.is_ok();
+        // Sends an event; false once the stream is to end (client gone or a failed conversion).
+        let send = async |renderer: &mut Renderer, kind: &str, obj: &Arc<Value>| match renderer
+            .event(&app, kind, obj)
+            .await
+        {
+            Ok(line) => emit(line).await,
+            Err(error) => {
+                let _ = emit(error).await;
+                false
+            }
+        };
         let mut open = true;
         for ev in &sub.backlog {
             if let Some((kind, obj)) = view_of(ev, &selectors) {
                 last_rv = last_rv.max(ev.rv);
-                if !emit(renderer.line(kind, &obj)).await {
+                if !send(&mut renderer, kind, &obj).await {
                     open = false;
                     break;
                 }
@@ -253,7 +274,7 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
                     Some(ev) => {
                         if let Some((kind, obj)) = view_of(&ev, &selectors) {
                             last_rv = last_rv.max(ev.rv);
-                            open = emit(renderer.line(kind, &obj)).await;
+                            open = send(&mut renderer, kind, &obj).await;
                         }
                     }
                     // Dropped for falling behind: end the stream, the client re-watches.
@@ -266,7 +287,7 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
                         while let Ok(ev) = rx.try_recv() {
                             if let Some((kind, obj)) = view_of(&ev, &selectors) {
                                 last_rv = last_rv.max(ev.rv);
-                                if !emit(renderer.line(kind, &obj)).await { break; }
+                                if !send(&mut renderer, kind, &obj).await { break; }
                             }
                         }
                         let _ = emit(renderer.bookmark(current.max(last_rv), false)).await;
@@ -278,7 +299,7 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
                     while let Ok(ev) = rx.try_recv() {
                         if let Some((kind, obj)) = view_of(&ev, &selectors) {
                             last_rv = last_rv.max(ev.rv);
-                            if !emit(renderer.line(kind, &obj)).await { break; }
+                            if !send(&mut renderer, kind, &obj).await { break; }
                         }
                     }
                     open = emit(renderer.bookmark(current.max(last_rv), false)).await;

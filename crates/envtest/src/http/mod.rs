@@ -402,6 +402,7 @@ async fn resource(
                 return Ok(respond::object(200, &body, &acc, &[]));
             }
             let obj = api::read::get_at(app, &res, &ns, &name, q.get("resourceVersion")).await?;
+            let obj = crate::conversion::for_read(app, &res, obj).await?;
             let body = transform_object(&res, &obj, &acc, q)?;
             Ok(respond::object(200, &body, &acc, &[]))
         }

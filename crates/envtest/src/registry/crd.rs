@@ -71,6 +71,8 @@ pub struct CustomResource {
     pub versions: Vec<CustomVersion>,
     pub established: bool,
     pub terminating: bool,
+    /// `spec.conversion`: how objects change version.
+    pub conversion: crate::conversion::Strategy,
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
@@ -212,6 +214,7 @@ impl CustomResource {
             versions,
             established,
             terminating: crate::meta::is_deleting(crd),
+            conversion: crate::conversion::Strategy::from_spec(crate::meta::name(crd), &spec),
         }
     }
 
@@ -252,7 +255,9 @@ impl CustomResource {
     /// pruned and defaulted against the schema of the version it was stored
     /// in, then given `version`'s apiVersion and pruned against its schema.
     /// So a field the storage version lacks never reads back, and a default
-    /// added to a schema shows on objects stored before.
+    /// added to a schema shows on objects stored before. With a conversion
+    /// webhook the object stays in its version: the API operations convert it
+    /// ([`crate::conversion::for_read`]).
     pub fn read_as(&self, stored: &Value, version: &str) -> Value {
         let stored_version = crate::meta::split_api_version(
             stored
@@ -267,29 +272,34 @@ impl CustomResource {
             schema.prune(&mut obj);
             schema.apply_defaults(&mut obj);
         }
-        if stored_version != version {
+        if stored_version != version && self.conversion.webhook().is_none() {
             let api_version = crate::meta::api_version(&self.group, version);
             super::set_type_meta(&mut obj, &api_version, &self.kind);
-            if let Some(schema) = self.schema_of(version) {
-                schema.prune(&mut obj);
-            }
+            self.prune_as(&mut obj, version);
         }
         obj
     }
 
+    /// Prunes `obj` against the schema of `version`.
+    pub fn prune_as(&self, obj: &mut Value, version: &str) {
+        if let Some(schema) = self.schema_of(version) {
+            schema.prune(obj);
+        }
+    }
+
     /// What a write of `obj` (already pruned and defaulted for its own
     /// version) stores: the storage version's apiVersion, and only the
-    /// fields that version's schema keeps.
+    /// fields that version's schema keeps. With a conversion webhook the
+    /// object is stored in the version it is in: the API operations convert
+    /// it first ([`crate::conversion::for_storage`]).
     pub fn storage_form(&self, obj: Value, version: &str) -> Value {
-        if version == self.storage_version {
+        if version == self.storage_version || self.conversion.webhook().is_some() {
             return obj;
         }
         let mut obj = obj;
         let api_version = crate::meta::api_version(&self.group, &self.storage_version);
         super::set_type_meta(&mut obj, &api_version, &self.kind);
-        if let Some(schema) = self.schema_of(&self.storage_version) {
-            schema.prune(&mut obj);
-        }
+        self.prune_as(&mut obj, &self.storage_version);
         obj
     }
 

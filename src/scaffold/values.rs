@@ -1,0 +1,366 @@
+//! The values templates see, typed: the project-wide values every template
+//! gets ([`Values`]) and, per template family, what is added to them — an
+//! API group (`g`) and version (`v`), a resource (`r`), a kind's webhooks
+//! (`w`), a webhook group and version. The renderer refuses a template that
+//! names a value its context lacks (see `templates.rs`).
+
+use std::collections::BTreeMap;
+
+use heck::ToSnakeCase;
+use serde::Serialize;
+
+use crate::project::paths::crd_file;
+use crate::project::{License, Project, Resource, names};
+
+/// Short names of built-in kinds, which a generated short name must avoid.
+const BUILTIN_SHORT_NAMES: &[&str] = &[
+    "cm", "cj", "crd", "crds", "csr", "deploy", "ds", "ep", "ev", "hpa", "ing", "limits", "netpol",
+    "no", "ns", "pc", "pdb", "po", "psp", "pv", "pvc", "quota", "rc", "rs", "sa", "sc", "sts",
+    "svc",
+];
+
+/// The project, as `p`.
+#[derive(Debug, Serialize)]
+pub struct ProjectValues {
+    name: String,
+    #[serde(rename = "crate")]
+    crate_name: String,
+    domain: String,
+    namespace: String,
+    namespaced: bool,
+    license: &'static str,
+    owner_toml: Option<String>,
+}
+
+/// One API group of the project's kinds (`src/api/<module>/mod.rs`), as `g`.
+#[derive(Debug, Serialize)]
+pub struct ApiGroup {
+    pub module: String,
+    api_group: String,
+    pub versions: Vec<ApiVersion>,
+}
+
+/// One version of an API group (`src/api/<group>/<version>/mod.rs`), as `v`.
+#[derive(Debug, Serialize)]
+pub struct ApiVersion {
+    pub version: String,
+    kinds: Vec<String>,
+}
+
+/// One CRD and the versions of its kind.
+#[derive(Debug, Serialize)]
+struct Crd {
+    name: String,
+    storage: String,
+    versions: Vec<CrdVersion>,
+}
+
+#[derive(Debug, Serialize)]
+struct CrdVersion {
+    path: String,
+    gvk: String,
+    version: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Controller {
+    module: String,
+}
+
+/// The webhook handler modules of one API group (`src/webhook/<module>/mod.rs`), as `g`.
+#[derive(Debug, Serialize)]
+pub struct WebhookGroup {
+    pub module: String,
+    pub versions: Vec<WebhookVersion>,
+}
+
+/// One version's handler modules (`src/webhook/<group>/<version>/mod.rs`), as `v`.
+#[derive(Debug, Serialize)]
+pub struct WebhookVersion {
+    pub version: String,
+    pub modules: Vec<String>,
+}
+
+/// One resource (kind), as `r`.
+#[derive(Debug, Serialize)]
+pub struct ResourceValues {
+    group: String,
+    group_module: String,
+    api_group: String,
+    api_version: String,
+    version: String,
+    kind: String,
+    kind_module: String,
+    kind_lower: String,
+    plural: String,
+    namespaced: bool,
+    builtin: bool,
+    resource: bool,
+    controller: bool,
+    finalizer: bool,
+    crd_name: String,
+    crd_file: String,
+    rbac_group: String,
+    type_module: String,
+    /// The Rust path of the type (`crate::api::...::Kind`, `k8s_openapi::...::Pod`).
+    path: String,
+    /// Under config/samples.
+    pub sample_file: String,
+    shortname: Option<String>,
+}
+
+/// The webhooks of one kind, as `w`.
+#[derive(Debug, Serialize)]
+pub struct WebhookValues {
+    pub mutate_path: String,
+    pub validate_path: String,
+    pub mutating_name: String,
+    pub validating_name: String,
+    /// The group as a `+opctl:webhook` marker writes it (`""` for the core group).
+    pub marker_group: String,
+    pub defaulting_module: String,
+    pub validation_module: String,
+    /// The e2e test's sample object of a built-in kind, as indented JSON.
+    pub sample: Option<String>,
+}
+
+/// The values every template sees.
+#[derive(Debug, Serialize)]
+pub struct Values {
+    p: ProjectValues,
+    groups: Vec<ApiGroup>,
+    crds: Vec<Crd>,
+    multi_version: bool,
+    samples: Vec<String>,
+    controllers: Vec<Controller>,
+    has_webhooks: bool,
+    webhook_groups: Vec<WebhookGroup>,
+}
+
+/// The project-wide values with one family's additions beside them.
+#[derive(Serialize)]
+struct With<'a, E: Serialize> {
+    #[serde(flatten)]
+    values: &'a Values,
+    #[serde(flatten)]
+    extra: E,
+}
+
+#[derive(Serialize)]
+struct Group<'a, G: Serialize> {
+    g: &'a G,
+}
+
+#[derive(Serialize)]
+struct GroupVersion<'a, G: Serialize, V: Serialize> {
+    g: &'a G,
+    v: &'a V,
+}
+
+#[derive(Serialize)]
+struct OfResource<'a> {
+    r: &'a ResourceValues,
+}
+
+#[derive(Serialize)]
+struct OfWebhooks<'a> {
+    r: &'a ResourceValues,
+    w: &'a WebhookValues,
+}
+
+impl Values {
+    /// The values of `project`; `webhook_groups` are its webhook handler
+    /// modules (see `webhooks::webhook_groups`).
+    pub fn new(project: &Project, webhook_groups: Vec<WebhookGroup>) -> Values {
+        let p = ProjectValues {
+            name: project.project_name.clone(),
+            crate_name: project.crate_name(),
+            domain: project.domain.clone(),
+            namespace: format!("{}-system", project.project_name),
+            namespaced: project.namespaced,
+            license: match project.license {
+                License::Apache2 => "apache2",
+                License::None => "none",
+            },
+            owner_toml: project.owner.as_deref().map(toml_string),
+        };
+        let mut groups: BTreeMap<String, (String, BTreeMap<String, Vec<String>>)> = BTreeMap::new();
+        let mut crds: BTreeMap<String, Vec<CrdVersion>> = BTreeMap::new();
+        let mut samples = Vec::new();
+        let mut controllers = BTreeMap::new();
+        for r in &project.resources {
+            let view = ResourceValues::new(project, r);
+            if r.resource {
+                let (_, versions) = groups
+                    .entry(view.group_module.clone())
+                    .or_insert_with(|| (view.api_group.clone(), BTreeMap::new()));
+                versions
+                    .entry(r.version.clone())
+                    .or_default()
+                    .push(view.kind_module.clone());
+                crds.entry(view.crd_name.clone())
+                    .or_default()
+                    .push(CrdVersion {
+                        path: r.path.clone(),
+                        gvk: r.gvk(),
+                        version: r.version.clone(),
+                    });
+                samples.push(view.sample_file.clone());
+            }
+            if r.controller {
+                controllers.insert(
+                    view.kind_module.clone(),
+                    Controller {
+                        module: view.kind_module,
+                    },
+                );
+            }
+        }
+        let groups: Vec<ApiGroup> = groups
+            .into_iter()
+            .map(|(module, (api_group, versions))| ApiGroup {
+                module,
+                api_group,
+                versions: versions
+                    .into_iter()
+                    .map(|(version, mut kinds)| {
+                        kinds.sort();
+                        ApiVersion { version, kinds }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let multi_version = crds.values().any(|v| v.len() > 1);
+        let crds: Vec<Crd> = crds
+            .into_iter()
+            .map(|(name, versions)| Crd {
+                name,
+                // The first version recorded is the storage version.
+                storage: versions[0].version.clone(),
+                versions,
+            })
+            .collect();
+        samples.sort();
+        Values {
+            p,
+            groups,
+            crds,
+            multi_version,
+            samples,
+            controllers: controllers.into_values().collect(),
+            has_webhooks: project.has_webhooks(),
+            webhook_groups,
+        }
+    }
+
+    pub fn groups(&self) -> &[ApiGroup] {
+        &self.groups
+    }
+
+    pub fn webhook_groups(&self) -> &[WebhookGroup] {
+        &self.webhook_groups
+    }
+
+    /// The context of the project-wide templates.
+    pub fn context(&self) -> anyhow::Result<tera::Context> {
+        Ok(tera::Context::from_serialize(self)?)
+    }
+
+    /// The context of a group's module template (`g`).
+    pub fn group_context(&self, g: &impl Serialize) -> anyhow::Result<tera::Context> {
+        self.with(Group { g })
+    }
+
+    /// The context of a version's module template (`g`, `v`).
+    pub fn version_context(
+        &self,
+        g: &impl Serialize,
+        v: &impl Serialize,
+    ) -> anyhow::Result<tera::Context> {
+        self.with(GroupVersion { g, v })
+    }
+
+    /// The context of a resource's templates (`r`).
+    pub fn resource_context(&self, r: &ResourceValues) -> anyhow::Result<tera::Context> {
+        self.with(OfResource { r })
+    }
+
+    /// The context of a kind's webhook templates (`r`, `w`).
+    pub fn webhook_context(
+        &self,
+        r: &ResourceValues,
+        w: &WebhookValues,
+    ) -> anyhow::Result<tera::Context> {
+        self.with(OfWebhooks { r, w })
+    }
+
+    fn with(&self, extra: impl Serialize) -> anyhow::Result<tera::Context> {
+        Ok(tera::Context::from_serialize(With {
+            values: self,
+            extra,
+        })?)
+    }
+}
+
+impl ResourceValues {
+    pub fn new(project: &Project, r: &Resource) -> ResourceValues {
+        let group_module = names::group_module(&r.group);
+        let kind_module = names::kind_module(&r.kind);
+        let kind_lower = r.kind.to_ascii_lowercase();
+        let type_module = r
+            .path
+            .rsplit_once("::")
+            .map(|(module, _)| module.to_owned())
+            .unwrap_or_default();
+        ResourceValues {
+            group: r.group.clone(),
+            group_module,
+            api_group: r.api_group.clone(),
+            api_version: r.api_version(),
+            version: r.version.clone(),
+            kind: r.kind.clone(),
+            kind_module,
+            plural: r.plural.clone(),
+            namespaced: r.namespaced,
+            builtin: r.builtin,
+            resource: r.resource,
+            controller: r.controller,
+            finalizer: r.finalizer,
+            crd_name: format!("{}.{}", r.plural, r.api_group),
+            crd_file: crd_file(r),
+            rbac_group: if r.api_group.is_empty() {
+                "core".to_owned()
+            } else {
+                r.api_group.clone()
+            },
+            type_module,
+            path: r.path.clone(),
+            sample_file: format!("{}_{}_{}.yaml", r.group, r.version, kind_lower),
+            kind_lower,
+            shortname: if project.resources.iter().any(|o| {
+                o.resource && o.kind != r.kind && short_name(&o.kind) == short_name(&r.kind)
+            }) {
+                None
+            } else {
+                short_name(&r.kind)
+            },
+        }
+    }
+}
+
+/// The initials of a kind of two or more words (`ss` for `SidecarSet`),
+/// unless a built-in kind already uses them.
+fn short_name(kind: &str) -> Option<String> {
+    let snake = kind.to_snake_case();
+    let words: Vec<&str> = snake.split('_').filter(|w| !w.is_empty()).collect();
+    if words.len() < 2 {
+        return None;
+    }
+    let initials: String = words.iter().filter_map(|w| w.chars().next()).collect();
+    (!BUILTIN_SHORT_NAMES.contains(&initials.as_str())).then_some(initials)
+}
+
+/// A TOML basic string (JSON's escaping is valid TOML for these characters).
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
