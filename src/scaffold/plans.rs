@@ -78,6 +78,7 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
     ("src/manager/conditions.rs", "src/manager/conditions.rs"),
     ("src/manager/context.rs", "src/manager/context.rs"),
     ("src/manager/controller.rs", "src/manager/controller.rs"),
+    ("src/manager/expectations.rs", "src/manager/expectations.rs"),
     ("src/manager/http.rs", "src/manager/http.rs"),
     ("src/manager/leader.rs", "src/manager/leader.rs"),
     ("src/manager/metrics.rs", "src/manager/metrics.rs"),
