@@ -23,6 +23,9 @@ pub const REPLICASETS: &str = "apps/replicasets";
 pub const REPLICATIONCONTROLLERS: &str = "replicationcontrollers";
 pub const DEPLOYMENTS: &str = "apps/deployments";
 pub const JOBS: &str = "batch/jobs";
+pub const SERVICES: &str = "services";
+pub const ENDPOINTS: &str = "endpoints";
+pub const ENDPOINTSLICES: &str = "discovery.k8s.io/endpointslices";
 
 /// Who writes: the manager name kube-apiserver records for the real component.
 pub const KUBELET: &str = "kubelet";

@@ -1,7 +1,7 @@
 //! Workloads that move as on a cluster, without containers: simulated
 //! Nodes and their kubelets, the default scheduler, and kube-controller-
 //! manager's workload controllers (ReplicaSet and ReplicationController,
-//! Deployment, Job).
+//! Deployment, Job) and endpoint controllers (Endpoints, EndpointSlice).
 //!
 //! One task follows every change in the store and reconciles what the
 //! change concerns, level-triggered: each part looks at the objects as
@@ -13,6 +13,8 @@
 pub mod client;
 pub mod config;
 pub mod deployment;
+pub mod endpoints;
+pub mod endpointslice;
 pub mod job;
 pub mod kubelet;
 pub mod nodes;
@@ -34,11 +36,23 @@ pub use config::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 use crate::api::App;
 use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
-use client::{DEPLOYMENTS, JOBS, NODES, PODS, REPLICASETS, REPLICATIONCONTROLLERS};
+use client::{
+    DEPLOYMENTS, ENDPOINTS, ENDPOINTSLICES, JOBS, NODES, PODS, REPLICASETS, REPLICATIONCONTROLLERS,
+    SERVICES,
+};
 use replicaset::Replicated;
 
 /// The stores whose changes the controllers follow.
-const FOLLOWED: [&str; 5] = [PODS, REPLICASETS, REPLICATIONCONTROLLERS, DEPLOYMENTS, JOBS];
+const FOLLOWED: [&str; 8] = [
+    PODS,
+    REPLICASETS,
+    REPLICATIONCONTROLLERS,
+    DEPLOYMENTS,
+    JOBS,
+    SERVICES,
+    ENDPOINTS,
+    ENDPOINTSLICES,
+];
 
 /// What one reconcile looks at.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -51,6 +65,8 @@ enum Key {
     Replicas(Replicated, String, String),
     Deployment(String, String),
     Job(String, String),
+    /// The Endpoints and EndpointSlices of a Service.
+    Service(String, String),
     /// Lease renewal of every simulated Node.
     Heartbeat,
 }
@@ -202,8 +218,23 @@ impl Engine {
                         }
                     }
                     if let Some(job) = client::controller_name(obj, "Job") {
-                        self.due.insert(Key::Job(ns, job.to_string()));
+                        self.due.insert(Key::Job(ns.clone(), job.to_string()));
                     }
+                    // Any Service of the namespace may select it, or have selected it before.
+                    for svc in client::list(&self.app, SERVICES, Some(&ns)) {
+                        if endpoints::selector(&svc).is_some() {
+                            let name = meta::name(&svc).to_string();
+                            self.due.insert(Key::Service(ns.clone(), name));
+                        }
+                    }
+                }
+            }
+            SERVICES | ENDPOINTS if controllers => {
+                self.due.insert(Key::Service(ns, name));
+            }
+            ENDPOINTSLICES if controllers => {
+                if let Some(svc) = endpointslice::managed_for(obj) {
+                    self.due.insert(Key::Service(ns, svc.to_string()));
                 }
             }
             REPLICASETS if controllers => {
@@ -249,6 +280,11 @@ impl Engine {
                 ),
                 Key::Job(ns, name) => {
                     retry(job::reconcile(&self.app, ns, name).await, "job controller")
+                }
+                Key::Service(ns, name) => {
+                    let slices = endpointslice::reconcile(&self.app, ns, name).await;
+                    let endpoints = endpoints::reconcile(&self.app, ns, name).await;
+                    retry(slices.and(endpoints).map(|()| None), "endpoint controllers")
                 }
                 Key::Heartbeat => {
                     nodes::heartbeat(&self.app).await;
