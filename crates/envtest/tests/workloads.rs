@@ -27,3 +27,5 @@ mod pods;
 mod replication;
 #[path = "workloads/services.rs"]
 mod services;
+#[path = "workloads/volumes.rs"]
+mod volumes;

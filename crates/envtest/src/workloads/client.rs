@@ -26,6 +26,9 @@ pub const JOBS: &str = "batch/jobs";
 pub const SERVICES: &str = "services";
 pub const ENDPOINTS: &str = "endpoints";
 pub const ENDPOINTSLICES: &str = "discovery.k8s.io/endpointslices";
+pub const PERSISTENTVOLUMECLAIMS: &str = "persistentvolumeclaims";
+pub const PERSISTENTVOLUMES: &str = "persistentvolumes";
+pub const STORAGECLASSES: &str = "storage.k8s.io/storageclasses";
 
 /// Who writes: the manager name kube-apiserver records for the real component.
 pub const KUBELET: &str = "kubelet";
