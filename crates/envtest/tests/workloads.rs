@@ -4,7 +4,8 @@
 //! readiness, crash loops, image-pull failures, graceful deletion, the logs
 //! it reports), the Deployment, ReplicaSet, ReplicationController and Job
 //! controllers (`kubectl rollout status`, `kubectl wait --for=condition=...`)
-//! and the Endpoints and EndpointSlices of Services.
+//! the Endpoints and EndpointSlices of Services, PersistentVolume binding
+//! and StatefulSets.
 //!
 //! All tests share one server with two Nodes, the second tainted
 //! `dedicated=gpu:NoSchedule`; each test works in its own namespace.
@@ -27,5 +28,7 @@ mod pods;
 mod replication;
 #[path = "workloads/services.rs"]
 mod services;
+#[path = "workloads/statefulsets.rs"]
+mod statefulsets;
 #[path = "workloads/volumes.rs"]
 mod volumes;

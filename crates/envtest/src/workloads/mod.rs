@@ -21,7 +21,9 @@ pub mod kubelet;
 pub mod nodes;
 pub mod pods;
 pub mod replicaset;
+pub mod revisions;
 pub mod scheduler;
+pub mod statefulset;
 pub mod volumes;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -40,12 +42,12 @@ use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
 use client::{
     DEPLOYMENTS, ENDPOINTS, ENDPOINTSLICES, JOBS, NODES, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES,
-    PODS, REPLICASETS, REPLICATIONCONTROLLERS, SERVICES,
+    PODS, REPLICASETS, REPLICATIONCONTROLLERS, SERVICES, STATEFULSETS,
 };
 use replicaset::Replicated;
 
 /// The stores whose changes the controllers follow.
-const FOLLOWED: [&str; 10] = [
+const FOLLOWED: [&str; 11] = [
     PODS,
     REPLICASETS,
     REPLICATIONCONTROLLERS,
@@ -56,6 +58,7 @@ const FOLLOWED: [&str; 10] = [
     ENDPOINTSLICES,
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
+    STATEFULSETS,
 ];
 
 /// What one reconcile looks at.
@@ -69,6 +72,7 @@ enum Key {
     Replicas(Replicated, String, String),
     Deployment(String, String),
     Job(String, String),
+    StatefulSet(String, String),
     /// The Endpoints and EndpointSlices of a Service.
     Service(String, String),
     /// A PersistentVolumeClaim to bind (or provision for).
@@ -236,6 +240,10 @@ impl Engine {
                     if let Some(job) = client::controller_name(obj, "Job") {
                         self.due.insert(Key::Job(ns.clone(), job.to_string()));
                     }
+                    if let Some(set) = client::controller_name(obj, "StatefulSet") {
+                        self.due
+                            .insert(Key::StatefulSet(ns.clone(), set.to_string()));
+                    }
                     for claim in volumes::claims_of(obj) {
                         self.due.insert(Key::Claim(ns.clone(), claim));
                     }
@@ -305,6 +313,9 @@ impl Engine {
             JOBS if controllers && deleted != Some(true) => {
                 self.due.insert(Key::Job(ns, name));
             }
+            STATEFULSETS if controllers && deleted != Some(true) => {
+                self.due.insert(Key::StatefulSet(ns, name));
+            }
             _ => {}
         }
     }
@@ -330,6 +341,10 @@ impl Engine {
                 Key::Job(ns, name) => {
                     retry(job::reconcile(&self.app, ns, name).await, "job controller")
                 }
+                Key::StatefulSet(ns, name) => retry(
+                    statefulset::reconcile(&self.app, ns, name).await,
+                    "statefulset controller",
+                ),
                 Key::Service(ns, name) => {
                     let slices = endpointslice::reconcile(&self.app, ns, name).await;
                     let endpoints = endpoints::reconcile(&self.app, ns, name).await;
