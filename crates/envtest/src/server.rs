@@ -105,13 +105,6 @@ impl Envtest {
         let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
-        let mut controllers = vec![controllers::spawn(
-            app.clone(),
-            config.namespace_deletion_grace,
-        )];
-        if let Some(period) = app.faults.compaction_period() {
-            controllers.push(tokio::spawn(compact_every(app.clone(), period)));
-        }
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", config.port))?;
@@ -119,6 +112,15 @@ impl Envtest {
         // The bootstrap admin, edit and view roles come aggregated, as on a
         // cluster that has been up for a moment.
         crate::bootstrap::create_all(&app, addr)?;
+        // The controllers start after the bootstrap objects are stored: one
+        // that creates what bootstrap also creates would otherwise race it.
+        let mut controllers = vec![controllers::spawn(
+            app.clone(),
+            config.namespace_deletion_grace,
+        )];
+        if let Some(period) = app.faults.compaction_period() {
+            controllers.push(tokio::spawn(compact_every(app.clone(), period)));
+        }
         let workloads = crate::workloads::start(app.clone(), config.simulation.clone()).await?;
         if let Ok(mut a) = app.server_address.write() {
             *a = addr.to_string();

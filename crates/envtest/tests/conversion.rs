@@ -308,6 +308,24 @@ async fn objects_are_stored_in_the_storage_version_and_read_in_either() {
     assert!(deleted["metadata"]["deletionTimestamp"].is_string());
 }
 
+/// The storageVersionHash discovery shows for databases in example.com/v1.
+async fn storage_version_hash(client: &kube::Client) -> String {
+    let request = axum::http::Request::get("/apis/example.com/v1")
+        .body(Vec::new())
+        .expect("request");
+    let list: Value = client.request(request).await.expect("discovery");
+    list["resources"]
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["name"] == "databases"))
+        .map(|r| {
+            r["storageVersionHash"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .expect("databases in discovery")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_storage_version_is_recorded_and_old_objects_still_convert() {
     // Reached as a Service: no such Service exists, so its port is the webhook's on loopback.
@@ -335,6 +353,7 @@ async fn a_new_storage_version_is_recorded_and_old_objects_still_convert() {
     };
     let crd = crds.get("databases.example.com").await.expect("crd");
     assert_eq!(status(crd), ["v1"]);
+    let hash_before = storage_version_hash(&s.client).await;
     crds.patch(
         "databases.example.com",
         &PatchParams::default(),
@@ -350,6 +369,15 @@ async fn a_new_storage_version_is_recorded_and_old_objects_still_convert() {
     .expect("v2 is the storage version");
     let crd = crds.get("databases.example.com").await.expect("crd");
     assert_eq!(status(crd), ["v1", "v2"]);
+    // As kube-apiserver's CRD handler, envtest starts serving the new storage
+    // version when its CRD controller sees the update: a client that needs it
+    // waits for discovery to show the new storage version hash.
+    let mut waited = 0;
+    while storage_version_hash(&s.client).await == hash_before {
+        assert!(waited < 100, "the storage version hash never changed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        waited += 1;
+    }
 
     // Writes in v1 are now converted to v2; the object stored as v1 still reads in v2.
     let calls = s.webhook.calls();

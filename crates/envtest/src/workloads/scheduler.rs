@@ -2,8 +2,9 @@
 //! without `spec.nodeName` goes to a Node that is schedulable, matches its
 //! nodeSelector and required node affinity, whose taints it tolerates and
 //! whose allocatable resources hold its requests; among those, the Node
-//! with the fewest Pods. A Pod no Node fits gets `PodScheduled=False`
-//! (reason `Unschedulable`, the scheduler's message) and a FailedScheduling event.
+//! with the fewest Pods, to which it is bound through `pods/binding`. A
+//! Pod no Node fits gets `PodScheduled=False` (reason `Unschedulable`, the
+//! scheduler's message) and a FailedScheduling event.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -11,11 +12,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, ConditionStyle, NODES, PODS, SCHEDULER};
-use crate::api::App;
+use crate::api::{App, WriteCtx};
 use crate::error::ApiResult;
 use crate::meta;
 use crate::quantity::{Quantity, from_json};
-use crate::store::{WriteError, parse_rv};
 
 /// What a Pod asks of a Node, in units of 10⁻⁹ (pods counted one each).
 #[derive(Debug, Clone, Default)]
@@ -308,7 +308,7 @@ pub async fn schedule_pending(app: &App) -> ApiResult<()> {
         match best {
             Some(i) => {
                 let node = meta::name(&nodes[i].node).to_string();
-                if bind(app, &pod, &node)? {
+                if bind(app, &pod, &node).await? {
                     nodes[i].used.cpu += want.cpu;
                     nodes[i].used.memory += want.memory;
                     nodes[i].count += 1;
@@ -362,38 +362,24 @@ async fn report_unschedulable(app: &App, pod: &Value, message: &str) -> ApiResul
     Ok(())
 }
 
-/// Assigns the Pod to `node` as `pods/binding` does: `spec.nodeName` and the
-/// PodScheduled condition in one write. False when the Pod changed meanwhile
-/// (it is looked at again on its next change).
-fn bind(app: &App, pod: &Value, node: &str) -> ApiResult<bool> {
+/// Binds the Pod to `node` through `pods/binding`, as the scheduler does
+/// (its uid as precondition), so watchers and admission webhooks see what a
+/// cluster shows them. False when the Pod was bound, deleted or replaced
+/// meanwhile (it is looked at again on its next change).
+async fn bind(app: &App, pod: &Value, node: &str) -> ApiResult<bool> {
     let res = client::resource(app, PODS)?;
     let (ns, name) = (meta::namespace(pod), meta::name(pod));
-    let Some(stored) = app.store.get(&res.store_key, ns, name) else {
-        return Ok(false);
-    };
-    let current = res.from_storage(&stored);
-    if !is_pending(&current) || meta::uid(&current) != meta::uid(pod) {
-        return Ok(false);
-    }
-    let mut bound = (*current).clone();
-    meta::set_path(&mut bound, &["spec", "nodeName"], json!(node));
-    let mut conditions = client::conditions(&bound);
-    client::set_condition(
-        &mut conditions,
-        json!({"type": "PodScheduled", "status": "True"}),
-        ConditionStyle::Pod,
-    );
-    meta::set_path(&mut bound, &["status", "conditions"], json!(conditions));
-    let rv = parse_rv(meta::resource_version(&current));
-    match app
-        .store
-        .update(&res.store_key, ns, name, rv, res.to_storage(bound))
-    {
+    let binding = json!({
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": ns, "uid": meta::uid(pod)},
+        "target": {"kind": "Node", "name": node},
+    });
+    let ctx = WriteCtx::internal(SCHEDULER);
+    match crate::api::pods::bind(app, &res, ns, name, binding, &ctx).await {
         Ok(_) => Ok(true),
-        Err(WriteError::NotFound | WriteError::Conflict { .. }) => Ok(false),
-        Err(e) => Err(crate::error::ApiError::internal(format!(
-            "binding {ns}/{name}: {e:?}"
-        ))),
+        Err(e) if e.code == 404 || e.code == 409 => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
