@@ -36,6 +36,7 @@ mod request;
 mod schema;
 mod selectors;
 mod server;
+mod serving;
 mod store;
 mod table;
 mod tokens;
@@ -48,7 +49,7 @@ pub use api::ClusterControllers;
 pub use builtin::{KindInfo as BuiltinKind, kinds as builtin_kinds};
 pub use error::{ApiError, ApiResult, Cause};
 pub use faults::{FaultSpec, SpecError as FaultSpecError};
-pub use server::{Config, DEFAULT_NAMESPACE_DELETION_GRACE, Envtest};
+pub use server::{Config, DEFAULT_NAMESPACE_DELETION_GRACE, DEFAULT_REQUEST_TIMEOUT, Envtest};
 pub use workloads::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 
 /// The admission internals, for this crate's integration tests (which call

@@ -47,6 +47,14 @@ pub struct Config {
     /// Simulated Nodes, scheduler, kubelets and workload controllers
     /// (on by default; [`crate::workloads::Simulation::off`] for a bare API server).
     pub simulation: crate::workloads::Simulation,
+    /// How long a request that is not long-running (a watch, a log or exec
+    /// stream) may take before it gets kube-apiserver's 504 Timeout Status
+    /// (60 s, kube-apiserver's `--request-timeout`); a client's
+    /// `?timeout=` can only shorten it.
+    pub request_timeout: Duration,
+    /// How long a connection may take to send a request's headers before
+    /// it is closed (kube-apiserver's 32 s).
+    pub header_read_timeout: Duration,
 }
 
 impl Default for Config {
@@ -61,6 +69,8 @@ impl Default for Config {
             cluster_controllers: crate::api::ClusterControllers::default(),
             namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
             simulation: crate::workloads::Simulation::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            header_read_timeout: crate::serving::DEFAULT_HEADER_READ_TIMEOUT,
         }
     }
 }
@@ -76,6 +86,8 @@ pub struct Envtest {
     workloads: Option<JoinHandle<()>>,
 }
 
+/// The default of [`Config::request_timeout`].
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = crate::http::deadline::DEFAULT_REQUEST_TIMEOUT;
 /// The default of [`Config::namespace_deletion_grace`].
 pub const DEFAULT_NAMESPACE_DELETION_GRACE: Duration = Duration::from_millis(100);
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -89,6 +101,7 @@ impl Envtest {
         app.faults = Faults::new(config.faults.clone(), app.metrics.clone());
         app.cluster_controllers = config.cluster_controllers;
         app.simulated_scheduler = config.simulation.scheduler;
+        app.request_timeout = config.request_timeout;
         let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
@@ -114,13 +127,12 @@ impl Envtest {
         }
         let (tx, rx) = oneshot::channel::<()>();
         let router = crate::http::router(app.clone());
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.await;
-                })
-                .await;
-        });
+        let server = tokio::spawn(crate::serving::serve(
+            listener,
+            router,
+            config.header_read_timeout,
+            rx,
+        ));
         let env = Envtest {
             app,
             port: addr.port(),

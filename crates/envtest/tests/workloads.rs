@@ -2,8 +2,10 @@
 //! simulated Nodes with heartbeats, the scheduler's filters and its
 //! Unschedulable reports, the kubelet's Pod lifecycle (init containers,
 //! readiness, crash loops, image-pull failures, graceful deletion, the logs
-//! it reports) and the Deployment, ReplicaSet, ReplicationController and Job
-//! controllers (`kubectl rollout status`, `kubectl wait --for=condition=...`).
+//! it reports), the Deployment, ReplicaSet, ReplicationController and Job
+//! controllers (`kubectl rollout status`, `kubectl wait --for=condition=...`)
+//! the Endpoints and EndpointSlices of Services, PersistentVolume binding
+//! StatefulSets and DaemonSets.
 //!
 //! All tests share one server with two Nodes, the second tainted
 //! `dedicated=gpu:NoSchedule`; each test works in its own namespace.
@@ -18,9 +20,17 @@ mod support;
 mod common;
 #[path = "workloads/controllers.rs"]
 mod controllers;
+#[path = "workloads/daemonsets.rs"]
+mod daemonsets;
 #[path = "workloads/logs.rs"]
 mod logs;
 #[path = "workloads/pods.rs"]
 mod pods;
 #[path = "workloads/replication.rs"]
 mod replication;
+#[path = "workloads/services.rs"]
+mod services;
+#[path = "workloads/statefulsets.rs"]
+mod statefulsets;
+#[path = "workloads/volumes.rs"]
+mod volumes;

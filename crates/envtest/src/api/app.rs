@@ -38,6 +38,8 @@ pub struct App {
     /// The PEM bundle of the CA that verifies this server, published in
     /// every namespace's `kube-root-ca.crt`; empty while serving plain HTTP.
     pub root_ca: std::sync::RwLock<String>,
+    /// How long a request that is not long-running may take (504 after).
+    pub request_timeout: std::time::Duration,
 }
 
 /// Controllers every cluster runs that kube-apiserver alone lacks, on by
@@ -103,6 +105,7 @@ impl App {
             faults: crate::faults::Faults::default(),
             simulated_scheduler: false,
             root_ca: std::sync::RwLock::new(String::new()),
+            request_timeout: crate::http::deadline::DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }

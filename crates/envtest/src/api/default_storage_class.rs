@@ -2,8 +2,10 @@
 //! v1.32): a PersistentVolumeClaim created without `storageClassName` gets
 //! the default StorageClass's name, the class annotated
 //! `storageclass.kubernetes.io/is-default-class: "true"` (or the beta
-//! annotation); with several, the newest (then the first by name). A cluster
-//! has none at start, nor has envtest; an explicit `""` asks for no class.
+//! annotation); with several, the newest (then the first by name). A bare
+//! cluster has none at start, nor has envtest unless the workload
+//! simulation's controllers create `standard`; an explicit `""` asks for no
+//! class.
 
 use std::sync::Arc;
 

@@ -2,6 +2,7 @@
 //! mapping of API operations to responses. Every failure is a `Status`.
 
 mod component_statuses;
+pub mod deadline;
 pub mod openapi;
 pub mod respond;
 
@@ -33,34 +34,51 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
     let prefs = respond::Preferences::of(
-        header_str(&parts.headers, header::ACCEPT),
-        parts.uri.query(),
-        header_str(&parts.headers, header::USER_AGENT),
+        header_str(req.headers(), header::ACCEPT),
+        req.uri().query(),
+        header_str(req.headers(), header::USER_AGENT),
     );
+    let q = Query::parse(req.uri().query());
+    if deadline::long_running(req.method(), &route(req.uri().path()), &q) {
+        return serve(&app, req, &prefs).await;
+    }
+    let timeout = match deadline::request_timeout(&q, app.request_timeout) {
+        Ok(timeout) => timeout,
+        Err(err) => return respond::error(&err, &prefs),
+    };
+    // Running out drops the request where it waits (a webhook call, a
+    // retry), as the cancelled context of kube-apiserver's handler would.
+    match tokio::time::timeout(timeout, serve(&app, req, &prefs)).await {
+        Ok(resp) => resp,
+        Err(_) => respond::request_timeout(),
+    }
+}
+
+async fn serve(app: &Arc<App>, req: Request, prefs: &respond::Preferences) -> Response {
+    let (parts, body) = req.into_parts();
     if let Some(message) = authz::impersonation_without_user(&parts.headers) {
         let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
         return respond::internal_error_text(uri, &message);
     }
     // envtest's own user is an administrator; a ServiceAccount token's
     // user and one it impersonates are held to the stored RBAC rules.
-    let impersonated = match acting_user(&app, &parts.headers) {
+    let impersonated = match acting_user(app, &parts.headers) {
         Ok(user) => user,
-        Err(err) => return respond::error(&err, &prefs),
+        Err(err) => return respond::error(&err, prefs),
     };
     if let Some(user) = &impersonated {
         let q = Query::parse(parts.uri.query());
         let attrs = authz::Attributes::of_request(&parts.method, parts.uri.path(), &q);
         if !authz::authorize(&app.store, user, &attrs).allowed {
-            return respond::error(&authz::forbidden(user, &attrs), &prefs);
+            return respond::error(&authz::forbidden(user, &attrs), prefs);
         }
     }
     let call = Call {
         method: &parts.method,
         headers: &parts.headers,
         user: &impersonated.unwrap_or_default(),
-        prefs: &prefs,
+        prefs,
     };
     let pending = app.metrics.begin(
         &app.registry.load(),
@@ -76,11 +94,11 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     });
     // An injected fault answers instead of the server: nothing is applied.
     if let Some(injected) = target.as_ref().and_then(|t| app.faults.answer(t)) {
-        return pending.finish(respond::injected(&injected, &prefs));
+        return pending.finish(respond::injected(&injected, prefs));
     }
-    let resp = match dispatch(&app, &call, &parts.uri, body).await {
+    let resp = match dispatch(app, &call, &parts.uri, body).await {
         Ok(resp) => resp,
-        Err(err) => respond::error(&err, &prefs),
+        Err(err) => respond::error(&err, prefs),
     };
     let resp = match &target {
         Some(t) if t.labels.is_watch() && resp.status() == 200 => app.faults.cut_watch(t, resp),

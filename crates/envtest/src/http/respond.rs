@@ -198,21 +198,23 @@ pub fn injected(answer: &Injected, prefs: &Preferences) -> Response {
             );
             resp
         }
-        // The request-timeout filter: the Status without kind or apiVersion,
-        // sent before any Content-Type was set (so Go sniffs text/plain).
-        Injected::Timeout => {
-            let status = serde_json::json!({"metadata": {}, "status": "Failure",
-                "message": "Timeout: request did not complete within the allotted timeout",
-                "reason": "Timeout", "details": {}, "code": 504});
-            let mut body = serde_json::to_vec(&status).unwrap_or_default();
-            body.push(b'\n');
-            let mut resp = Response::new(Body::from(body));
-            *resp.status_mut() = StatusCode::GATEWAY_TIMEOUT;
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            resp
-        }
+        Injected::Timeout => request_timeout(),
     }
+}
+
+/// The request-timeout filter's answer: the Status without kind or
+/// apiVersion, sent before any Content-Type was set (so Go sniffs text/plain).
+pub fn request_timeout() -> Response {
+    let status = serde_json::json!({"metadata": {}, "status": "Failure",
+        "message": "Timeout: request did not complete within the allotted timeout",
+        "reason": "Timeout", "details": {}, "code": 504});
+    let mut body = serde_json::to_vec(&status).unwrap_or_default();
+    body.push(b'\n');
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = StatusCode::GATEWAY_TIMEOUT;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
 }

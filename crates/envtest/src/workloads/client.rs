@@ -23,6 +23,15 @@ pub const REPLICASETS: &str = "apps/replicasets";
 pub const REPLICATIONCONTROLLERS: &str = "replicationcontrollers";
 pub const DEPLOYMENTS: &str = "apps/deployments";
 pub const JOBS: &str = "batch/jobs";
+pub const SERVICES: &str = "services";
+pub const ENDPOINTS: &str = "endpoints";
+pub const ENDPOINTSLICES: &str = "discovery.k8s.io/endpointslices";
+pub const PERSISTENTVOLUMECLAIMS: &str = "persistentvolumeclaims";
+pub const PERSISTENTVOLUMES: &str = "persistentvolumes";
+pub const STORAGECLASSES: &str = "storage.k8s.io/storageclasses";
+pub const STATEFULSETS: &str = "apps/statefulsets";
+pub const DAEMONSETS: &str = "apps/daemonsets";
+pub const CONTROLLERREVISIONS: &str = "apps/controllerrevisions";
 
 /// Who writes: the manager name kube-apiserver records for the real component.
 pub const KUBELET: &str = "kubelet";

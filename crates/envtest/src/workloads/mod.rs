@@ -1,7 +1,8 @@
 //! Workloads that move as on a cluster, without containers: simulated
 //! Nodes and their kubelets, the default scheduler, and kube-controller-
 //! manager's workload controllers (ReplicaSet and ReplicationController,
-//! Deployment, Job).
+//! Deployment, Job, StatefulSet, DaemonSet), endpoint controllers (Endpoints, EndpointSlice) and the
+//! PersistentVolume binder with a simulated provisioner.
 //!
 //! One task follows every change in the store and reconciles what the
 //! change concerns, level-triggered: each part looks at the objects as
@@ -12,15 +13,21 @@
 
 pub mod client;
 pub mod config;
+pub mod daemonset;
 pub mod deployment;
+pub mod endpoints;
+pub mod endpointslice;
 pub mod job;
 pub mod kubelet;
 pub mod nodes;
 pub mod pods;
 pub mod replicaset;
+pub mod revisions;
 pub mod scheduler;
+pub mod statefulset;
+pub mod volumes;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,11 +41,27 @@ pub use config::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 use crate::api::App;
 use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
-use client::{DEPLOYMENTS, JOBS, NODES, PODS, REPLICASETS, REPLICATIONCONTROLLERS};
+use client::{
+    DAEMONSETS, DEPLOYMENTS, ENDPOINTS, ENDPOINTSLICES, JOBS, NODES, PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES, PODS, REPLICASETS, REPLICATIONCONTROLLERS, SERVICES, STATEFULSETS,
+};
 use replicaset::Replicated;
 
 /// The stores whose changes the controllers follow.
-const FOLLOWED: [&str; 5] = [PODS, REPLICASETS, REPLICATIONCONTROLLERS, DEPLOYMENTS, JOBS];
+const FOLLOWED: [&str; 12] = [
+    PODS,
+    REPLICASETS,
+    REPLICATIONCONTROLLERS,
+    DEPLOYMENTS,
+    JOBS,
+    SERVICES,
+    ENDPOINTS,
+    ENDPOINTSLICES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    STATEFULSETS,
+    DAEMONSETS,
+];
 
 /// What one reconcile looks at.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -51,6 +74,14 @@ enum Key {
     Replicas(Replicated, String, String),
     Deployment(String, String),
     Job(String, String),
+    StatefulSet(String, String),
+    DaemonSet(String, String),
+    /// The Endpoints and EndpointSlices of a Service.
+    Service(String, String),
+    /// A PersistentVolumeClaim to bind (or provision for).
+    Claim(String, String),
+    /// A PersistentVolume whose claim may be gone.
+    Volume(String),
     /// Lease renewal of every simulated Node.
     Heartbeat,
 }
@@ -66,6 +97,8 @@ struct Engine {
     kubelet_clock: HashMap<String, Instant>,
     /// The next Pod address of each Node's range.
     next_ip: HashMap<String, u32>,
+    /// Claims whose wait for a first consumer was announced (by uid).
+    announced: HashSet<String>,
 }
 
 /// Registers the simulated Nodes, then starts the simulation. `None` when every part is off.
@@ -86,6 +119,11 @@ pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<Join
     nodes::register_all(&app, &sim.nodes)
         .await
         .map_err(|e| anyhow::anyhow!("registering the simulated nodes: {}", e.message))?;
+    if sim.controllers {
+        volumes::ensure_default_class(&app)
+            .await
+            .map_err(|e| anyhow::anyhow!("creating the default StorageClass: {}", e.message))?;
+    }
     let mut engine = Engine {
         app,
         sim,
@@ -94,6 +132,7 @@ pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<Join
         scheduled: HashMap::new(),
         kubelet_clock: HashMap::new(),
         next_ip: HashMap::new(),
+        announced: HashSet::new(),
     };
     engine.seed();
     Ok(Some(tokio::spawn(async move {
@@ -162,6 +201,13 @@ impl Engine {
         let key = &*ev.resource;
         if key == NODES {
             self.due.insert(Key::Schedule);
+            // Which Nodes a DaemonSet runs on may have changed.
+            if self.sim.controllers {
+                for ds in client::list(&self.app, DAEMONSETS, None) {
+                    let key = Key::DaemonSet(meta::namespace(&ds).into(), meta::name(&ds).into());
+                    self.due.insert(key);
+                }
+            }
             return;
         }
         if FOLLOWED.contains(&key) {
@@ -202,8 +248,63 @@ impl Engine {
                         }
                     }
                     if let Some(job) = client::controller_name(obj, "Job") {
-                        self.due.insert(Key::Job(ns, job.to_string()));
+                        self.due.insert(Key::Job(ns.clone(), job.to_string()));
                     }
+                    if let Some(ds) = client::controller_name(obj, "DaemonSet") {
+                        self.due.insert(Key::DaemonSet(ns.clone(), ds.to_string()));
+                    }
+                    if let Some(set) = client::controller_name(obj, "StatefulSet") {
+                        self.due
+                            .insert(Key::StatefulSet(ns.clone(), set.to_string()));
+                    }
+                    for claim in volumes::claims_of(obj) {
+                        self.due.insert(Key::Claim(ns.clone(), claim));
+                    }
+                    // Any Service of the namespace may select it, or have selected it before.
+                    for svc in client::list(&self.app, SERVICES, Some(&ns)) {
+                        if endpoints::selector(&svc).is_some() {
+                            let name = meta::name(&svc).to_string();
+                            self.due.insert(Key::Service(ns.clone(), name));
+                        }
+                    }
+                }
+            }
+            SERVICES | ENDPOINTS if controllers => {
+                self.due.insert(Key::Service(ns, name));
+            }
+            PERSISTENTVOLUMECLAIMS => {
+                if controllers {
+                    let volume = client::str_at(obj, &["spec", "volumeName"]);
+                    if deleted == Some(true) && !volume.is_empty() {
+                        self.due.insert(Key::Volume(volume.to_string()));
+                    } else if deleted != Some(true) {
+                        self.due.insert(Key::Claim(ns.clone(), name.clone()));
+                    }
+                }
+                // Pods mounting the claim start once it is bound.
+                if self.sim.kubelet {
+                    for pod in client::list(&self.app, PODS, Some(&ns)) {
+                        if volumes::claims_of(&pod).contains(&name) {
+                            let pod_name = meta::name(&pod).to_string();
+                            self.due.insert(Key::Pod(ns.clone(), pod_name));
+                        }
+                    }
+                }
+            }
+            PERSISTENTVOLUMES if controllers => {
+                if deleted != Some(true) {
+                    self.due.insert(Key::Volume(name));
+                }
+                let claim = client::str_at(obj, &["spec", "claimRef", "name"]);
+                let claim_ns = client::str_at(obj, &["spec", "claimRef", "namespace"]);
+                if !claim.is_empty() {
+                    self.due
+                        .insert(Key::Claim(claim_ns.to_string(), claim.to_string()));
+                }
+            }
+            ENDPOINTSLICES if controllers => {
+                if let Some(svc) = endpointslice::managed_for(obj) {
+                    self.due.insert(Key::Service(ns, svc.to_string()));
                 }
             }
             REPLICASETS if controllers => {
@@ -224,6 +325,12 @@ impl Engine {
             }
             JOBS if controllers && deleted != Some(true) => {
                 self.due.insert(Key::Job(ns, name));
+            }
+            STATEFULSETS if controllers && deleted != Some(true) => {
+                self.due.insert(Key::StatefulSet(ns, name));
+            }
+            DAEMONSETS if controllers && deleted != Some(true) => {
+                self.due.insert(Key::DaemonSet(ns, name));
             }
             _ => {}
         }
@@ -250,6 +357,31 @@ impl Engine {
                 Key::Job(ns, name) => {
                     retry(job::reconcile(&self.app, ns, name).await, "job controller")
                 }
+                Key::StatefulSet(ns, name) => retry(
+                    statefulset::reconcile(&self.app, ns, name).await,
+                    "statefulset controller",
+                ),
+                Key::DaemonSet(ns, name) => retry(
+                    daemonset::reconcile(&self.app, ns, name).await,
+                    "daemonset controller",
+                ),
+                Key::Service(ns, name) => {
+                    let slices = endpointslice::reconcile(&self.app, ns, name).await;
+                    let endpoints = endpoints::reconcile(&self.app, ns, name).await;
+                    retry(slices.and(endpoints).map(|()| None), "endpoint controllers")
+                }
+                Key::Claim(ns, name) => retry(
+                    volumes::reconcile_claim(&self.app, ns, name, &mut self.announced)
+                        .await
+                        .map(|()| None),
+                    "persistentvolume controller",
+                ),
+                Key::Volume(name) => retry(
+                    volumes::reconcile_volume(&self.app, name)
+                        .await
+                        .map(|()| None),
+                    "persistentvolume controller",
+                ),
                 Key::Heartbeat => {
                     nodes::heartbeat(&self.app).await;
                     Some(self.sim.timing.lease_renew)
@@ -270,6 +402,9 @@ impl Engine {
         }
         let node = client::get(&self.app, NODES, "", node_name)?;
         if !nodes::is_simulated(&node) {
+            return None;
+        }
+        if self.sim.controllers && self.waits_for_volumes(&pod) {
             return None;
         }
         let uid = meta::uid(&pod).to_string();
@@ -319,6 +454,20 @@ impl Engine {
                 None
             }
         }
+    }
+}
+
+impl Engine {
+    /// Whether a Pod not started yet mounts a claim that is not bound (the
+    /// kubelet waits to mount its volumes; the claim's change wakes it).
+    fn waits_for_volumes(&self, pod: &Value) -> bool {
+        if meta::is_deleting(pod) || !client::str_at(pod, &["status", "podIP"]).is_empty() {
+            return false;
+        }
+        volumes::claims_of(pod).iter().any(|c| {
+            client::get(&self.app, PERSISTENTVOLUMECLAIMS, meta::namespace(pod), c)
+                .is_none_or(|claim| !volumes::is_bound(&claim))
+        })
     }
 }
 

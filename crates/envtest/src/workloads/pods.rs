@@ -60,17 +60,14 @@ pub fn available_in(pod: &Value, min_ready: i64) -> Option<Duration> {
     }
 }
 
-/// Creates a Pod from `template` controlled by `owner`, named `generate_name`
-/// plus a random suffix, with `labels` added to the template's.
-pub async fn create_from_template(
-    app: &App,
+/// A Pod from `template` controlled by `owner` (not yet named), with
+/// `labels` and `annotations` added to the template's.
+pub fn from_template(
     owner: &Value,
     template: &Value,
-    generate_name: &str,
     extra_labels: &Map<String, Value>,
     extra_annotations: &Map<String, Value>,
-) -> ApiResult<Arc<Value>> {
-    let ns = meta::namespace(owner);
+) -> Value {
     let mut metadata = template
         .get("metadata")
         .and_then(Value::as_object)
@@ -96,26 +93,36 @@ pub async fn create_from_template(
         annotations.extend(extra_annotations.clone());
         metadata.insert("annotations".into(), Value::Object(annotations));
     }
-    metadata.insert("generateName".into(), json!(generate_name));
     metadata.insert(
         "ownerReferences".into(),
         json!([client::controller_ref(owner)]),
     );
-    let pod = json!({
+    json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": metadata,
         "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
-    });
-    let created = client::create_object(app, PODS, ns, pod, CONTROLLER_MANAGER).await;
-    match &created {
+    })
+}
+
+/// Creates `pod` for `owner`, recording the controller's event: `created`
+/// words the success from the Pod's name.
+pub async fn create(
+    app: &App,
+    owner: &Value,
+    pod: Value,
+    created: impl Fn(&str) -> String,
+) -> ApiResult<Arc<Value>> {
+    let ns = meta::namespace(owner);
+    let result = client::create_object(app, PODS, ns, pod, CONTROLLER_MANAGER).await;
+    match &result {
         Ok(p) => client::event(
             app,
             CONTROLLER_MANAGER,
             owner,
             "Normal",
             "SuccessfulCreate",
-            &format!("Created pod: {}", meta::name(p)),
+            &created(meta::name(p)),
         ),
         Err(e) => client::event(
             app,
@@ -126,7 +133,26 @@ pub async fn create_from_template(
             &format!("Error creating: {}", e.message),
         ),
     }
-    created
+    result
+}
+
+/// Creates a Pod from `template` controlled by `owner`, named `generate_name`
+/// plus a random suffix, with `labels` added to the template's.
+pub async fn create_from_template(
+    app: &App,
+    owner: &Value,
+    template: &Value,
+    generate_name: &str,
+    extra_labels: &Map<String, Value>,
+    extra_annotations: &Map<String, Value>,
+) -> ApiResult<Arc<Value>> {
+    let mut pod = from_template(owner, template, extra_labels, extra_annotations);
+    meta::set_path(
+        &mut pod,
+        &["metadata", "generateName"],
+        json!(generate_name),
+    );
+    create(app, owner, pod, |name| format!("Created pod: {name}")).await
 }
 
 /// Deletes a Pod its controller no longer wants, with the controller's event.

@@ -2,8 +2,9 @@
 //! without `spec.nodeName` goes to a Node that is schedulable, matches its
 //! nodeSelector and required node affinity, whose taints it tolerates and
 //! whose allocatable resources hold its requests; among those, the Node
-//! with the fewest Pods. A Pod no Node fits gets `PodScheduled=False`
-//! (reason `Unschedulable`, the scheduler's message) and a FailedScheduling event.
+//! with the fewest Pods, to which it is bound through `pods/binding`. A
+//! Pod no Node fits gets `PodScheduled=False` (reason `Unschedulable`, the
+//! scheduler's message) and a FailedScheduling event.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -11,11 +12,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, ConditionStyle, NODES, PODS, SCHEDULER};
-use crate::api::App;
+use crate::api::{App, WriteCtx};
 use crate::error::ApiResult;
 use crate::meta;
 use crate::quantity::{Quantity, from_json};
-use crate::store::{WriteError, parse_rv};
+
+/// A cordoned Node admits the Pods that tolerate this taint (DaemonSets' do).
+pub(super) const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
 /// What a Pod asks of a Node, in units of 10⁻⁹ (pods counted one each).
 #[derive(Debug, Clone, Default)]
@@ -94,7 +97,7 @@ fn demand(pod: &Value) -> Demand {
 }
 
 /// Whether `tolerations` tolerate `taint`.
-fn tolerated(taint: &Value, tolerations: &[Value]) -> bool {
+pub(super) fn tolerated(taint: &Value, tolerations: &[Value]) -> bool {
     let key = client::str_at(taint, &["key"]);
     let value = client::str_at(taint, &["value"]);
     let effect = client::str_at(taint, &["effect"]);
@@ -139,7 +142,7 @@ fn requirement_holds(req: &Value, value: Option<&str>) -> bool {
 }
 
 /// Whether the Node matches the Pod's nodeSelector and required node affinity.
-fn selects(pod: &Value, node: &Value) -> bool {
+pub(super) fn selects(pod: &Value, node: &Value) -> bool {
     let labels = labels_of(node);
     let label = |k: &str| labels.get(k).and_then(Value::as_str);
     if let Some(sel) = meta::get_path(pod, &["spec", "nodeSelector"]).and_then(Value::as_object)
@@ -180,16 +183,19 @@ fn selects(pod: &Value, node: &Value) -> bool {
 
 /// Why the Node does not fit the Pod, as the scheduler words it; `None` if it fits.
 fn misfit(pod: &Value, want: &Demand, c: &Candidate) -> Option<String> {
-    if meta::get_path(&c.node, &["spec", "unschedulable"]).and_then(Value::as_bool) == Some(true) {
+    let tolerations: Vec<Value> = meta::get_path(pod, &["spec", "tolerations"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let cordoned = json!({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"});
+    if meta::get_path(&c.node, &["spec", "unschedulable"]).and_then(Value::as_bool) == Some(true)
+        && !tolerated(&cordoned, &tolerations)
+    {
         return Some("node(s) were unschedulable".to_string());
     }
     if !selects(pod, &c.node) {
         return Some("node(s) didn't match Pod's node affinity/selector".to_string());
     }
-    let tolerations: Vec<Value> = meta::get_path(pod, &["spec", "tolerations"])
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
     let taints = meta::get_path(&c.node, &["spec", "taints"])
         .and_then(Value::as_array)
         .cloned()
@@ -308,7 +314,7 @@ pub async fn schedule_pending(app: &App) -> ApiResult<()> {
         match best {
             Some(i) => {
                 let node = meta::name(&nodes[i].node).to_string();
-                if bind(app, &pod, &node)? {
+                if bind(app, &pod, &node).await? {
                     nodes[i].used.cpu += want.cpu;
                     nodes[i].used.memory += want.memory;
                     nodes[i].count += 1;
@@ -362,38 +368,24 @@ async fn report_unschedulable(app: &App, pod: &Value, message: &str) -> ApiResul
     Ok(())
 }
 
-/// Assigns the Pod to `node` as `pods/binding` does: `spec.nodeName` and the
-/// PodScheduled condition in one write. False when the Pod changed meanwhile
-/// (it is looked at again on its next change).
-fn bind(app: &App, pod: &Value, node: &str) -> ApiResult<bool> {
+/// Binds the Pod to `node` through `pods/binding`, as the scheduler does
+/// (its uid as precondition), so watchers and admission webhooks see what a
+/// cluster shows them. False when the Pod was bound, deleted or replaced
+/// meanwhile (it is looked at again on its next change).
+async fn bind(app: &App, pod: &Value, node: &str) -> ApiResult<bool> {
     let res = client::resource(app, PODS)?;
     let (ns, name) = (meta::namespace(pod), meta::name(pod));
-    let Some(stored) = app.store.get(&res.store_key, ns, name) else {
-        return Ok(false);
-    };
-    let current = res.from_storage(&stored);
-    if !is_pending(&current) || meta::uid(&current) != meta::uid(pod) {
-        return Ok(false);
-    }
-    let mut bound = (*current).clone();
-    meta::set_path(&mut bound, &["spec", "nodeName"], json!(node));
-    let mut conditions = client::conditions(&bound);
-    client::set_condition(
-        &mut conditions,
-        json!({"type": "PodScheduled", "status": "True"}),
-        ConditionStyle::Pod,
-    );
-    meta::set_path(&mut bound, &["status", "conditions"], json!(conditions));
-    let rv = parse_rv(meta::resource_version(&current));
-    match app
-        .store
-        .update(&res.store_key, ns, name, rv, res.to_storage(bound))
-    {
+    let binding = json!({
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": ns, "uid": meta::uid(pod)},
+        "target": {"kind": "Node", "name": node},
+    });
+    let ctx = WriteCtx::internal(SCHEDULER);
+    match crate::api::pods::bind(app, &res, ns, name, binding, &ctx).await {
         Ok(_) => Ok(true),
-        Err(WriteError::NotFound | WriteError::Conflict { .. }) => Ok(false),
-        Err(e) => Err(crate::error::ApiError::internal(format!(
-            "binding {ns}/{name}: {e:?}"
-        ))),
+        Err(e) if e.code == 404 || e.code == 409 => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

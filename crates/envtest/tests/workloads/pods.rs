@@ -1,9 +1,10 @@
 //! Nodes, the scheduler and the kubelet.
 
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams};
-use serde_json::Value;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use serde_json::{Value, json};
 
 use crate::common::{
     FAILING_PODS, client, condition, get_json, kubectl, namespace, wait_for_field,
@@ -283,4 +284,91 @@ fn a_deleted_pod_terminates_then_goes() {
     k.ok(&["delete", "-n", &ns, "pod", "doomed", "--timeout=60s"]);
     let gone = k.fails(&["get", "-n", &ns, "pod", "doomed"]);
     assert!(gone.contains("NotFound"), "{gone}");
+}
+
+/// What a watcher sees of one Pod, as on a cluster: created unassigned, then
+/// bound by the scheduler's `pods/binding` (nodeName and PodScheduled in
+/// one change, nothing of the kubelet yet), then the kubelet's steps.
+#[tokio::test]
+async fn watchers_see_the_binding_before_the_kubelet() {
+    let ns = namespace("binding");
+    let pods: Api<Pod> = Api::namespaced(client().await, &ns);
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("a list resourceVersion");
+    let mut stream = pods
+        .watch(&WatchParams::default().timeout(60), &rv)
+        .await
+        .expect("watch")
+        .boxed();
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "watched"},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+    }))
+    .expect("Pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create");
+    let mut seen: Vec<(String, Value)> = Vec::new();
+    while let Some(event) = stream.try_next().await.expect("watch event") {
+        let (kind, pod) = match event {
+            WatchEvent::Added(p) => ("ADDED", p),
+            WatchEvent::Modified(p) => ("MODIFIED", p),
+            _ => continue,
+        };
+        let pod = serde_json::to_value(pod).expect("json");
+        let running = pod["status"]["phase"] == "Running";
+        seen.push((kind.to_string(), pod));
+        if running {
+            break;
+        }
+    }
+    let steps: Vec<String> = seen
+        .iter()
+        .map(|(kind, p)| {
+            format!(
+                "{kind} node={} hostIP={}",
+                p["spec"]["nodeName"], p["status"]["hostIP"]
+            )
+        })
+        .collect();
+    assert!(seen.len() >= 3, "{steps:#?}");
+    let (kind, created) = &seen[0];
+    assert_eq!(kind, "ADDED");
+    assert!(created["spec"]["nodeName"].is_null(), "{created}");
+    assert_eq!(created["status"]["phase"], "Pending");
+    let (kind, bound) = &seen[1];
+    assert_eq!(kind, "MODIFIED", "{steps:#?}");
+    assert_eq!(bound["spec"]["nodeName"], "envtest-node-1", "{steps:#?}");
+    assert!(bound["status"]["hostIP"].is_null(), "{steps:#?}");
+    let scheduled = condition(bound, "PodScheduled").expect("PodScheduled");
+    assert_eq!(scheduled["status"], "True");
+    assert_eq!(
+        bound["status"]["conditions"].as_array().map(Vec::len),
+        Some(1),
+        "{bound}"
+    );
+    assert!(
+        seen[2..]
+            .iter()
+            .all(|(_, p)| p["spec"]["nodeName"] == "envtest-node-1"),
+        "{steps:#?}"
+    );
+    let events = get_json(&[
+        "get",
+        "-n",
+        &ns,
+        "events",
+        "--field-selector",
+        "reason=Scheduled",
+    ]);
+    assert_eq!(
+        events["items"][0]["message"],
+        format!("Successfully assigned {ns}/watched to envtest-node-1"),
+        "{events}"
+    );
 }

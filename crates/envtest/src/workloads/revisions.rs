@@ -1,0 +1,157 @@
+//! ControllerRevisions, the history StatefulSets and DaemonSets keep of
+//! their Pod templates (kube-controller-manager's `history` package): one
+//! revision per distinct template, named `<owner>-<hash>`, labelled with
+//! the template's labels and `controller.kubernetes.io/hash`, holding the
+//! patch that restores the template, numbered in order of use (a template
+//! used again becomes the newest revision). Old revisions beyond
+//! `revisionHistoryLimit` that no Pod uses are deleted.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::client::{self, CONTROLLER_MANAGER, CONTROLLERREVISIONS};
+use super::deployment::template_hash;
+use crate::api::App;
+use crate::error::ApiResult;
+use crate::meta;
+
+pub const HASH_LABEL: &str = "controller.kubernetes.io/hash";
+
+/// The revisions `owner` controls, oldest first.
+pub fn owned(app: &App, owner: &Value) -> Vec<Arc<Value>> {
+    let uid = meta::uid(owner);
+    let mut list: Vec<Arc<Value>> =
+        client::list(app, CONTROLLERREVISIONS, Some(meta::namespace(owner)))
+            .into_iter()
+            .filter(|r| client::controller_uid(r, client::str_at(owner, &["kind"])) == Some(uid))
+            .collect();
+    list.sort_by_key(|r| number(r));
+    list
+}
+
+pub fn number(revision: &Value) -> i64 {
+    client::int_at(revision, &["revision"]).unwrap_or(0)
+}
+
+/// The template a revision restores.
+pub fn template(revision: &Value) -> Value {
+    let mut t = meta::get_path(revision, &["data", "spec", "template"])
+        .cloned()
+        .unwrap_or_default();
+    if let Some(map) = t.as_object_mut() {
+        map.remove("$patch");
+    }
+    t
+}
+
+/// The hash part of a revision's name (`web-7c9d8f` → `7c9d8f`).
+pub fn hash_of(revision: &Value) -> String {
+    meta::get_path(revision, &["metadata", "labels", HASH_LABEL])
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            let name = meta::name(revision);
+            name.rsplit_once('-').map_or(name, |(_, h)| h).to_string()
+        })
+}
+
+/// The revision of `owner`'s current template, made (or made newest) if
+/// needed, and all its revisions after that.
+pub async fn update_revision(app: &App, owner: &Value) -> ApiResult<(Arc<Value>, Vec<Arc<Value>>)> {
+    let template = meta::get_path(owner, &["spec", "template"])
+        .cloned()
+        .unwrap_or_default();
+    let history = owned(app, owner);
+    let newest = history.last().map_or(0, |r| number(r));
+    if let Some(same) = history.iter().find(|r| self::template(r) == template) {
+        if number(same) == newest {
+            return Ok((same.clone(), history));
+        }
+        // A template used before (a rollback): its revision becomes the newest.
+        let (ns, name) = (meta::namespace(same), meta::name(same));
+        client::modify(
+            app,
+            CONTROLLERREVISIONS,
+            ns,
+            name,
+            None,
+            CONTROLLER_MANAGER,
+            |r| {
+                r["revision"] = json!(newest + 1);
+                true
+            },
+        )
+        .await?;
+        let history = owned(app, owner);
+        let same = history
+            .iter()
+            .find(|r| meta::name(r) == name)
+            .cloned()
+            .unwrap_or_else(|| same.clone());
+        return Ok((same, history));
+    }
+    let mut patched = template.clone();
+    if let Some(map) = patched.as_object_mut() {
+        map.insert("$patch".into(), json!("replace"));
+    }
+    let data = json!({"spec": {"template": patched}});
+    let collisions = client::int_at(owner, &["status", "collisionCount"]).unwrap_or(0);
+    let hash = template_hash(&data, collisions);
+    let mut labels: Map<String, Value> = meta::get_path(&template, &["metadata", "labels"])
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    labels.insert(HASH_LABEL.into(), json!(hash));
+    let revision = json!({
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": format!("{}-{hash}", meta::name(owner)),
+            "labels": labels,
+            "ownerReferences": [client::controller_ref(owner)],
+        },
+        "data": data,
+        "revision": newest + 1,
+    });
+    let ns = meta::namespace(owner);
+    let created =
+        client::create_object(app, CONTROLLERREVISIONS, ns, revision, CONTROLLER_MANAGER).await?;
+    let mut history = history;
+    history.push(created.clone());
+    Ok((created, history))
+}
+
+/// Deletes the oldest revisions beyond `revisionHistoryLimit` (default 10)
+/// that are neither `live` (named by a Pod or the status) nor the newest.
+pub fn truncate(
+    app: &App,
+    owner: &Value,
+    history: &[Arc<Value>],
+    live: &BTreeSet<String>,
+) -> ApiResult<()> {
+    let limit = client::int_at(owner, &["spec", "revisionHistoryLimit"])
+        .unwrap_or(10)
+        .max(0) as usize;
+    let Some((_, older)) = history.split_last() else {
+        return Ok(());
+    };
+    let idle: Vec<&Arc<Value>> = older
+        .iter()
+        .filter(|r| !live.contains(meta::name(r)) && !live.contains(&hash_of(r)))
+        .collect();
+    if idle.len() <= limit {
+        return Ok(());
+    }
+    for r in &idle[..idle.len() - limit] {
+        client::delete(
+            app,
+            CONTROLLERREVISIONS,
+            meta::namespace(r),
+            meta::name(r),
+            meta::uid(r),
+        )?;
+    }
+    Ok(())
+}
