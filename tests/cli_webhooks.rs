@@ -596,6 +596,111 @@ fn config_default_deploys_the_webhooks_with_cert_manager() {
     assert_eq!(secret.secret_name.as_deref(), Some("webhook-server-cert"));
 }
 
+/// Two permissive CRDs for cert-manager's kinds, as a cluster with
+/// cert-manager has them (the installer of a project with webhooks holds a
+/// Certificate and an Issuer).
+const CERT_MANAGER_CRDS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: certificates.cert-manager.io}
+spec:
+  group: cert-manager.io
+  names: {kind: Certificate, listKind: CertificateList, plural: certificates, singular: certificate}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: issuers.cert-manager.io}
+spec:
+  group: cert-manager.io
+  names: {kind: Issuer, listKind: IssuerList, plural: issuers, singular: issuer}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#;
+
+#[test]
+fn build_installer_writes_one_file_that_a_cluster_applies() {
+    let (tmp, dir) = project_dir("demo");
+    init(&dir);
+    opctl_ok(&dir, &webhook_args("core", "v1", "Pod", &["--defaulting"]));
+    let image = "registry.example.com/demo:v1.2.3";
+    // `-o manifests`: the project has no kinds, nothing to regenerate.
+    let out = Command::new("make")
+        .args([
+            "-o",
+            "manifests",
+            "build-installer",
+            &format!("IMG={image}"),
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "make build-installer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.join("dist/install.yaml.tmp").exists());
+    let installer = std::fs::read_to_string(dir.join("dist/install.yaml")).expect("written");
+    let installed = documents(&installer, "dist/install.yaml");
+
+    // Exactly config/default, with the image given.
+    let mut expected = kustomize(&dir, "config/default");
+    for doc in expected.iter_mut().filter(|d| d["kind"] == "Deployment") {
+        for container in doc["spec"]["template"]["spec"]["containers"]
+            .as_array_mut()
+            .expect("containers")
+        {
+            if container["image"] == "controller:latest" {
+                container["image"] = Value::from(image);
+            }
+        }
+    }
+    assert_eq!(installed, expected);
+    assert!(
+        installer.contains(&format!("image: {image}")),
+        "{installer}"
+    );
+    assert!(!installer.contains("controller:latest"), "{installer}");
+
+    // A cluster with cert-manager's kinds takes it as it is.
+    let crds = tmp.path().join("cert-manager-crds");
+    std::fs::create_dir(&crds).expect("mkdir");
+    std::fs::write(crds.join("crds.yaml"), CERT_MANAGER_CRDS).expect("write");
+    let out = Command::new(common::opctl_bin())
+        .arg("envtest")
+        .arg("run")
+        .arg("--crds")
+        .arg(&crds)
+        .args(["--", "kubectl", "apply", "-f", "dist/install.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("opctl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "kubectl apply -f dist/install.yaml: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for created in [
+        "namespace/demo-system created",
+        "deployment.apps/demo-controller-manager created",
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/demo-mutating-webhook-configuration created",
+        "certificate.cert-manager.io/demo-serving-cert created",
+    ] {
+        assert!(stdout.contains(created), "{created}:\n{stdout}");
+    }
+}
+
 #[test]
 fn help_names_the_flags_with_examples() {
     let (_tmp, dir) = project_dir("demo");
