@@ -119,7 +119,14 @@ impl ChildWrites {
         let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
         expected.retain(|_, e| e.at.elapsed() < PATIENCE);
         let at = Instant::now();
-        expected.insert(key, Expected { hash, resource_version, at });
+        expected.insert(
+            key,
+            Expected {
+                hash,
+                resource_version,
+                at,
+            },
+        );
     }
 
     /// Whether a write of `hash` to the child `key` is still on its way to
@@ -164,7 +171,9 @@ mod tests {
     #[test]
     fn a_status_write_is_awaited_until_the_cache_moves_on() {
         let writes = StatusWrites::default();
-        let key = ObjectRef::<ConfigMap>::new("demo").within("default").erase();
+        let key = ObjectRef::<ConfigMap>::new("demo")
+            .within("default")
+            .erase();
         assert!(!writes.awaited(&key, Some("1")));
         writes.record(key.clone(), Some("1".to_owned()));
         assert!(
@@ -190,11 +199,20 @@ mod tests {
         assert!(!writes.pending(&key, Some("h1")));
         writes.record(key.clone(), Some("h1".to_owned()), Some("7".to_owned()));
         assert!(writes.pending(&key, Some("h1")));
-        assert!(!writes.pending(&key, Some("h2")), "another desired state is written");
+        assert!(
+            !writes.pending(&key, Some("h2")),
+            "another desired state is written"
+        );
         writes.observed(&key, Some("6"), false);
-        assert!(writes.pending(&key, Some("h1")), "an older version is not the write");
+        assert!(
+            writes.pending(&key, Some("h1")),
+            "an older version is not the write"
+        );
         writes.observed(&key, Some("7"), false);
-        assert!(!writes.pending(&key, Some("h1")), "the cache shows the write");
+        assert!(
+            !writes.pending(&key, Some("h1")),
+            "the cache shows the write"
+        );
 
         writes.record(key.clone(), Some("h1".to_owned()), Some("8".to_owned()));
         writes.observed(&key, None, true);

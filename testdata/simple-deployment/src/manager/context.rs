@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, PostParams};
 use kube::Client;
+use kube::api::{Api, PostParams};
 use kube::runtime::events::EventType;
 
 use super::expectations::{ChildWrites, StatusWrites};
@@ -114,11 +114,13 @@ impl Context {
             action: Some(action.to_owned()),
             reason: Some(reason.to_owned()),
             note,
-            type_: Some(match type_ {
-                EventType::Normal => "Normal",
-                EventType::Warning => "Warning",
-            }
-            .to_owned()),
+            type_: Some(
+                match type_ {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                }
+                .to_owned(),
+            ),
             event_time: Some(MicroTime(now)),
             regarding: Some(regarding.clone()),
             reporting_controller: Some(NAME.to_owned()),
