@@ -15,6 +15,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde_json::Value;
 
 use common::{opctl, opctl_fails, opctl_ok, project_dir, snapshot};
@@ -628,10 +629,23 @@ spec:
 "#;
 
 #[test]
-fn build_installer_writes_one_file_that_a_cluster_applies() {
+fn build_installer_writes_one_file_that_a_cluster_applies_network_policies_included() {
     let (tmp, dir) = project_dir("demo");
     init(&dir);
+    // Without webhooks, the network policies let only metrics in.
+    let policies = kustomize(&dir, "config/network-policy");
+    let names: Vec<&str> = policies
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["allow-metrics-traffic"]);
     opctl_ok(&dir, &webhook_args("core", "v1", "Pod", &["--defaulting"]));
+    // The installer with the network policies turned on.
+    let kustomization = dir.join("config/default/kustomization.yaml");
+    let text = std::fs::read_to_string(&kustomization).expect("read");
+    assert!(text.contains("\n#- ../network-policy\n"), "{text}");
+    let text = text.replace("\n#- ../network-policy\n", "\n- ../network-policy\n");
+    std::fs::write(&kustomization, text).expect("write");
     let image = "registry.example.com/demo:v1.2.3";
     // `-o manifests`: the project has no kinds, nothing to regenerate.
     let out = Command::new("make")
@@ -666,6 +680,55 @@ fn build_installer_writes_one_file_that_a_cluster_applies() {
         }
     }
     assert_eq!(installed, expected);
+    // Each policy selects the manager's Pods and opens one port.
+    let deployment: Deployment = serde_json::from_value(
+        installed
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .expect("the manager")
+            .clone(),
+    )
+    .expect("parses");
+    let pod_labels = deployment
+        .spec
+        .expect("spec")
+        .template
+        .metadata
+        .expect("meta")
+        .labels;
+    let mut ports = Vec::new();
+    for doc in installed.iter().filter(|d| d["kind"] == "NetworkPolicy") {
+        let policy: NetworkPolicy = serde_json::from_value(doc.clone()).expect("parses");
+        assert_eq!(policy.metadata.namespace.as_deref(), Some("demo-system"));
+        let spec = policy.spec.expect("spec");
+        let selected = spec
+            .pod_selector
+            .expect("selector")
+            .match_labels
+            .expect("labels");
+        let labels = pod_labels.clone().expect("labels");
+        assert!(
+            selected.iter().all(|(k, v)| labels.get(k) == Some(v)),
+            "{selected:?}"
+        );
+        for rule in spec.ingress.expect("ingress") {
+            for port in rule.ports.expect("ports") {
+                ports.push(
+                    policy.metadata.name.clone().expect("name")
+                        + ":"
+                        + &serde_json::to_string(&port.port).expect("port"),
+                );
+            }
+        }
+    }
+    ports.sort();
+    assert_eq!(
+        ports,
+        [
+            "demo-allow-metrics-traffic:8443",
+            "demo-allow-webhook-traffic:9443"
+        ]
+    );
     assert!(
         installer.contains(&format!("image: {image}")),
         "{installer}"
@@ -696,6 +759,8 @@ fn build_installer_writes_one_file_that_a_cluster_applies() {
         "deployment.apps/demo-controller-manager created",
         "mutatingwebhookconfiguration.admissionregistration.k8s.io/demo-mutating-webhook-configuration created",
         "certificate.cert-manager.io/demo-serving-cert created",
+        "networkpolicy.networking.k8s.io/demo-allow-metrics-traffic created",
+        "networkpolicy.networking.k8s.io/demo-allow-webhook-traffic created",
     ] {
         assert!(stdout.contains(created), "{created}:\n{stdout}");
     }

@@ -35,6 +35,14 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
     ),
     ("config/manager/manager.yaml", "config/manager/manager.yaml"),
     (
+        "config/network-policy/allow-metrics-traffic.yaml",
+        "config/network-policy/allow-metrics-traffic.yaml",
+    ),
+    (
+        "config/network-policy/kustomization.yaml",
+        "config/network-policy/kustomization.yaml",
+    ),
+    (
         "config/rbac/kustomization.yaml",
         "config/rbac/kustomization.yaml",
     ),
