@@ -1,7 +1,7 @@
 //! Workloads that move as on a cluster, without containers: simulated
 //! Nodes and their kubelets, the default scheduler, and kube-controller-
 //! manager's workload controllers (ReplicaSet and ReplicationController,
-//! Deployment, Job), endpoint controllers (Endpoints, EndpointSlice) and the
+//! Deployment, Job, StatefulSet, DaemonSet), endpoint controllers (Endpoints, EndpointSlice) and the
 //! PersistentVolume binder with a simulated provisioner.
 //!
 //! One task follows every change in the store and reconciles what the
@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod config;
+pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
 pub mod endpointslice;
@@ -41,13 +42,13 @@ use crate::api::App;
 use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
 use client::{
-    DEPLOYMENTS, ENDPOINTS, ENDPOINTSLICES, JOBS, NODES, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES,
-    PODS, REPLICASETS, REPLICATIONCONTROLLERS, SERVICES, STATEFULSETS,
+    DAEMONSETS, DEPLOYMENTS, ENDPOINTS, ENDPOINTSLICES, JOBS, NODES, PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES, PODS, REPLICASETS, REPLICATIONCONTROLLERS, SERVICES, STATEFULSETS,
 };
 use replicaset::Replicated;
 
 /// The stores whose changes the controllers follow.
-const FOLLOWED: [&str; 11] = [
+const FOLLOWED: [&str; 12] = [
     PODS,
     REPLICASETS,
     REPLICATIONCONTROLLERS,
@@ -59,6 +60,7 @@ const FOLLOWED: [&str; 11] = [
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
     STATEFULSETS,
+    DAEMONSETS,
 ];
 
 /// What one reconcile looks at.
@@ -73,6 +75,7 @@ enum Key {
     Deployment(String, String),
     Job(String, String),
     StatefulSet(String, String),
+    DaemonSet(String, String),
     /// The Endpoints and EndpointSlices of a Service.
     Service(String, String),
     /// A PersistentVolumeClaim to bind (or provision for).
@@ -198,6 +201,13 @@ impl Engine {
         let key = &*ev.resource;
         if key == NODES {
             self.due.insert(Key::Schedule);
+            // Which Nodes a DaemonSet runs on may have changed.
+            if self.sim.controllers {
+                for ds in client::list(&self.app, DAEMONSETS, None) {
+                    let key = Key::DaemonSet(meta::namespace(&ds).into(), meta::name(&ds).into());
+                    self.due.insert(key);
+                }
+            }
             return;
         }
         if FOLLOWED.contains(&key) {
@@ -239,6 +249,9 @@ impl Engine {
                     }
                     if let Some(job) = client::controller_name(obj, "Job") {
                         self.due.insert(Key::Job(ns.clone(), job.to_string()));
+                    }
+                    if let Some(ds) = client::controller_name(obj, "DaemonSet") {
+                        self.due.insert(Key::DaemonSet(ns.clone(), ds.to_string()));
                     }
                     if let Some(set) = client::controller_name(obj, "StatefulSet") {
                         self.due
@@ -316,6 +329,9 @@ impl Engine {
             STATEFULSETS if controllers && deleted != Some(true) => {
                 self.due.insert(Key::StatefulSet(ns, name));
             }
+            DAEMONSETS if controllers && deleted != Some(true) => {
+                self.due.insert(Key::DaemonSet(ns, name));
+            }
             _ => {}
         }
     }
@@ -344,6 +360,10 @@ impl Engine {
                 Key::StatefulSet(ns, name) => retry(
                     statefulset::reconcile(&self.app, ns, name).await,
                     "statefulset controller",
+                ),
+                Key::DaemonSet(ns, name) => retry(
+                    daemonset::reconcile(&self.app, ns, name).await,
+                    "daemonset controller",
                 ),
                 Key::Service(ns, name) => {
                     let slices = endpointslice::reconcile(&self.app, ns, name).await;

@@ -17,6 +17,9 @@ use crate::error::ApiResult;
 use crate::meta;
 use crate::quantity::{Quantity, from_json};
 
+/// A cordoned Node admits the Pods that tolerate this taint (DaemonSets' do).
+pub(super) const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
 /// What a Pod asks of a Node, in units of 10⁻⁹ (pods counted one each).
 #[derive(Debug, Clone, Default)]
 struct Demand {
@@ -94,7 +97,7 @@ fn demand(pod: &Value) -> Demand {
 }
 
 /// Whether `tolerations` tolerate `taint`.
-fn tolerated(taint: &Value, tolerations: &[Value]) -> bool {
+pub(super) fn tolerated(taint: &Value, tolerations: &[Value]) -> bool {
     let key = client::str_at(taint, &["key"]);
     let value = client::str_at(taint, &["value"]);
     let effect = client::str_at(taint, &["effect"]);
@@ -139,7 +142,7 @@ fn requirement_holds(req: &Value, value: Option<&str>) -> bool {
 }
 
 /// Whether the Node matches the Pod's nodeSelector and required node affinity.
-fn selects(pod: &Value, node: &Value) -> bool {
+pub(super) fn selects(pod: &Value, node: &Value) -> bool {
     let labels = labels_of(node);
     let label = |k: &str| labels.get(k).and_then(Value::as_str);
     if let Some(sel) = meta::get_path(pod, &["spec", "nodeSelector"]).and_then(Value::as_object)
@@ -180,16 +183,19 @@ fn selects(pod: &Value, node: &Value) -> bool {
 
 /// Why the Node does not fit the Pod, as the scheduler words it; `None` if it fits.
 fn misfit(pod: &Value, want: &Demand, c: &Candidate) -> Option<String> {
-    if meta::get_path(&c.node, &["spec", "unschedulable"]).and_then(Value::as_bool) == Some(true) {
+    let tolerations: Vec<Value> = meta::get_path(pod, &["spec", "tolerations"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let cordoned = json!({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"});
+    if meta::get_path(&c.node, &["spec", "unschedulable"]).and_then(Value::as_bool) == Some(true)
+        && !tolerated(&cordoned, &tolerations)
+    {
         return Some("node(s) were unschedulable".to_string());
     }
     if !selects(pod, &c.node) {
         return Some("node(s) didn't match Pod's node affinity/selector".to_string());
     }
-    let tolerations: Vec<Value> = meta::get_path(pod, &["spec", "tolerations"])
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
     let taints = meta::get_path(&c.node, &["spec", "taints"])
         .and_then(Value::as_array)
         .cloned()
