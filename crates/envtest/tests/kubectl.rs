@@ -994,3 +994,41 @@ fn auth_can_i_and_impersonation_follow_rbac() {
     ]);
     assert_eq!(whoami, bot);
 }
+
+/// `kubectl explain` reads the schemas of `/openapi/v3`: k8s-openapi's for
+/// built-in kinds, the CRD's `openAPIV3Schema` for custom resources.
+#[test]
+fn explain_shows_builtin_and_custom_schemas() {
+    let k = kubectl();
+    gadget_crd(&k);
+    let out = k.ok(&["explain", "deployment.spec.replicas"]);
+    for expected in [
+        "GROUP:      apps",
+        "KIND:       Deployment",
+        "VERSION:    v1",
+        "FIELD: replicas <integer>",
+        "Number of desired pods.",
+    ] {
+        assert!(out.contains(expected), "{expected:?} missing from\n{out}");
+    }
+    let out = k.ok(&["explain", "pods.spec.containers.image"]);
+    assert!(out.contains("FIELD: image <string>"), "{out}");
+    let out = k.ok(&["explain", "gadgets.spec"]);
+    for expected in [
+        "GROUP:      kubectl.opctl.test",
+        "KIND:       Gadget",
+        "FIELD: spec <Object>",
+        "color\t<string> -required-",
+        "enum: red, blue",
+        "size\t<integer>",
+    ] {
+        assert!(out.contains(expected), "{expected:?} missing from\n{out}");
+    }
+    let out = k.ok(&["explain", "gadgets"]);
+    assert!(out.contains("metadata\t<ObjectMeta>"), "{out}");
+    let err = k.fails(&["explain", "gadgets.spec.nosuchfield"]);
+    assert!(
+        err.contains("field \"nosuchfield\" does not exist"),
+        "{err}"
+    );
+}

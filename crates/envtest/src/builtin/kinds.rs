@@ -24,6 +24,7 @@ use k8s_openapi::api::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope, Resource};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -73,7 +74,7 @@ impl Scope for ClusterResourceScope {
 /// or subresources until the builder methods below add them.
 const fn of<K>(singular: &'static str) -> KindInfo
 where
-    K: Resource + Serialize + DeserializeOwned,
+    K: Resource + Serialize + DeserializeOwned + JsonSchema,
     K::Scope: Scope,
 {
     KindInfo {
@@ -95,7 +96,7 @@ where
 /// A review: created and answered, never stored.
 const fn review<K>() -> KindInfo
 where
-    K: Resource + Serialize + DeserializeOwned,
+    K: Resource + Serialize + DeserializeOwned + JsonSchema,
     K::Scope: Scope,
 {
     of::<K>("").verbs(REVIEW_VERBS)

@@ -92,6 +92,11 @@ pub struct KindInfo {
 }
 
 impl KindInfo {
+    /// The `$ref` to the kind's schema, which `generator` now defines.
+    pub(crate) fn schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        self.codec.schema(generator)
+    }
+
     /// `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

@@ -175,7 +175,10 @@ async fn dispatch(
         let reg = app.registry.load();
         let doc = match rest.trim_matches('/') {
             "" => Some(openapi::root(&reg)),
-            gv => openapi::group_version(&reg, gv),
+            gv => openapi::group_version(&reg, gv, |name| {
+                let crds = reg.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")?;
+                app.store.get(&crds.store_key, "", name)
+            }),
         };
         return Ok(match doc {
             Some(doc) => respond::object(200, &doc, &respond::JSON, &[]),

@@ -47,14 +47,29 @@ fn round_trip<T: DeserializeOwned + Serialize>(
 pub struct Codec {
     round_trip: fn(&KindInfo, &Value) -> ApiResult<(Value, Report)>,
     type_name: fn() -> &'static str,
+    /// Adds the OpenAPI schema of the type (and of every type it refers
+    /// to) to a generator, answering the reference to it.
+    schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+}
+
+fn schema_of<T: schemars::JsonSchema>(
+    generator: &mut schemars::SchemaGenerator,
+) -> schemars::Schema {
+    generator.subschema_for::<T>()
 }
 
 impl Codec {
-    pub(super) const fn of<T: DeserializeOwned + Serialize>() -> Codec {
+    pub(super) const fn of<T: DeserializeOwned + Serialize + schemars::JsonSchema>() -> Codec {
         Codec {
             round_trip: round_trip::<T>,
             type_name: std::any::type_name::<T>,
+            schema: schema_of::<T>,
         }
+    }
+
+    /// The `$ref` to the type's schema, which `generator` now defines.
+    pub(crate) fn schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        (self.schema)(generator)
     }
 
     /// The Rust path of the type, e.g.
