@@ -29,6 +29,7 @@ mod meta;
 mod metrics;
 mod nodes;
 mod patch;
+mod pki;
 mod pod_streams;
 mod quantity;
 mod registry;
@@ -49,7 +50,9 @@ pub use api::ClusterControllers;
 pub use builtin::{KindInfo as BuiltinKind, kinds as builtin_kinds};
 pub use error::{ApiError, ApiResult, Cause};
 pub use faults::{FaultSpec, SpecError as FaultSpecError};
-pub use server::{Config, DEFAULT_NAMESPACE_DELETION_GRACE, DEFAULT_REQUEST_TIMEOUT, Envtest};
+pub use server::{
+    Config, DEFAULT_NAMESPACE_DELETION_GRACE, DEFAULT_REQUEST_TIMEOUT, Envtest, Serving,
+};
 pub use workloads::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 
 /// The admission internals, for this crate's integration tests (which call
