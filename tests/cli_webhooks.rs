@@ -15,6 +15,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde_json::Value;
 
 use common::{opctl, opctl_fails, opctl_ok, project_dir, snapshot};
@@ -594,6 +595,175 @@ fn config_default_deploys_the_webhooks_with_cert_manager() {
     let volume = &pod.volumes.as_deref().expect("volumes")[0];
     let secret = volume.secret.as_ref().expect("a Secret volume");
     assert_eq!(secret.secret_name.as_deref(), Some("webhook-server-cert"));
+}
+
+/// Two permissive CRDs for cert-manager's kinds, as a cluster with
+/// cert-manager has them (the installer of a project with webhooks holds a
+/// Certificate and an Issuer).
+const CERT_MANAGER_CRDS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: certificates.cert-manager.io}
+spec:
+  group: cert-manager.io
+  names: {kind: Certificate, listKind: CertificateList, plural: certificates, singular: certificate}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: issuers.cert-manager.io}
+spec:
+  group: cert-manager.io
+  names: {kind: Issuer, listKind: IssuerList, plural: issuers, singular: issuer}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#;
+
+#[test]
+fn build_installer_writes_one_file_that_a_cluster_applies_network_policies_included() {
+    let (tmp, dir) = project_dir("demo");
+    init(&dir);
+    // Without webhooks, the network policies let only metrics in.
+    let policies = kustomize(&dir, "config/network-policy");
+    let names: Vec<&str> = policies
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["allow-metrics-traffic"]);
+    opctl_ok(&dir, &webhook_args("core", "v1", "Pod", &["--defaulting"]));
+    // The installer with the network policies turned on.
+    let kustomization = dir.join("config/default/kustomization.yaml");
+    let text = std::fs::read_to_string(&kustomization).expect("read");
+    assert!(text.contains("\n#- ../network-policy\n"), "{text}");
+    let text = text.replace("\n#- ../network-policy\n", "\n- ../network-policy\n");
+    std::fs::write(&kustomization, text).expect("write");
+    let image = "registry.example.com/demo:v1.2.3";
+    // `-o manifests`: the project has no kinds, nothing to regenerate.
+    let out = Command::new("make")
+        .args([
+            "-o",
+            "manifests",
+            "build-installer",
+            &format!("IMG={image}"),
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "make build-installer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.join("dist/install.yaml.tmp").exists());
+    let installer = std::fs::read_to_string(dir.join("dist/install.yaml")).expect("written");
+    let installed = documents(&installer, "dist/install.yaml");
+
+    // Exactly config/default, with the image given.
+    let mut expected = kustomize(&dir, "config/default");
+    for doc in expected.iter_mut().filter(|d| d["kind"] == "Deployment") {
+        for container in doc["spec"]["template"]["spec"]["containers"]
+            .as_array_mut()
+            .expect("containers")
+        {
+            if container["image"] == "controller:latest" {
+                container["image"] = Value::from(image);
+            }
+        }
+    }
+    assert_eq!(installed, expected);
+    // Each policy selects the manager's Pods and opens one port.
+    let deployment: Deployment = serde_json::from_value(
+        installed
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .expect("the manager")
+            .clone(),
+    )
+    .expect("parses");
+    let pod_labels = deployment
+        .spec
+        .expect("spec")
+        .template
+        .metadata
+        .expect("meta")
+        .labels;
+    let mut ports = Vec::new();
+    for doc in installed.iter().filter(|d| d["kind"] == "NetworkPolicy") {
+        let policy: NetworkPolicy = serde_json::from_value(doc.clone()).expect("parses");
+        assert_eq!(policy.metadata.namespace.as_deref(), Some("demo-system"));
+        let spec = policy.spec.expect("spec");
+        let selected = spec
+            .pod_selector
+            .expect("selector")
+            .match_labels
+            .expect("labels");
+        let labels = pod_labels.clone().expect("labels");
+        assert!(
+            selected.iter().all(|(k, v)| labels.get(k) == Some(v)),
+            "{selected:?}"
+        );
+        for rule in spec.ingress.expect("ingress") {
+            for port in rule.ports.expect("ports") {
+                ports.push(
+                    policy.metadata.name.clone().expect("name")
+                        + ":"
+                        + &serde_json::to_string(&port.port).expect("port"),
+                );
+            }
+        }
+    }
+    ports.sort();
+    assert_eq!(
+        ports,
+        [
+            "demo-allow-metrics-traffic:8443",
+            "demo-allow-webhook-traffic:9443"
+        ]
+    );
+    assert!(
+        installer.contains(&format!("image: {image}")),
+        "{installer}"
+    );
+    assert!(!installer.contains("controller:latest"), "{installer}");
+
+    // A cluster with cert-manager's kinds takes it as it is.
+    let crds = tmp.path().join("cert-manager-crds");
+    std::fs::create_dir(&crds).expect("mkdir");
+    std::fs::write(crds.join("crds.yaml"), CERT_MANAGER_CRDS).expect("write");
+    let out = Command::new(common::opctl_bin())
+        .arg("envtest")
+        .arg("run")
+        .arg("--crds")
+        .arg(&crds)
+        .args(["--", "kubectl", "apply", "-f", "dist/install.yaml"])
+        .current_dir(&dir)
+        .output()
+        .expect("opctl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "kubectl apply -f dist/install.yaml: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for created in [
+        "namespace/demo-system created",
+        "deployment.apps/demo-controller-manager created",
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/demo-mutating-webhook-configuration created",
+        "certificate.cert-manager.io/demo-serving-cert created",
+        "networkpolicy.networking.k8s.io/demo-allow-metrics-traffic created",
+        "networkpolicy.networking.k8s.io/demo-allow-webhook-traffic created",
+    ] {
+        assert!(stdout.contains(created), "{created}:\n{stdout}");
+    }
 }
 
 #[test]

@@ -22,6 +22,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::Serialize;
@@ -78,6 +79,7 @@ fn check_document(doc: &Value, file: &str, crds: &[CustomResourceDefinition]) ->
         ("v1", "Service") => round_trip::<Service>(doc, file),
         ("v1", "Namespace") => round_trip::<Namespace>(doc, file),
         ("apps/v1", "Deployment") => round_trip::<Deployment>(doc, file),
+        ("networking.k8s.io/v1", "NetworkPolicy") => round_trip::<NetworkPolicy>(doc, file),
         ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
             round_trip::<MutatingWebhookConfiguration>(doc, file)
         }

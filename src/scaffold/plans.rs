@@ -35,6 +35,14 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
     ),
     ("config/manager/manager.yaml", "config/manager/manager.yaml"),
     (
+        "config/network-policy/allow-metrics-traffic.yaml",
+        "config/network-policy/allow-metrics-traffic.yaml",
+    ),
+    (
+        "config/network-policy/kustomization.yaml",
+        "config/network-policy/kustomization.yaml",
+    ),
+    (
         "config/rbac/kustomization.yaml",
         "config/rbac/kustomization.yaml",
     ),
@@ -78,6 +86,7 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
     ("src/manager/conditions.rs", "src/manager/conditions.rs"),
     ("src/manager/context.rs", "src/manager/context.rs"),
     ("src/manager/controller.rs", "src/manager/controller.rs"),
+    ("src/manager/expectations.rs", "src/manager/expectations.rs"),
     ("src/manager/http.rs", "src/manager/http.rs"),
     ("src/manager/leader.rs", "src/manager/leader.rs"),
     ("src/manager/metrics.rs", "src/manager/metrics.rs"),

@@ -93,6 +93,10 @@ const WEBHOOK_TEMPLATES: &[(&str, &str)] = &[
     ),
     ("config/webhook/service.yaml", "config/webhook/service.yaml"),
     (
+        "config/network-policy/allow-webhook-traffic.yaml",
+        "config/network-policy/allow-webhook-traffic.yaml",
+    ),
+    (
         "src/manager/webhook/inject.rs",
         "src/manager/webhook/inject.rs",
     ),

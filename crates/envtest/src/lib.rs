@@ -2,7 +2,9 @@
 //!
 //! It is a test server, not a cluster: no container ever runs, but simulated
 //! Nodes, a scheduler, kubelets and the workload controllers move Pods,
-//! Deployments and Jobs along as a cluster would (`workloads`). What it implements behaves as kube-apiserver does as seen by real
+//! Deployments, StatefulSets, DaemonSets, Jobs and CronJobs along as a
+//! cluster would, with Services' endpoints and bound volumes (`workloads`).
+//! What it implements behaves as kube-apiserver does as seen by real
 //! clients (kubectl, kube-rs, the Python client), checked against transcripts
 //! recorded from a real server (`tests/fixtures/transcripts`).
 

@@ -5,7 +5,7 @@
 //! it reports), the Deployment, ReplicaSet, ReplicationController and Job
 //! controllers (`kubectl rollout status`, `kubectl wait --for=condition=...`)
 //! the Endpoints and EndpointSlices of Services, PersistentVolume binding
-//! StatefulSets and DaemonSets.
+//! StatefulSets, DaemonSets and CronJobs.
 //!
 //! All tests share one server with two Nodes, the second tainted
 //! `dedicated=gpu:NoSchedule`; each test works in its own namespace.
@@ -20,6 +20,8 @@ mod support;
 mod common;
 #[path = "workloads/controllers.rs"]
 mod controllers;
+#[path = "workloads/cronjobs.rs"]
+mod cronjobs;
 #[path = "workloads/daemonsets.rs"]
 mod daemonsets;
 #[path = "workloads/logs.rs"]

@@ -31,6 +31,7 @@ pub const PERSISTENTVOLUMES: &str = "persistentvolumes";
 pub const STORAGECLASSES: &str = "storage.k8s.io/storageclasses";
 pub const STATEFULSETS: &str = "apps/statefulsets";
 pub const DAEMONSETS: &str = "apps/daemonsets";
+pub const CRONJOBS: &str = "batch/cronjobs";
 pub const CONTROLLERREVISIONS: &str = "apps/controllerrevisions";
 
 /// Who writes: the manager name kube-apiserver records for the real component.

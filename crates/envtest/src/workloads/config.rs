@@ -15,8 +15,9 @@ pub struct Simulation {
     /// Moves Pods on simulated Nodes through their lifecycle.
     pub kubelet: bool,
     /// kube-controller-manager's workload controllers (ReplicaSet,
-    /// ReplicationController, Deployment, Job, StatefulSet, DaemonSet), its endpoint
-    /// controllers and PersistentVolume binding (with a default StorageClass).
+    /// ReplicationController, Deployment, Job, StatefulSet, DaemonSet,
+    /// CronJob), its endpoint controllers and PersistentVolume binding
+    /// (with a default StorageClass).
     pub controllers: bool,
     pub timing: Timing,
 }

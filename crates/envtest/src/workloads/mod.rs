@@ -1,7 +1,7 @@
 //! Workloads that move as on a cluster, without containers: simulated
 //! Nodes and their kubelets, the default scheduler, and kube-controller-
 //! manager's workload controllers (ReplicaSet and ReplicationController,
-//! Deployment, Job, StatefulSet, DaemonSet), endpoint controllers (Endpoints, EndpointSlice) and the
+//! Deployment, Job, StatefulSet, DaemonSet, CronJob), endpoint controllers (Endpoints, EndpointSlice) and the
 //! PersistentVolume binder with a simulated provisioner.
 //!
 //! One task follows every change in the store and reconciles what the
@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod config;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
@@ -42,13 +43,14 @@ use crate::api::App;
 use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
 use client::{
-    DAEMONSETS, DEPLOYMENTS, ENDPOINTS, ENDPOINTSLICES, JOBS, NODES, PERSISTENTVOLUMECLAIMS,
-    PERSISTENTVOLUMES, PODS, REPLICASETS, REPLICATIONCONTROLLERS, SERVICES, STATEFULSETS,
+    CRONJOBS, DAEMONSETS, DEPLOYMENTS, ENDPOINTS, ENDPOINTSLICES, JOBS, NODES,
+    PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS, REPLICASETS, REPLICATIONCONTROLLERS, SERVICES,
+    STATEFULSETS,
 };
 use replicaset::Replicated;
 
 /// The stores whose changes the controllers follow.
-const FOLLOWED: [&str; 12] = [
+const FOLLOWED: [&str; 13] = [
     PODS,
     REPLICASETS,
     REPLICATIONCONTROLLERS,
@@ -61,6 +63,7 @@ const FOLLOWED: [&str; 12] = [
     PERSISTENTVOLUMES,
     STATEFULSETS,
     DAEMONSETS,
+    CRONJOBS,
 ];
 
 /// What one reconcile looks at.
@@ -76,6 +79,7 @@ enum Key {
     Job(String, String),
     StatefulSet(String, String),
     DaemonSet(String, String),
+    CronJob(String, String),
     /// The Endpoints and EndpointSlices of a Service.
     Service(String, String),
     /// A PersistentVolumeClaim to bind (or provision for).
@@ -97,7 +101,8 @@ struct Engine {
     kubelet_clock: HashMap<String, Instant>,
     /// The next Pod address of each Node's range.
     next_ip: HashMap<String, u32>,
-    /// Claims whose wait for a first consumer was announced (by uid).
+    /// What was told once in an event: claims waiting for a first consumer,
+    /// Jobs a CronJob did not make, bad schedules (by uid).
     announced: HashSet<String>,
 }
 
@@ -323,8 +328,16 @@ impl Engine {
             DEPLOYMENTS if controllers && deleted != Some(true) => {
                 self.due.insert(Key::Deployment(ns, name));
             }
-            JOBS if controllers && deleted != Some(true) => {
-                self.due.insert(Key::Job(ns, name));
+            JOBS if controllers => {
+                if let Some(cj) = client::controller_name(obj, "CronJob") {
+                    self.due.insert(Key::CronJob(ns.clone(), cj.to_string()));
+                }
+                if deleted != Some(true) {
+                    self.due.insert(Key::Job(ns, name));
+                }
+            }
+            CRONJOBS if controllers && deleted != Some(true) => {
+                self.due.insert(Key::CronJob(ns, name));
             }
             STATEFULSETS if controllers && deleted != Some(true) => {
                 self.due.insert(Key::StatefulSet(ns, name));
@@ -364,6 +377,10 @@ impl Engine {
                 Key::DaemonSet(ns, name) => retry(
                     daemonset::reconcile(&self.app, ns, name).await,
                     "daemonset controller",
+                ),
+                Key::CronJob(ns, name) => retry(
+                    cronjob::reconcile(&self.app, ns, name, &mut self.announced).await,
+                    "cronjob controller",
                 ),
                 Key::Service(ns, name) => {
                     let slices = endpointslice::reconcile(&self.app, ns, name).await;

@@ -22,8 +22,8 @@ use tracing::Instrument;
 
 use super::Context;
 use super::cache::{ApiScope, Cacheable, Scope};
+use super::expectations::STATUS_RETRY;
 use super::metrics::Outcome;
-use super::writes::STATUS_RETRY;
 
 /// A registered controller, started by the manager: it sets up its caches
 /// at once (so that readiness knows them all) and returns what runs it.

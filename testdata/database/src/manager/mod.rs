@@ -9,6 +9,7 @@ mod cache;
 pub mod conditions;
 mod context;
 mod controller;
+mod expectations;
 mod http;
 mod leader;
 mod metrics;

@@ -1,7 +1,7 @@
 //! The caches reconciles read from instead of the API server: one reflector
 //! (a list, then a watch, kept in a store) per kind and watched scope, set
 //! up by a controller's `setup` through its [`Scope`]. Stored objects drop
-//! `managedFields`, and children are best cached as metadata only
+//! `managedFields` and `kubectl apply`'s copy of the object, and children are best cached as metadata only
 //! ([`Scope::cache_metadata`]): memory then grows with the number of
 //! objects, not the size of their bodies.
 
@@ -18,6 +18,11 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::Context;
+use super::expectations::ChildKey;
+
+/// The annotation `kubectl apply` keeps the last applied object in: no
+/// reconcile reads it, so caches drop it.
+const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// How an `Api` of a kind of this scope is made for a watched scope.
 pub trait ApiScope {
@@ -155,16 +160,30 @@ impl<K: Cacheable> Cached<K> {
         let writer = Writer::default();
         let store = writer.as_reader();
         let mut filling = context.readiness.track();
+        let child_writes = context.child_writes.clone();
         let events = watcher(api, config)
             .modify(move |object| {
-                object.meta_mut().managed_fields = None;
+                let meta = object.meta_mut();
+                meta.managed_fields = None;
+                if let Some(annotations) = meta.annotations.as_mut() {
+                    // A copy of the whole object when `kubectl apply` made it.
+                    annotations.remove(LAST_APPLIED_ANNOTATION);
+                }
                 trim(object);
             })
             .reflect(writer)
-            .inspect_ok(move |event| {
-                if matches!(event, watcher::Event::InitDone) {
-                    filling.filled();
+            // After the store has it: a reconcile that no longer waits for a
+            // write finds the write in the cache.
+            .inspect_ok(move |event| match event {
+                watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
+                    let version = object.meta().resource_version.as_deref();
+                    child_writes.observed(&ChildKey::of(object), version, false);
                 }
+                watcher::Event::Delete(object) => {
+                    child_writes.observed(&ChildKey::of(object), None, true);
+                }
+                watcher::Event::InitDone => filling.filled(),
+                watcher::Event::Init => {}
             })
             .boxed();
         Self { store, events }

@@ -5,22 +5,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::api::{Api, PostParams};
+use kube::runtime::events::EventType;
 
-use super::writes::StatusWrites;
+use super::expectations::{ChildWrites, StatusWrites};
 use super::{Backoff, Metrics, NAME, Readiness, Shutdown};
 
-// Events are recorded through the events.k8s.io API in the namespace of the object.
-// +opctl:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Events are created through the events.k8s.io API in the namespace of the object.
+// +opctl:rbac:groups=events.k8s.io,resources=events,verbs=create
 
 /// Shared by all controllers: clone it freely.
 #[derive(Clone)]
 pub struct Context {
     /// The Kubernetes client.
     pub client: Client,
-    /// Records Kubernetes events about reconciled objects.
-    pub recorder: Recorder,
+    /// Who reports the events this manager creates: the Pod name
+    /// (POD_NAME) when set, the manager's name otherwise.
+    pub reporting_instance: String,
     /// The namespaces the controllers watch.
     pub scope: WatchScope,
     /// Completes when the manager shuts down.
@@ -35,6 +40,8 @@ pub struct Context {
     pub(crate) readiness: Readiness,
     /// Status writes the caches may not show yet.
     pub(crate) status_writes: StatusWrites,
+    /// Child writes the caches may not show yet.
+    pub(crate) child_writes: ChildWrites,
 }
 
 /// How controllers run (the manager sets them from its flags).
@@ -60,12 +67,8 @@ impl Context {
     /// its own); the event reporter's instance is the Pod name (POD_NAME)
     /// when set.
     pub fn new(client: Client, scope: WatchScope) -> Self {
-        let reporter = Reporter {
-            controller: NAME.to_owned(),
-            instance: std::env::var("POD_NAME").ok(),
-        };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            reporting_instance: std::env::var("POD_NAME").unwrap_or_else(|_| NAME.to_owned()),
             client,
             scope,
             shutdown: Shutdown::default(),
@@ -74,14 +77,18 @@ impl Context {
             backoff: Backoff::default(),
             readiness: Readiness::default(),
             status_writes: StatusWrites::default(),
+            child_writes: ChildWrites::default(),
         }
     }
 
     /// Records an event about `regarding`; a failure is logged, not returned,
-    /// because events are informational. A refusal the API server may not
-    /// repeat (500, 503, 504, 429, a dropped connection) is retried a few
-    /// times with a short backoff, as client-go's event broadcaster retries:
-    /// events go with status changes, so a lost one is not sent again.
+    /// because events are informational. Each event is one create (no
+    /// series, no cache of past events to keep in memory). A refusal the
+    /// API server may not repeat (500, 503, 504, 429, a dropped connection)
+    /// is retried a few times with a short backoff, as client-go's event
+    /// broadcaster retries: events go with status changes, so a lost one is
+    /// not sent again. A retry keeps the event's name, so one that was
+    /// stored after all is not stored twice.
     pub async fn publish(
         &self,
         regarding: &ObjectReference,
@@ -90,17 +97,46 @@ impl Context {
         action: &str,
         note: Option<String>,
     ) {
+        let now = Timestamp::now();
+        // Where the object is; a cluster-scoped object's events go to `default`.
+        let namespace = regarding.namespace.as_deref().unwrap_or("default");
         let event = Event {
-            type_,
-            reason: reason.to_owned(),
+            metadata: ObjectMeta {
+                // As client-go names events: the object's name and the time.
+                name: Some(format!(
+                    "{}.{:x}",
+                    regarding.name.as_deref().unwrap_or_default(),
+                    now.as_nanosecond()
+                )),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            action: Some(action.to_owned()),
+            reason: Some(reason.to_owned()),
             note,
-            action: action.to_owned(),
-            secondary: None,
+            type_: Some(
+                match type_ {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                }
+                .to_owned(),
+            ),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(regarding.clone()),
+            reporting_controller: Some(NAME.to_owned()),
+            reporting_instance: Some(self.reporting_instance.clone()),
+            ..Event::default()
         };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
         let mut delay = Duration::from_millis(100);
         for attempt in 1..=EVENT_ATTEMPTS {
-            let Err(err) = self.recorder.publish(&event, regarding).await else {
-                return;
+            let err = match api.create(&PostParams::default(), &event).await {
+                Ok(_) => return,
+                // Stored by an attempt whose answer was lost.
+                Err(kube::Error::Api(status)) if attempt > 1 && status.is_already_exists() => {
+                    return;
+                }
+                Err(err) => err,
             };
             if attempt == EVENT_ATTEMPTS || !is_transient(&err) {
                 tracing::warn!(error = %err, reason, "cannot record event");

@@ -8,18 +8,17 @@
 //!   others change in a child's spec afterwards; a deleted child, or a
 //!   changed label, owner or hash, is seen and put back.
 //! - **Status** is written when it differs from the cached one
-//!   ([`Context::apply_status`]), and remembered until the cache shows the
-//!   write: a reconcile that would read the status from before it (the
-//!   watch event of the write has not arrived yet) waits for that event
-//!   instead of writing the same status again.
+//!   ([`Context::apply_status`]).
 //! - **Create if absent** ([`Context::create_if_absent`]) for children that
 //!   hold state of their own (a generated password): never overwritten, and
 //!   a 409 AlreadyExists only means the cache has not seen the child yet.
+//!
+//! Every write is remembered until the cache shows it (see
+//! [`super::expectations`]), so a reconcile that runs before then does not
+//! write the same again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
@@ -28,56 +27,12 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::backoff::Key;
+use super::expectations::ChildKey;
 use super::{Context, NAME};
 
 /// The annotation holding the hash of the state a child was written with.
 pub const DESIRED_HASH_ANNOTATION: &str = // the project's name and domain
     "sidecarset.kruise.io/desired-hash";
-
-/// How long a status write is waited for in the cache before reconciles of
-/// the object go on without it.
-const STATUS_PATIENCE: Duration = Duration::from_secs(10);
-
-/// When a reconcile that waited for its object's status write runs again,
-/// should the write's watch event (which triggers it at once) not come.
-pub const STATUS_RETRY: Duration = Duration::from_secs(1);
-
-/// The resourceVersion an object had when its status was written, and when.
-type Written = (Option<String>, Instant);
-
-/// Status writes the cache may not show yet.
-#[derive(Clone, Debug, Default)]
-pub struct StatusWrites {
-    written: Arc<Mutex<HashMap<Key, Written>>>,
-}
-
-impl StatusWrites {
-    /// Records a status write over the object `key` at `resource_version`.
-    fn record(&self, key: Key, resource_version: Option<String>) {
-        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        written.retain(|_, (_, at)| at.elapsed() < STATUS_PATIENCE);
-        written.insert(key, (resource_version, Instant::now()));
-    }
-
-    /// Whether the cached object `key` at `resource_version` predates this
-    /// manager's last status write to it (for at most a few seconds).
-    pub fn awaited(&self, key: &Key, resource_version: Option<&str>) -> bool {
-        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        match written.get(key) {
-            Some((over, at))
-                if over.as_deref() == resource_version && at.elapsed() < STATUS_PATIENCE =>
-            {
-                true
-            }
-            Some(_) => {
-                written.remove(key);
-                false
-            }
-            None => false,
-        }
-    }
-}
 
 /// The hash of `object` as serialized (FNV-1a, 64 bits, in hex): stable
 /// across builds and Rust versions.
@@ -165,15 +120,23 @@ impl Context {
         desired: K,
     ) -> Result<bool, kube::Error>
     where
-        K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+        K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
     {
         let desired = stamped(desired);
         if cached.is_some_and(|cached| is_current(cached, &desired)) {
             return Ok(false);
         }
+        let key = ChildKey::of(&desired);
+        let hash = desired.annotations().get(DESIRED_HASH_ANNOTATION).cloned();
+        if self.child_writes.pending(&key, hash.as_deref()) {
+            return Ok(false);
+        }
         let params = PatchParams::apply(NAME).force();
-        api.patch(&desired.name_any(), &params, &Patch::Apply(&desired))
+        let written = api
+            .patch(&desired.name_any(), &params, &Patch::Apply(&desired))
             .await?;
+        self.child_writes
+            .record(key, hash, written.resource_version());
         Ok(true)
     }
 
@@ -187,9 +150,10 @@ impl Context {
         desired: &K,
     ) -> Result<bool, kube::Error>
     where
-        K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+        K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
     {
-        if cached.is_some() {
+        let key = ChildKey::of(desired);
+        if cached.is_some() || self.child_writes.pending(&key, None) {
             return Ok(false);
         }
         let params = PostParams {
@@ -197,8 +161,15 @@ impl Context {
             ..PostParams::default()
         };
         match api.create(&params, desired).await {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(false),
+            Ok(created) => {
+                self.child_writes
+                    .record(key, None, created.resource_version());
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                self.child_writes.record(key, None, None);
+                Ok(false)
+            }
             Err(err) => Err(err),
         }
     }
@@ -284,21 +255,5 @@ mod tests {
         let mut orphaned = cached(&desired);
         orphaned.metadata.owner_references = None;
         assert!(!is_current(&orphaned, &desired), "it lost its owner");
-    }
-
-    #[test]
-    fn a_status_write_is_awaited_until_the_cache_moves_on() {
-        let writes = StatusWrites::default();
-        let key = ObjectRef::<ConfigMap>::new("demo")
-            .within("default")
-            .erase();
-        assert!(!writes.awaited(&key, Some("1")));
-        writes.record(key.clone(), Some("1".to_owned()));
-        assert!(
-            writes.awaited(&key, Some("1")),
-            "the cache still shows the old version"
-        );
-        assert!(!writes.awaited(&key, Some("2")), "the cache moved on");
-        assert!(!writes.awaited(&key, Some("1")), "forgotten once seen");
     }
 }
