@@ -74,3 +74,148 @@ fn a_malformed_fault_spec_is_refused_before_the_command_runs() {
         assert!(!marker.exists(), "the command ran despite {spec:?}");
     }
 }
+
+/// Waits (bounded) until `path` exists.
+fn wait_for(path: &std::path::Path) {
+    for _ in 0..600 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+fn send_signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+#[test]
+fn run_serves_https_with_a_token_by_default_and_plain_http_on_request() {
+    let (_tmp, dir) = project_dir("serving");
+    // The kubeconfig names an HTTPS server with its CA and a token, in a
+    // private directory (0700, the file 0600) that is gone after the run.
+    let script = "grep -q 'server: https://127.0.0.1:' \"$KUBECONFIG\" \
+        && grep -q 'certificate-authority-data: ' \"$KUBECONFIG\" \
+        && grep -q 'token: ' \"$KUBECONFIG\" \
+        && dirname \"$KUBECONFIG\" \
+        && stat -c %a \"$(dirname \"$KUBECONFIG\")\" \"$KUBECONFIG\" \
+        && kubectl get namespace default -o name";
+    let run = opctl(&dir, &["envtest", "run", "--", "sh", "-c", script]);
+    assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[1..],
+        ["700", "600", "namespace/default"],
+        "{}",
+        run.stdout
+    );
+    let private = std::path::Path::new(lines[0]);
+    assert!(
+        private.starts_with(std::env::temp_dir())
+            && private
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("opctl-envtest-")),
+        "{}",
+        private.display()
+    );
+    assert!(!private.exists(), "{} is left behind", private.display());
+
+    let script = "grep -q 'server: http://127.0.0.1:' \"$KUBECONFIG\" && kubectl get namespace default -o name";
+    let run = opctl(
+        &dir,
+        &[
+            "envtest",
+            "run",
+            "--insecure-http",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.trim(), "namespace/default");
+}
+
+#[test]
+fn start_keeps_its_kubeconfig_in_a_private_directory_removed_at_exit() {
+    use std::io::BufRead;
+    let mut server = std::process::Command::new(common::opctl_bin())
+        .args(["envtest", "start"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("opctl envtest start runs");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the serving line");
+    let kubeconfig = line
+        .split("kubeconfig written to ")
+        .nth(1)
+        .and_then(|rest| rest.split(" (export").next())
+        .unwrap_or_else(|| panic!("no kubeconfig in {line:?}"));
+    let kubeconfig = std::path::PathBuf::from(kubeconfig);
+    let private = kubeconfig.parent().expect("a directory").to_path_buf();
+    assert!(
+        line.starts_with("envtest serving https://127.0.0.1:"),
+        "{line}"
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| {
+            std::fs::metadata(p).expect("exists").permissions().mode() & 0o777
+        };
+        assert_eq!(mode(&private), 0o700, "{}", private.display());
+        assert_eq!(mode(&kubeconfig), 0o600, "{}", kubeconfig.display());
+    }
+    let out = std::process::Command::new("kubectl")
+        .args(["get", "namespace", "default", "-o", "name"])
+        .env("KUBECONFIG", &kubeconfig)
+        .output()
+        .expect("kubectl runs");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "namespace/default",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    send_signal(server.id(), "-TERM");
+    let status = server.wait().expect("opctl exits");
+    assert!(status.success(), "{status:?}");
+    assert!(!private.exists(), "{} is left behind", private.display());
+}
+
+#[test]
+fn run_passes_a_signal_to_its_command_and_stops_the_server_after_it() {
+    let (_tmp, dir) = project_dir("signals");
+    // On TERM the command still reaches the server, writes what it saw and
+    // exits 7; opctl exits with that status.
+    let script = dir.join("command.sh");
+    std::fs::write(
+        &script,
+        "trap 'kubectl get namespace default -o name > \"$OUT/during-term\" 2>&1; echo term > \"$OUT/trapped\"; exit 7' TERM\n\
+         echo ready > \"$OUT/ready\"\n\
+         while :; do sleep 0.1; done\n",
+    )
+    .expect("script written");
+    let mut run = std::process::Command::new(common::opctl_bin())
+        .args(["envtest", "run", "--", "sh"])
+        .arg(&script)
+        .env("OUT", &dir)
+        .current_dir(&dir)
+        .spawn()
+        .expect("opctl envtest run runs");
+    wait_for(&dir.join("ready"));
+    send_signal(run.id(), "-TERM");
+    let status = run.wait().expect("opctl exits");
+    assert_eq!(status.code(), Some(7), "{status:?}");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    assert_eq!(read("trapped").trim(), "term");
+    assert_eq!(read("during-term").trim(), "namespace/default");
+}

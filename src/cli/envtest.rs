@@ -2,18 +2,22 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::time::Duration;
 
 use anyhow::Context;
 use opctl_envtest::WebhookRoute;
-use opctl_envtest::{Config, Envtest, FaultSpec};
+use opctl_envtest::{Config, Envtest, FaultSpec, Serving};
 use opctl_envtest::{NodeSpec, NodeTaint, Simulation};
 
 const RUN_EXAMPLES: &str = "Examples:
   # Run the e2e tests of a generated operator against a fresh server
   opctl envtest run --crds config/crd/bases -- cargo test --test e2e
 
-  # Try kubectl against it
+  # Try kubectl against it (HTTPS with a CA and a token made at start)
   opctl envtest run -- kubectl get namespaces
+
+  # Plain HTTP without authentication, for a client that cannot do TLS
+  opctl envtest run --insecure-http --port 8080 -- curl -s http://127.0.0.1:8080/version
 
   # Three simulated nodes, one tainted, and wait for a Deployment to roll out
   opctl envtest run --simulate all --nodes 3 --node-taint envtest-node-3=dedicated=gpu:NoSchedule -- \
@@ -45,6 +49,7 @@ Fault spec: comma-separated items, each a profile (default), seed=N,
 
 const START_EXAMPLES: &str = "Examples:
   # Serve on a random port; the printed line says where the kubeconfig is
+  # (in a private directory removed when the server stops)
   opctl envtest start --crds config/crd/bases
 
   # Serve on a fixed port with the kubeconfig at a known place
@@ -88,6 +93,10 @@ pub struct ServerArgs {
     /// Seed of the fault draws; the same seed fails the same requests again.
     #[arg(long = "faults-seed", value_name = "N")]
     pub faults_seed: Option<String>,
+    /// Serve plain HTTP without authentication instead of HTTPS (a CA and
+    /// an administrator's token made at start, both in the kubeconfig).
+    #[arg(long = "insecure-http")]
+    pub insecure_http: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,7 +112,8 @@ pub struct RunArgs {
 pub struct StartArgs {
     #[command(flatten)]
     pub server: ServerArgs,
-    /// Where to write the kubeconfig (default: a file in the temp directory).
+    /// Where to write the kubeconfig (default: a private directory, made
+    /// fresh and removed at exit).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
 }
@@ -167,6 +177,11 @@ fn config(args: ServerArgs) -> anyhow::Result<Config> {
         webhook_routes: args.webhook_routes,
         faults,
         simulation: args.simulation.simulation()?,
+        serving: if args.insecure_http {
+            Serving::Http
+        } else {
+            Serving::Https
+        },
         ..Config::default()
     })
 }
@@ -219,57 +234,118 @@ fn exit_code(status: ExitStatus) -> i32 {
     1
 }
 
-async fn terminate_signal() {
+/// The signal that asks opctl to stop: SIGINT or SIGTERM (its number).
+async fn terminate_signal() -> i32 {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         match signal(SignalKind::terminate()) {
             Ok(mut term) => {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => libc::SIGINT,
+                    _ = term.recv() => libc::SIGTERM,
                 }
             }
             Err(_) => {
                 let _ = tokio::signal::ctrl_c().await;
+                libc::SIGINT
             }
         }
     }
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+        2
+    }
+}
+
+/// A directory only its owner can enter (0700), made fresh under the temp
+/// directory with an unpredictable name, removed when dropped: where the
+/// kubeconfig (and the administrator's token in it) lives.
+fn private_dir() -> anyhow::Result<tempfile::TempDir> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("opctl-envtest-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    builder
+        .tempdir()
+        .context("cannot create a private directory for the kubeconfig")
+}
+
+/// How long the command may take to exit after opctl passed it a signal,
+/// before it is killed.
+const CHILD_GRACE: Duration = Duration::from_secs(10);
+
+/// Sends `signal` to the child's process group (the command and what it started).
+#[cfg(unix)]
+fn signal_group(child: &tokio::process::Child, signal: i32) {
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) has no memory effects; a group already gone gives ESRCH.
+        unsafe {
+            libc::kill(-pid, signal);
+        }
+    }
+}
+
+/// Waits for the command. A SIGINT or SIGTERM to opctl goes on to the
+/// command's process group, which then has [`CHILD_GRACE`] to exit before
+/// it is killed; the server keeps serving all that time.
+async fn supervise(child: &mut tokio::process::Child) -> std::io::Result<ExitStatus> {
+    let signal = tokio::select! {
+        status = child.wait() => return status,
+        signal = terminate_signal() => signal,
+    };
+    #[cfg(unix)]
+    signal_group(child, signal);
+    #[cfg(not(unix))]
+    {
+        let _ = signal;
+        let _ = child.start_kill();
+    }
+    match tokio::time::timeout(CHILD_GRACE, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            eprintln!(
+                "opctl envtest: the command did not exit within {}s of the signal; killing it",
+                CHILD_GRACE.as_secs()
+            );
+            #[cfg(unix)]
+            signal_group(child, libc::SIGKILL);
+            let _ = child.start_kill();
+            child.wait().await
+        }
     }
 }
 
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let config = config(args.server)?;
     let env = Envtest::start(config).await?;
-    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let dir = private_dir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     env.write_kubeconfig(&kubeconfig)?;
     let (program, rest) = args
         .command
         .split_first()
         .context("no COMMAND given after --")?;
-    let mut child = match tokio::process::Command::new(program)
-        .args(rest)
-        .env("KUBECONFIG", &kubeconfig)
-        .spawn()
-    {
+    let mut command = tokio::process::Command::new(program);
+    command.args(rest).env("KUBECONFIG", &kubeconfig);
+    // Its own process group: a signal opctl passes on reaches what the
+    // command started too (cargo test and its test binaries, say).
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             env.shutdown().await;
             anyhow::bail!("cannot run {program:?}: {e}");
         }
     };
-    let status = tokio::select! {
-        status = child.wait() => status,
-        _ = terminate_signal() => {
-            let _ = child.start_kill();
-            child.wait().await
-        }
-    };
+    let status = supervise(&mut child).await;
     env.shutdown().await;
+    drop(dir);
     let status = status.with_context(|| format!("waiting for {program:?}"))?;
     Ok(exit_code(status))
 }
@@ -277,12 +353,12 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 async fn serve(args: StartArgs) -> anyhow::Result<()> {
     let config = config(args.server)?;
     let env = Envtest::start(config).await?;
-    let (path, temporary) = match args.kubeconfig {
-        Some(p) => (p, false),
-        None => (
-            std::env::temp_dir().join(format!("opctl-envtest-{}.kubeconfig", std::process::id())),
-            true,
-        ),
+    let (path, dir) = match args.kubeconfig {
+        Some(p) => (p, None),
+        None => {
+            let dir = private_dir()?;
+            (dir.path().join("kubeconfig"), Some(dir))
+        }
     };
     env.write_kubeconfig(&path)?;
     println!(
@@ -293,9 +369,8 @@ async fn serve(args: StartArgs) -> anyhow::Result<()> {
     );
     terminate_signal().await;
     env.shutdown().await;
-    if temporary {
-        let _ = std::fs::remove_file(&path);
-    }
+    // Removes the private directory with the kubeconfig.
+    drop(dir);
     Ok(())
 }
 

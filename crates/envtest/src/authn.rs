@@ -48,6 +48,15 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// Whether a request acts as envtest's administrator: any request when
+/// serving plain HTTP; with HTTPS, one bearing the administrator's token.
+pub fn is_administrator(app: &App, headers: &HeaderMap) -> bool {
+    match &app.identity {
+        None => true,
+        Some(id) => bearer(headers).is_some_and(|t| id.is_admin_token(t)),
+    }
+}
+
 /// The ServiceAccount a request's bearer token names: `Ok(None)` when the
 /// request carries no ServiceAccount token, 401 when it carries one this
 /// server does not accept.

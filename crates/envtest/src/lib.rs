@@ -31,6 +31,7 @@ mod meta;
 mod metrics;
 mod nodes;
 mod patch;
+mod pki;
 mod pod_streams;
 mod quantity;
 mod registry;
@@ -51,7 +52,9 @@ pub use api::ClusterControllers;
 pub use builtin::{KindInfo as BuiltinKind, kinds as builtin_kinds};
 pub use error::{ApiError, ApiResult, Cause};
 pub use faults::{FaultSpec, SpecError as FaultSpecError};
-pub use server::{Config, DEFAULT_NAMESPACE_DELETION_GRACE, DEFAULT_REQUEST_TIMEOUT, Envtest};
+pub use server::{
+    Config, DEFAULT_NAMESPACE_DELETION_GRACE, DEFAULT_REQUEST_TIMEOUT, Envtest, Serving,
+};
 pub use workloads::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 
 /// The admission internals, for this crate's integration tests (which call

@@ -55,6 +55,22 @@ pub struct Config {
     /// How long a connection may take to send a request's headers before
     /// it is closed (kube-apiserver's 32 s).
     pub header_read_timeout: Duration,
+    /// Plain HTTP (the default here, for tests in process) or HTTPS with
+    /// a CA made at start and a bearer token (`opctl envtest`'s default).
+    pub serving: Serving,
+}
+
+/// How the server serves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Serving {
+    /// Plain HTTP on loopback; every request acts as the administrator
+    /// (ServiceAccount tokens and impersonation aside).
+    #[default]
+    Http,
+    /// HTTPS with a CA and serving certificate (127.0.0.1, ::1, localhost)
+    /// made at start, and a random bearer token for the administrator,
+    /// both in the kubeconfig; a request without a valid token gets 401.
+    Https,
 }
 
 impl Default for Config {
@@ -71,6 +87,7 @@ impl Default for Config {
             simulation: crate::workloads::Simulation::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             header_read_timeout: crate::serving::DEFAULT_HEADER_READ_TIMEOUT,
+            serving: Serving::default(),
         }
     }
 }
@@ -81,6 +98,7 @@ pub struct Envtest {
     port: u16,
     shutdown: Option<oneshot::Sender<()>>,
     server: JoinHandle<()>,
+    identity: Option<Arc<crate::pki::Identity>>,
     /// The controllers, and the task dropping the watch history when faults ask for it.
     controllers: Vec<JoinHandle<()>>,
     workloads: Option<JoinHandle<()>>,
@@ -102,6 +120,20 @@ impl Envtest {
         app.cluster_controllers = config.cluster_controllers;
         app.simulated_scheduler = config.simulation.scheduler;
         app.request_timeout = config.request_timeout;
+        let identity = match config.serving {
+            Serving::Http => None,
+            Serving::Https => Some(Arc::new(crate::pki::Identity::generate()?)),
+        };
+        let tls = match &identity {
+            Some(id) => Some(tokio_rustls::TlsAcceptor::from(id.server_config()?)),
+            None => None,
+        };
+        if let Some(id) = &identity
+            && let Ok(mut pem) = app.root_ca.write()
+        {
+            *pem = id.ca_pem.clone();
+        }
+        app.identity = identity.clone();
         let app = Arc::new(app);
         app.webhooks
             .set_routes(config.webhook_routes.iter().cloned().collect());
@@ -129,6 +161,7 @@ impl Envtest {
         let router = crate::http::router(app.clone());
         let server = tokio::spawn(crate::serving::serve(
             listener,
+            tls,
             router,
             config.header_read_timeout,
             rx,
@@ -138,6 +171,7 @@ impl Envtest {
             port: addr.port(),
             shutdown: Some(tx),
             server,
+            identity,
             controllers,
             workloads,
         };
@@ -145,21 +179,57 @@ impl Envtest {
         Ok(env)
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT`, or `http://` when serving plain HTTP.
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.identity.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
-    /// A kubeconfig naming this server (plain HTTP on loopback, no credentials).
+    /// The PEM of the CA that signed the serving certificate (HTTPS only).
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.identity.as_deref().map(|id| id.ca_pem.as_str())
+    }
+
+    /// The administrator's bearer token (HTTPS only).
+    pub fn admin_token(&self) -> Option<&str> {
+        self.identity.as_deref().map(|id| id.admin_token.as_str())
+    }
+
+    /// A kubeconfig naming this server: with HTTPS, its CA and the
+    /// administrator's token; with plain HTTP, no credentials.
     pub fn kubeconfig_yaml(&self) -> String {
+        use base64::Engine;
+        let (ca, user) = match self.identity.as_deref() {
+            Some(id) => (
+                format!(
+                    "\n    certificate-authority-data: {}",
+                    base64::engine::general_purpose::STANDARD.encode(&id.ca_pem)
+                ),
+                format!("\n    token: {}", id.admin_token),
+            ),
+            None => (String::new(), " {}".to_string()),
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\npreferences: {{}}\nusers:\n- name: envtest\n  user: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}{ca}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\npreferences: {{}}\nusers:\n- name: envtest\n  user:{user}\n",
             self.base_url()
         )
     }
 
+    /// Writes [`Envtest::kubeconfig_yaml`] to `path`, readable by its owner
+    /// only (it may hold the administrator's token).
     pub fn write_kubeconfig(&self, path: &Path) -> anyhow::Result<()> {
-        std::fs::write(path, self.kubeconfig_yaml())
+        use std::io::Write;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options
+            .open(path)
+            .and_then(|mut f| f.write_all(self.kubeconfig_yaml().as_bytes()))
             .with_context(|| format!("cannot write kubeconfig {}", path.display()))
     }
 

@@ -1,7 +1,8 @@
 //! Serving as kube-apiserver serves: request timeouts (504 for requests
 //! that are not long-running, watches untouched, `?timeout=` shortening
-//! them) and the header-read timeout on connections, through kube-rs,
-//! kubectl and raw connections.
+//! them), the header-read timeout on connections, HTTPS with a bearer
+//! token and 401 without one, and requests for hosts other than loopback
+//! refused, through kube-rs, kubectl and raw connections.
 
 #[allow(dead_code)]
 mod admission_support;
@@ -15,10 +16,10 @@ use std::time::Duration;
 use admission_support::fixtures::{hook, url_client, validating, with};
 use admission_support::{Pki, Reply, WebhookServer};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use opctl_envtest::{Config, Envtest};
+use opctl_envtest::{Config, Envtest, Serving};
 use serde_json::json;
 use support::http::{Http, HttpRequest};
 use support::kubectl::Kubectl;
@@ -231,4 +232,149 @@ async fn connections_that_do_not_finish_their_headers_are_closed() {
         "{}",
         String::from_utf8_lossy(&answer)
     );
+}
+
+/// A kube-rs client of `env` with the kubeconfig's token replaced by
+/// `token` (none at all for `None`).
+async fn client_with_token(env: &Envtest, token: Option<&str>) -> kube::Client {
+    let admin = env.admin_token().expect("an HTTPS server");
+    let yaml = env.kubeconfig_yaml();
+    let yaml = match token {
+        Some(t) => yaml.replace(admin, t),
+        None => yaml.replace(&format!("token: {admin}"), "{}"),
+    };
+    let kubeconfig = Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kube-rs accepts the kubeconfig");
+    kube::Client::try_from(config).expect("client")
+}
+
+/// Runs kubectl (blocking) against a kubeconfig file off the runtime.
+async fn kubectl_run(yaml: String, args: Vec<String>) -> support::kubectl::Run {
+    tokio::task::spawn_blocking(move || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(&path, yaml).expect("kubeconfig written");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Kubectl::new(&path).run(&args)
+    })
+    .await
+    .expect("kubectl ran")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_serves_the_kubeconfig_token_and_refuses_requests_without_one() {
+    let (env, client) = start(Config {
+        serving: Serving::Https,
+        ..Config::default()
+    })
+    .await;
+    assert!(env.base_url().starts_with("https://127.0.0.1:"));
+    let ca = env.ca_pem().expect("a CA").to_string();
+    // kube-rs verifies the serving certificate against the kubeconfig's CA.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .get("default")
+        .await
+        .expect("the administrator reads");
+    // Every namespace publishes the CA as a cluster does (kube-root-ca.crt).
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut published = None;
+    for _ in 0..100 {
+        published = configmaps
+            .get_opt("kube-root-ca.crt")
+            .await
+            .expect("get")
+            .and_then(|cm| cm.data)
+            .and_then(|d| d.get("ca.crt").cloned());
+        if published.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(published.as_deref(), Some(ca.as_str()));
+
+    for token in [None, Some("not-the-token")] {
+        let anonymous: Api<Namespace> = Api::all(client_with_token(&env, token).await);
+        let err = api_error(anonymous.get("default").await);
+        assert_eq!(
+            (err.code, err.reason.as_str(), err.message.as_str()),
+            (401, "Unauthorized", "Unauthorized"),
+            "{token:?}"
+        );
+    }
+
+    let yaml = env.kubeconfig_yaml();
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let run = kubectl_run(
+        yaml.clone(),
+        args(&["get", "namespace", "default", "-o", "name"]),
+    )
+    .await;
+    assert_eq!(run.stdout.trim(), "namespace/default", "{}", run.stderr);
+    let admin = env.admin_token().expect("token").to_string();
+    // (With no credentials at all kubectl would prompt for a password.)
+    let run = kubectl_run(
+        yaml.replace(&format!("token: {admin}"), "token: not-the-token"),
+        args(&["get", "namespaces"]),
+    )
+    .await;
+    assert!(
+        run.stderr
+            .contains("error: You must be logged in to the server (the server has asked for the client to provide credentials)"),
+        "{}",
+        run.stderr
+    );
+    // ServiceAccount tokens authenticate as before (kubectl sends bearer
+    // tokens over TLS only): the account is held to RBAC.
+    let run = kubectl_run(yaml.clone(), args(&["create", "token", "default"])).await;
+    let token = run.stdout.trim().to_string();
+    assert!(!token.is_empty(), "{}", run.stderr);
+    let run = kubectl_run(yaml, args(&["get", "pods", "--token", &token])).await;
+    assert!(
+        run.stderr.contains("Error from server (Forbidden): pods is forbidden: User \"system:serviceaccount:default:default\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_naming_a_host_other_than_loopback_are_refused() {
+    let (env, _client) = start(Config::default()).await;
+    let http = Http::new(&env.base_url());
+    let port = env
+        .base_url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    for host in ["evil.example", "evil.example:80", "127.0.0.2"] {
+        let resp = http
+            .send(
+                &HttpRequest::new("GET", "/api/v1/namespaces").header("Host", host),
+                Duration::from_secs(30),
+            )
+            .await
+            .expect("answered");
+        assert_eq!(resp.status, 403, "{host}");
+        let status = resp.json().expect("a Status");
+        assert_eq!(
+            status["message"],
+            format!(
+                "host \"{host}\" is not a loopback address: this envtest server answers requests for 127.0.0.1, [::1] and localhost only"
+            )
+        );
+        assert_eq!(status["reason"], "Forbidden");
+    }
+    for host in [format!("localhost:{port}"), format!("[::1]:{port}")] {
+        let resp = http
+            .send(
+                &HttpRequest::new("GET", "/version").header("Host", &host),
+                Duration::from_secs(30),
+            )
+            .await
+            .expect("answered");
+        assert_eq!(resp.status, 200, "{host}");
+    }
 }

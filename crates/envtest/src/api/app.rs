@@ -38,6 +38,10 @@ pub struct App {
     /// The PEM bundle of the CA that verifies this server, published in
     /// every namespace's `kube-root-ca.crt`; empty while serving plain HTTP.
     pub root_ca: std::sync::RwLock<String>,
+    /// Set when serving HTTPS: the CA, serving certificate and the
+    /// administrator's bearer token; requests without a credential then
+    /// get 401.
+    pub identity: Option<Arc<crate::pki::Identity>>,
     /// How long a request that is not long-running may take (504 after).
     pub request_timeout: std::time::Duration,
 }
@@ -105,6 +109,7 @@ impl App {
             faults: crate::faults::Faults::default(),
             simulated_scheduler: false,
             root_ca: std::sync::RwLock::new(String::new()),
+            identity: None,
             request_timeout: crate::http::deadline::DEFAULT_REQUEST_TIMEOUT,
         }
     }

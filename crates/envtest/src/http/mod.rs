@@ -3,6 +3,7 @@
 
 mod component_statuses;
 pub mod deadline;
+mod host;
 pub mod openapi;
 pub mod respond;
 
@@ -39,6 +40,11 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         req.uri().query(),
         header_str(req.headers(), header::USER_AGENT),
     );
+    // Before anything else: a page a browser loaded from elsewhere must not
+    // reach the API by rebinding its name to 127.0.0.1.
+    if let Some(err) = host::refused(req.uri(), req.headers()) {
+        return respond::error(&err, &prefs);
+    }
     let q = Query::parse(req.uri().query());
     if deadline::long_running(req.method(), &route(req.uri().path()), &q) {
         return serve(&app, req, &prefs).await;
@@ -112,6 +118,9 @@ async fn serve(app: &Arc<App>, req: Request, prefs: &respond::Preferences) -> Re
 /// ServiceAccount may do only when RBAC lets it `impersonate`).
 fn acting_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
     let token_user = crate::authn::service_account_user(app, headers)?;
+    if token_user.is_none() && !crate::authn::is_administrator(app, headers) {
+        return Err(crate::authn::unauthorized());
+    }
     let impersonated = authz::impersonated_user(headers);
     match (token_user, impersonated) {
         (Some(requester), Some(target)) => {
