@@ -305,6 +305,19 @@ async fn https_serves_the_kubeconfig_token_and_refuses_requests_without_one() {
         );
     }
 
+    // Who asks is known before what it asks for is looked at: impersonation
+    // headers (here a group without a user, which an authenticated
+    // client gets a 500 for) from a client without a token get 401.
+    let anonymous = client_with_token(&env, None).await;
+    let request = axum::http::Request::get("/api/v1/namespaces")
+        .header("Impersonate-Group", "system:masters")
+        .body(Vec::new())
+        .expect("request");
+    let Err(kube::Error::Api(status)) = anonymous.request_text(request).await else {
+        panic!("an unauthenticated impersonation is refused");
+    };
+    assert_eq!(status.code, 401, "{status:?}");
+
     let yaml = env.kubeconfig_yaml();
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let run = kubectl_run(

@@ -63,13 +63,19 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
 
 async fn serve(app: &Arc<App>, req: Request, prefs: &respond::Preferences) -> Response {
     let (parts, body) = req.into_parts();
+    // As kube-apiserver: who asks is known before anything it asks for is
+    // looked at, impersonation included.
+    let requester = match authenticate(app, &parts.headers) {
+        Ok(user) => user,
+        Err(err) => return respond::error(&err, prefs),
+    };
     if let Some(message) = authz::impersonation_without_user(&parts.headers) {
         let uri = parts.uri.path_and_query().map_or("", |p| p.as_str());
         return respond::internal_error_text(uri, &message);
     }
     // envtest's own user is an administrator; a ServiceAccount token's
     // user and one it impersonates are held to the stored RBAC rules.
-    let impersonated = match acting_user(app, &parts.headers) {
+    let impersonated = match acting_user(app, &parts.headers, requester) {
         Ok(user) => user,
         Err(err) => return respond::error(&err, prefs),
     };
@@ -113,14 +119,25 @@ async fn serve(app: &Arc<App>, req: Request, prefs: &respond::Preferences) -> Re
     pending.finish(resp)
 }
 
-/// Who a request acts as when it is not envtest's administrator: the
-/// ServiceAccount of its bearer token, or the user it impersonates (which a
-/// ServiceAccount may do only when RBAC lets it `impersonate`).
-fn acting_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
+/// Who sends a request: the ServiceAccount of its bearer token, or `None`
+/// for envtest's administrator; 401 for anyone else.
+fn authenticate(app: &App, headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
     let token_user = crate::authn::service_account_user(app, headers)?;
     if token_user.is_none() && !crate::authn::is_administrator(app, headers) {
         return Err(crate::authn::unauthorized());
     }
+    Ok(token_user)
+}
+
+/// Who a request from `token_user` (see [`authenticate`]) acts as when it
+/// is not envtest's administrator: that ServiceAccount, or the user it
+/// impersonates (which a ServiceAccount may do only when RBAC lets it
+/// `impersonate`).
+fn acting_user(
+    app: &App,
+    headers: &HeaderMap,
+    token_user: Option<UserInfo>,
+) -> ApiResult<Option<UserInfo>> {
     let impersonated = authz::impersonated_user(headers);
     match (token_user, impersonated) {
         (Some(requester), Some(target)) => {
