@@ -85,6 +85,42 @@ pub async fn create_object(
     Ok(written.body)
 }
 
+/// Writes the status of the object `name` through `/status` as
+/// kube-controller-manager does: `edit` changes the status as stored (it
+/// also sees the whole object); nothing is written when it leaves the
+/// status as it was, so a pass that changes nothing costs no write.
+pub async fn write_status(
+    app: &App,
+    key: &str,
+    ns: &str,
+    name: &str,
+    edit: impl Fn(&Value, &mut serde_json::Map<String, Value>),
+) -> ApiResult<()> {
+    modify(
+        app,
+        key,
+        ns,
+        name,
+        Some("status"),
+        CONTROLLER_MANAGER,
+        |obj| {
+            let mut status = obj
+                .get("status")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let before = status.clone();
+            edit(obj, &mut status);
+            if status == before {
+                return false;
+            }
+            obj["status"] = Value::Object(status);
+            true
+        },
+    )
+    .await
+}
+
 /// Rewrites an object (or its `status` when `sub` says so) with `edit`,
 /// retrying on races and calling the admission webhooks. `edit` returns
 /// false to leave the object alone; a missing object is no error.

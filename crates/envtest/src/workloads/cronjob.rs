@@ -425,38 +425,19 @@ async fn write_status(
 ) -> ApiResult<()> {
     let (ns, name) = (meta::namespace(cj), meta::name(cj));
     let stamp = |t: Timestamp| json!(t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
-    client::modify(
-        app,
-        CRONJOBS,
-        ns,
-        name,
-        Some("status"),
-        CONTROLLER_MANAGER,
-        |obj| {
-            let mut status = obj
-                .get("status")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            let before = status.clone();
-            if active.is_empty() {
-                status.remove("active");
-            } else {
-                status.insert("active".into(), json!(active));
-            }
-            if let Some(t) = last_schedule {
-                status.insert("lastScheduleTime".into(), stamp(t));
-            }
-            if let Some(t) = last_success {
-                status.insert("lastSuccessfulTime".into(), stamp(t));
-            }
-            if status == before {
-                return false;
-            }
-            obj["status"] = Value::Object(status);
-            true
-        },
-    )
+    client::write_status(app, CRONJOBS, ns, name, |_, status| {
+        if active.is_empty() {
+            status.remove("active");
+        } else {
+            status.insert("active".into(), json!(active));
+        }
+        if let Some(t) = last_schedule {
+            status.insert("lastScheduleTime".into(), stamp(t));
+        }
+        if let Some(t) = last_success {
+            status.insert("lastSuccessfulTime".into(), stamp(t));
+        }
+    })
     .await
 }
 

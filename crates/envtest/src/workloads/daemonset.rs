@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::client::{self, CONTROLLER_MANAGER, DAEMONSETS, NODES};
+use super::client::{self, DAEMONSETS, NODES};
 use super::pods;
 use super::revisions;
 use super::scheduler::{UNSCHEDULABLE_TAINT, selects, tolerated};
@@ -303,47 +303,24 @@ async fn write_status(app: &App, ds: &Value, counts: [(&str, i64); 6]) -> ApiRes
     let desired = counts[0].1;
     let available = counts[4].1;
     let (ns, name) = (meta::namespace(ds), meta::name(ds));
-    client::modify(
-        app,
-        DAEMONSETS,
-        ns,
-        name,
-        Some("status"),
-        CONTROLLER_MANAGER,
-        |obj| {
-            let mut status = obj
-                .get("status")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            let before = status.clone();
-            for (field, value) in counts {
-                // The four counts a DaemonSet's status always carries; the rest are omitempty.
-                if matches!(
-                    field,
-                    "desiredNumberScheduled"
-                        | "currentNumberScheduled"
-                        | "numberMisscheduled"
-                        | "numberReady"
-                ) {
-                    status.insert(field.into(), json!(value));
-                } else {
-                    pods::set_count(&mut status, field, value);
-                }
+    client::write_status(app, DAEMONSETS, ns, name, |_, status| {
+        for (field, value) in counts {
+            // The four counts a DaemonSet's status always carries; the rest are omitempty.
+            if matches!(
+                field,
+                "desiredNumberScheduled"
+                    | "currentNumberScheduled"
+                    | "numberMisscheduled"
+                    | "numberReady"
+            ) {
+                status.insert(field.into(), json!(value));
+            } else {
+                pods::set_count(status, field, value);
             }
-            pods::set_count(
-                &mut status,
-                "numberUnavailable",
-                (desired - available).max(0),
-            );
-            status.insert("observedGeneration".into(), json!(generation));
-            if status == before {
-                return false;
-            }
-            obj["status"] = Value::Object(status);
-            true
-        },
-    )
+        }
+        pods::set_count(status, "numberUnavailable", (desired - available).max(0));
+        status.insert("observedGeneration".into(), json!(generation));
+    })
     .await
 }
 

@@ -549,47 +549,28 @@ async fn write_status(
         )
         .await?;
     }
-    client::modify(
-        app,
-        DEPLOYMENTS,
-        ns,
-        name,
-        Some("status"),
-        CONTROLLER_MANAGER,
-        |obj| {
-            let mut status = obj
-                .get("status")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            let before = status.clone();
-            status.insert("observedGeneration".into(), json!(generation));
-            pods::set_count(&mut status, "replicas", observed);
-            pods::set_count(&mut status, "updatedReplicas", updated);
-            pods::set_count(&mut status, "readyReplicas", ready);
-            pods::set_count(&mut status, "availableReplicas", available);
-            pods::set_count(
-                &mut status,
-                "unavailableReplicas",
-                (total_spec - available).max(0),
-            );
-            let mut conditions = client::conditions(obj);
-            client::set_condition(
-                &mut conditions,
-                available_cond.clone(),
-                ConditionStyle::Deployment,
-            );
-            if let Some(p) = &progress_cond {
-                client::set_condition(&mut conditions, p.clone(), ConditionStyle::Deployment);
-            }
-            status.insert("conditions".into(), json!(conditions));
-            if status == before {
-                return false;
-            }
-            obj["status"] = Value::Object(status);
-            true
-        },
-    )
+    client::write_status(app, DEPLOYMENTS, ns, name, |obj, status| {
+        status.insert("observedGeneration".into(), json!(generation));
+        pods::set_count(status, "replicas", observed);
+        pods::set_count(status, "updatedReplicas", updated);
+        pods::set_count(status, "readyReplicas", ready);
+        pods::set_count(status, "availableReplicas", available);
+        pods::set_count(
+            status,
+            "unavailableReplicas",
+            (total_spec - available).max(0),
+        );
+        let mut conditions = client::conditions(obj);
+        client::set_condition(
+            &mut conditions,
+            available_cond.clone(),
+            ConditionStyle::Deployment,
+        );
+        if let Some(p) = &progress_cond {
+            client::set_condition(&mut conditions, p.clone(), ConditionStyle::Deployment);
+        }
+        status.insert("conditions".into(), json!(conditions));
+    })
     .await?;
     // Look again when the progress deadline would pass.
     Ok((!complete && !paused && !timed_out)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::client::{self, CONTROLLER_MANAGER, REPLICASETS, REPLICATIONCONTROLLERS};
+use super::client::{self, REPLICASETS, REPLICATIONCONTROLLERS};
 use super::pods;
 use crate::api::App;
 use crate::error::ApiResult;
@@ -126,35 +126,16 @@ async fn write_status(
 ) -> ApiResult<()> {
     let generation = meta::generation(rs);
     let (ns, name) = (meta::namespace(rs), meta::name(rs));
-    client::modify(
-        app,
-        which.store_key(),
-        ns,
-        name,
-        Some("status"),
-        CONTROLLER_MANAGER,
-        |obj| {
-            let mut status = obj
-                .get("status")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            let before = status.clone();
-            for (field, value) in counts {
-                pods::set_count(&mut status, field, *value as i64);
-            }
-            // `replicas` is not omitempty in either kind's status.
-            status.insert(
-                "replicas".into(),
-                json!(counts.first().map_or(0, |(_, v)| *v)),
-            );
-            status.insert("observedGeneration".into(), json!(generation));
-            if status == before {
-                return false;
-            }
-            obj["status"] = Value::Object(status);
-            true
-        },
-    )
+    client::write_status(app, which.store_key(), ns, name, |_, status| {
+        for (field, value) in counts {
+            pods::set_count(status, field, *value as i64);
+        }
+        // `replicas` is not omitempty in either kind's status.
+        status.insert(
+            "replicas".into(),
+            json!(counts.first().map_or(0, |(_, v)| *v)),
+        );
+        status.insert("observedGeneration".into(), json!(generation));
+    })
     .await
 }

@@ -362,38 +362,19 @@ async fn write_status(
     }
     let generation = meta::generation(set);
     let (ns, name) = (meta::namespace(set), meta::name(set));
-    client::modify(
-        app,
-        STATEFULSETS,
-        ns,
-        name,
-        Some("status"),
-        CONTROLLER_MANAGER,
-        |obj| {
-            let mut status = obj
-                .get("status")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            let before = status.clone();
-            status.insert("observedGeneration".into(), json!(generation));
-            status.insert("replicas".into(), json!(replicas));
-            pods::set_count(&mut status, "readyReplicas", ready);
-            status.insert("availableReplicas".into(), json!(available));
-            pods::set_count(&mut status, "currentReplicas", at_current);
-            pods::set_count(&mut status, "updatedReplicas", at_update);
-            status.insert("currentRevision".into(), json!(current));
-            status.insert("updateRevision".into(), json!(update));
-            if !status.contains_key("collisionCount") {
-                status.insert("collisionCount".into(), json!(0));
-            }
-            if status == before {
-                return false;
-            }
-            obj["status"] = Value::Object(status);
-            true
-        },
-    )
+    client::write_status(app, STATEFULSETS, ns, name, |_, status| {
+        status.insert("observedGeneration".into(), json!(generation));
+        status.insert("replicas".into(), json!(replicas));
+        pods::set_count(status, "readyReplicas", ready);
+        status.insert("availableReplicas".into(), json!(available));
+        pods::set_count(status, "currentReplicas", at_current);
+        pods::set_count(status, "updatedReplicas", at_update);
+        status.insert("currentRevision".into(), json!(current));
+        status.insert("updateRevision".into(), json!(update));
+        if !status.contains_key("collisionCount") {
+            status.insert("collisionCount".into(), json!(0));
+        }
+    })
     .await?;
     Ok(recheck)
 }
