@@ -515,9 +515,19 @@ fn send(
     exchange(base_url, &request)
 }
 
-/// The stored resourceVersion of a fuzz ConfigMap, creating it when absent.
+/// The stored resourceVersion of a fuzz ConfigMap, creating it when absent
+/// (or going: a DELETE with `propagationPolicy=Orphan` leaves it with a
+/// finalizer until the garbage collector removes it).
 fn victim(base_url: &str, name: &str, data: &Value) -> Result<String, TestCaseError> {
     let path = format!("/api/v1/namespaces/fuzz/configmaps/{name}");
+    for _ in 0..100 {
+        let going = stored(base_url, &path)?
+            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_string());
+        if !going {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let body =
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data});
     let mut raw = send(
@@ -551,17 +561,24 @@ fn victim(base_url: &str, name: &str, data: &Value) -> Result<String, TestCaseEr
         .to_string())
 }
 
-fn stored_version(base_url: &str, name: &str) -> Result<Option<String>, TestCaseError> {
-    let path = format!("/api/v1/namespaces/fuzz/configmaps/{name}");
-    let raw = send(base_url, "GET", &path, "application/json", b"").map_err(TestCaseError::fail)?;
+/// The object stored at `path`, `None` when there is none.
+fn stored(base_url: &str, path: &str) -> Result<Option<Value>, TestCaseError> {
+    let raw = send(base_url, "GET", path, "application/json", b"").map_err(TestCaseError::fail)?;
     if raw.status == 404 {
         return Ok(None);
     }
     let stored: Value =
         serde_json::from_slice(&raw.body).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    Ok(stored["metadata"]["resourceVersion"]
-        .as_str()
-        .map(str::to_string))
+    Ok(Some(stored))
+}
+
+fn stored_version(base_url: &str, name: &str) -> Result<Option<String>, TestCaseError> {
+    let path = format!("/api/v1/namespaces/fuzz/configmaps/{name}");
+    Ok(stored(base_url, &path)?.and_then(|o| {
+        o["metadata"]["resourceVersion"]
+            .as_str()
+            .map(str::to_string)
+    }))
 }
 
 proptest! {
