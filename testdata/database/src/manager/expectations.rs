@@ -138,17 +138,21 @@ impl ChildWrites {
             .is_some_and(|e| e.hash.as_deref() == hash && e.at.elapsed() < PATIENCE)
     }
 
-    /// What the watch of a child's kind delivered: the version `resource_version`
-    /// of the child `key`, or (`deleted`) its deletion.
-    pub fn observed(&self, key: &ChildKey, resource_version: Option<&str>, deleted: bool) {
+    /// What a watch delivered: `object` as it is now, or (`deleted`) its
+    /// deletion. Called for every event of every cache, so it costs nothing
+    /// while no write is expected.
+    pub fn observed<K: Resource<DynamicType = ()>>(&self, object: &K, deleted: bool) {
         let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
-        let seen = expected.get(key).is_some_and(|e| {
-            deleted
-                || e.resource_version.is_none()
-                || e.resource_version.as_deref() == resource_version
+        if expected.is_empty() {
+            return;
+        }
+        let key = ChildKey::of(object);
+        let version = object.meta().resource_version.as_deref();
+        let seen = expected.get(&key).is_some_and(|e| {
+            deleted || e.resource_version.is_none() || e.resource_version.as_deref() == version
         });
         if seen {
-            expected.remove(key);
+            expected.remove(&key);
         }
     }
 }
@@ -165,6 +169,13 @@ mod tests {
         let mut object = ConfigMap::default();
         object.metadata.name = Some(name.to_owned());
         object.metadata.namespace = Some("default".to_owned());
+        object
+    }
+
+    /// `config_map(name)` as a watch delivers it, at `resource_version`.
+    fn at_version(name: &str, resource_version: &str) -> ConfigMap {
+        let mut object = config_map(name);
+        object.metadata.resource_version = Some(resource_version.to_owned());
         object
     }
 
@@ -203,19 +214,19 @@ mod tests {
             !writes.pending(&key, Some("h2")),
             "another desired state is written"
         );
-        writes.observed(&key, Some("6"), false);
+        writes.observed(&at_version("demo", "6"), false);
         assert!(
             writes.pending(&key, Some("h1")),
             "an older version is not the write"
         );
-        writes.observed(&key, Some("7"), false);
+        writes.observed(&at_version("demo", "7"), false);
         assert!(
             !writes.pending(&key, Some("h1")),
             "the cache shows the write"
         );
 
         writes.record(key.clone(), Some("h1".to_owned()), Some("8".to_owned()));
-        writes.observed(&key, None, true);
+        writes.observed(&config_map("demo"), true);
         assert!(!writes.pending(&key, Some("h1")), "deleted: write it again");
     }
 
@@ -225,7 +236,7 @@ mod tests {
         let key = ChildKey::of(&config_map("secret"));
         writes.record(key.clone(), None, None);
         assert!(writes.pending(&key, None));
-        writes.observed(&key, Some("3"), false);
+        writes.observed(&at_version("secret", "3"), false);
         assert!(!writes.pending(&key, None));
     }
 }

@@ -18,7 +18,6 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::Context;
-use super::expectations::ChildKey;
 
 /// The annotation `kubectl apply` keeps the last applied object in: no
 /// reconcile reads it, so caches drop it.
@@ -176,12 +175,9 @@ impl<K: Cacheable> Cached<K> {
             // write finds the write in the cache.
             .inspect_ok(move |event| match event {
                 watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
-                    let version = object.meta().resource_version.as_deref();
-                    child_writes.observed(&ChildKey::of(object), version, false);
+                    child_writes.observed(object, false);
                 }
-                watcher::Event::Delete(object) => {
-                    child_writes.observed(&ChildKey::of(object), None, true);
-                }
+                watcher::Event::Delete(object) => child_writes.observed(object, true),
                 watcher::Event::InitDone => filling.filled(),
                 watcher::Event::Init => {}
             })
