@@ -1,5 +1,6 @@
-//! A small valid object of each built-in kind opctl offers: the e2e test of a
-//! generated webhook creates it to see the webhook called. A unit test below
+//! A small valid object of each built-in kind opctl offers: the e2e tests of
+//! a generated controller or webhook for the kind create it, to see it
+//! reconciled or the webhook called. A unit test below
 //! creates each one in envtest and requires one for every kind of the table
 //! of built-in kinds (webhook configurations aside: they are never sent to
 //! webhooks).
@@ -8,7 +9,7 @@ use serde_json::{Value, json};
 
 /// The name of every sample except a CRD's and an APIService's (whose names
 /// follow their spec).
-pub const SAMPLE_NAME: &str = "e2e-webhook";
+pub const SAMPLE_NAME: &str = "e2e-sample";
 
 /// A PKCS#10 request (ECDSA P-256, `CN=e2e-webhook, O=e2e`), PEM, base64-encoded
 /// as `spec.request` travels; made once with openssl, the key discarded.
@@ -85,7 +86,7 @@ fn fields(api_group: &str, kind: &str) -> Option<Value> {
         ("", "PersistentVolume") => json!({"spec": {
             "capacity": {"storage": "1Gi"},
             "accessModes": ["ReadWriteOnce"],
-            "hostPath": {"path": "/tmp/e2e-webhook"},
+            "hostPath": {"path": "/tmp/e2e-sample"},
         }}),
         // Limits on claims only: Pods created next to it stay as they are.
         ("", "LimitRange") => json!({"spec": {

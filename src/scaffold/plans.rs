@@ -208,12 +208,17 @@ fn resource_files(
             "controllers",
             format!("let manager = controller::{kind_module}::register(manager);\n"),
         );
-        if !r.builtin {
-            plan.insert(
-                "tests/e2e.rs",
-                "e2e",
-                renderer.render("tests/e2e_kind.rs", &context)?,
-            );
+        // A built-in kind's test creates its sample (none for webhook
+        // configurations, which the test's manager relies on).
+        let e2e_template = if !r.builtin {
+            Some("tests/e2e_kind.rs")
+        } else if webhooks::has_e2e_test(r) {
+            Some("tests/e2e_builtin.rs")
+        } else {
+            None
+        };
+        if let Some(template) = e2e_template {
+            plan.insert("tests/e2e.rs", "e2e", renderer.render(template, &context)?);
         }
     }
     Ok(())

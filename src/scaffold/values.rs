@@ -10,7 +10,7 @@ use heck::ToSnakeCase;
 use serde::Serialize;
 
 use crate::project::paths::crd_file;
-use crate::project::{License, Project, Resource, names};
+use crate::project::{License, Project, Resource, builtin_samples, names};
 
 /// Short names of built-in kinds, which a generated short name must avoid.
 const BUILTIN_SHORT_NAMES: &[&str] = &[
@@ -107,6 +107,10 @@ pub struct ResourceValues {
     /// Under config/samples.
     pub sample_file: String,
     shortname: Option<String>,
+    /// The e2e tests' sample object of a built-in kind, as JSON indented to
+    /// sit inside a `json!` in a test; None for kinds of the project and
+    /// built-in kinds without a sample.
+    e2e_sample: Option<String>,
 }
 
 /// The webhooks of one kind, as `w`.
@@ -120,8 +124,6 @@ pub struct WebhookValues {
     pub marker_group: String,
     pub defaulting_module: String,
     pub validation_module: String,
-    /// The e2e test's sample object of a built-in kind, as indented JSON.
-    pub sample: Option<String>,
 }
 
 /// The values every template sees.
@@ -344,8 +346,25 @@ impl ResourceValues {
             } else {
                 short_name(&r.kind)
             },
+            e2e_sample: r
+                .builtin
+                .then(|| builtin_samples::e2e_object(&r.api_group, &r.kind))
+                .flatten()
+                .map(|sample| indent_json(&sample)),
         }
     }
+}
+
+/// Pretty JSON indented by four spaces, to sit inside a `json!` at an e2e
+/// test's depth.
+fn indent_json(value: &serde_json::Value) -> String {
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    if value.serialize(&mut serializer).is_err() {
+        return "{}".to_owned();
+    }
+    String::from_utf8_lossy(&out).replace('\n', "\n    ")
 }
 
 /// The initials of a kind of two or more words (`ss` for `SidecarSet`),

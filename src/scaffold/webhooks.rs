@@ -6,8 +6,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::Value;
-
 use super::templates::Renderer;
 use super::values::{ResourceValues, Values, WebhookGroup, WebhookValues, WebhookVersion};
 use super::{IfExists, Owner, Plan};
@@ -195,11 +193,6 @@ pub fn check_names(project: &Project, resource: &Resource) -> anyhow::Result<()>
 
 /// What the webhook templates see about one kind, as `w`.
 fn webhook_values(project: &Project, r: &Resource) -> WebhookValues {
-    let sample = if r.builtin {
-        builtin_samples::e2e_object(&r.api_group, &r.kind)
-    } else {
-        None
-    };
     WebhookValues {
         mutate_path: webhook_path(r, WebhookKind::Defaulting),
         validate_path: webhook_path(r, WebhookKind::Validation),
@@ -212,7 +205,6 @@ fn webhook_values(project: &Project, r: &Resource) -> WebhookValues {
         },
         defaulting_module: handler_module(r, WebhookKind::Defaulting),
         validation_module: handler_module(r, WebhookKind::Validation),
-        sample: sample.map(|s| indent_json(&s)),
     }
 }
 
@@ -220,19 +212,6 @@ fn webhook_values(project: &Project, r: &Resource) -> WebhookValues {
 /// the built-in kinds `opctl envtest` serves.
 pub fn has_e2e_test(r: &Resource) -> bool {
     !r.builtin || builtin_samples::e2e_object(&r.api_group, &r.kind).is_some()
-}
-
-/// Pretty JSON indented by four spaces, to sit inside a `json!` at the e2e
-/// test's depth.
-fn indent_json(value: &Value) -> String {
-    use serde::Serialize as _;
-    let mut out = Vec::new();
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
-    if value.serialize(&mut serializer).is_err() {
-        return "{}".to_owned();
-    }
-    String::from_utf8_lossy(&out).replace('\n', "\n    ")
 }
 
 /// The webhook modules by group and version, for the scaffold-owned

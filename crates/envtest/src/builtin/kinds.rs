@@ -9,8 +9,9 @@
 //! Kind-specific behaviour is optional and lives beside: defaults
 //! (`defaults/`), validation (`validation/`), `kubectl get` columns
 //! (`tables/`), list merge keys (`listtypes.rs`), and the sample object
-//! opctl's generated webhook e2e tests create (`src/project/builtin_samples.rs`
-//! in opctl, which a test there requires for every row).
+//! opctl's generated controller and webhook e2e tests create
+//! (`src/project/builtin_samples.rs` in opctl, which a test there requires
+//! for every row).
 
 use k8s_openapi::api::{
     admissionregistration::v1 as admissionregistration, apps::v1 as apps,

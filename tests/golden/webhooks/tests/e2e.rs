@@ -15,9 +15,10 @@
 //! `+opctl:scaffold:e2e` marker, `opctl create webhook` one per webhook.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use kube::api::{
@@ -116,6 +117,8 @@ struct Manager {
     process: Child,
     health: SocketAddr,
     metrics: SocketAddr,
+    /// What it has logged so far (JSON lines on its stderr, echoed there).
+    log: Arc<Mutex<Vec<serde_json::Value>>>,
 }
 
 impl Manager {
@@ -136,19 +139,35 @@ impl Manager {
             .env("KUBE_RS_DEBUG_IMPERSONATE_USER", operator_account())
             .env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP")
             .env("POD_NAME", name)
+            .env("LOG_FORMAT", "json")
+            .stderr(Stdio::piped())
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg("--metrics-secure=false");
         webhooks::serve_locally(&mut command);
         // +opctl:scaffold:e2e-manager
-        let process = command
+        let mut process = command
             .args(args)
             .spawn()
             .expect("the manager binary starts");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = process.stderr.take().expect("the manager's stderr");
+        let shared = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // Shown as before, past the tests' output capture.
+                let _ = writeln!(std::io::stderr(), "{line}");
+                if let Ok(entry) = serde_json::from_str(&line) {
+                    let mut log = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                    log.push(entry);
+                }
+            }
+        });
         let mut manager = Manager {
             process,
             health,
             metrics,
+            log,
         };
         eventually(Duration::from_secs(30), "the manager to be ready", || {
             if let Ok(Some(status)) = manager.process.try_wait() {
@@ -178,6 +197,22 @@ impl Manager {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+impl Manager {
+    /// Whether a reconcile of `controller` has logged `message` with the
+    /// field `name` (the scaffolded reconciles log the object's name).
+    // Called by the tests of controllers for built-in kinds only.
+    #[allow(dead_code)]
+    fn logged(&self, controller: &str, message: &str, name: &str) -> bool {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        log.iter().any(|entry| {
+            let fields = &entry["fields"];
+            entry["span"]["controller"] == controller
+                && fields["message"] == message
+                && fields["name"] == name
+        })
     }
 }
 
@@ -493,7 +528,7 @@ async fn the_defaulting_webhook_of_pod_v1_is_called() {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": "e2e-webhook"
+            "name": "e2e-sample"
         },
         "spec": {
             "containers": [
