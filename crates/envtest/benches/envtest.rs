@@ -295,8 +295,13 @@ fn opctl_binary() -> PathBuf {
 fn cli_start_to_ready() {
     const RUNS: usize = 10;
     let binary = opctl_binary();
-    let dir = std::env::temp_dir().join(format!("opctl-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    // Fresh, private (0700) and removed on drop: the kubeconfigs hold a token.
+    let tmp = tempfile::Builder::new()
+        .prefix("opctl-bench-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("temp dir");
+    let dir = tmp.path();
     let mut times = Vec::new();
     for run in 0..RUNS {
         let kubeconfig = dir.join(format!("kubeconfig-{run}"));
@@ -343,7 +348,6 @@ fn cli_start_to_ready() {
             "missed"
         }
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn main() {

@@ -1,9 +1,12 @@
 //! Starting the envtest server for a test (included by the test binaries that
 //! need a live server, next to `mod support`).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, Once, OnceLock, PoisonError};
+
+use tempfile::TempDir;
 
 use opctl_envtest::{Config, Envtest};
 
@@ -52,19 +55,17 @@ pub fn background(config: Config) -> Background {
                     return;
                 }
             };
-            let dir = std::env::temp_dir().join(format!(
-                "opctl-envtest-tests-{}-{}",
-                std::process::id(),
-                server.base_url().rsplit(':').next().unwrap_or("0")
-            ));
-            let kubeconfig = dir.join("kubeconfig");
-            let written = std::fs::create_dir_all(&dir)
-                .map_err(anyhow::Error::from)
-                .and_then(|()| server.write_kubeconfig(&kubeconfig));
-            if let Err(e) = written {
-                let _ = tx.send(Err(format!("cannot write the kubeconfig: {e:#}")));
-                return;
-            }
+            let written = private_dir().map_err(anyhow::Error::from).and_then(|dir| {
+                let kubeconfig = dir.join("kubeconfig");
+                server.write_kubeconfig(&kubeconfig).map(|()| kubeconfig)
+            });
+            let kubeconfig = match written {
+                Ok(kubeconfig) => kubeconfig,
+                Err(e) => {
+                    let _ = tx.send(Err(format!("cannot write the kubeconfig: {e:#}")));
+                    return;
+                }
+            };
             let _ = tx.send(Ok(Background {
                 base_url: server.base_url(),
                 kubeconfig,
@@ -78,6 +79,36 @@ pub fn background(config: Config) -> Background {
         Ok(Err(e)) => panic!("{e}"),
         Err(_) => panic!("the envtest server thread died before it was ready"),
     }
+}
+
+/// The directories of the kubeconfigs of servers that serve until the test
+/// binary exits; removed then (statics are never dropped).
+static DIRS: Mutex<Vec<TempDir>> = Mutex::new(Vec::new());
+
+extern "C" fn remove_dirs() {
+    let dirs = std::mem::take(&mut *DIRS.lock().unwrap_or_else(PoisonError::into_inner));
+    drop(dirs);
+}
+
+/// A fresh directory only its owner can enter (0700), with an unpredictable
+/// name (the kubeconfig in it holds the administrator's token), removed when
+/// the test binary exits.
+fn private_dir() -> std::io::Result<PathBuf> {
+    static AT_EXIT: Once = Once::new();
+    AT_EXIT.call_once(|| {
+        // SAFETY: `remove_dirs` is a plain function that does not unwind.
+        let registered = unsafe { libc::atexit(remove_dirs) };
+        assert_eq!(registered, 0, "atexit");
+    });
+    let dir = tempfile::Builder::new()
+        .prefix("opctl-envtest-tests-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()?;
+    let path = dir.path().to_owned();
+    DIRS.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(dir);
+    Ok(path)
 }
 
 /// One server shared by all tests of a test binary: the API server and
