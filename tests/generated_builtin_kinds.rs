@@ -3,14 +3,16 @@
 //! opctl offers of the API groups envtest added beyond the workloads
 //! (policy, networking, autoscaling, discovery, scheduling, storage, node,
 //! and PersistentVolume/PersistentVolumeClaim), and both webhooks for
-//! Ingress; `opctl manifests`, then `make test-e2e` and `make
-//! test-e2e-faults`. Each kind's generated e2e test creates the kind's
-//! sample (src/project/builtin_samples.rs), waits for its controller to
-//! reconcile it (as a ServiceAccount holding only the role `opctl
-//! manifests` wrote) and checks the reconcile cost no API request.
+//! Ingress; `opctl manifests`, then `make test-e2e`. Each kind's generated
+//! e2e test creates the kind's sample (src/project/builtin_samples.rs),
+//! waits for its controller to reconcile it (as a ServiceAccount holding
+//! only the role `opctl manifests` wrote) and checks the reconcile cost no
+//! API request.
 //!
 //! One project, one build, sharing the workspace's target directory with
-//! generated_project.rs and the reference projects.
+//! generated_project.rs and the reference projects: 254 to 333 s on 2
+//! cores shared with other builds, nearly all of it compiling the project
+//! (its e2e tests take 14 s).
 
 mod common;
 
@@ -113,7 +115,8 @@ fn controllers_of_built_in_kinds_reconcile_under_envtest() {
     );
 
     // Every kind's controller, the webhooks, and the tests `opctl init`
-    // writes; then the same under injected API faults.
+    // writes. (Not under injected faults: generated_project.rs runs those,
+    // and these controllers make no writes a fault could hit.)
     let mut expected: Vec<String> = KINDS.iter().map(|(_, _, k)| test_name(k)).collect();
     expected.extend(
         [
@@ -125,14 +128,9 @@ fn controllers_of_built_in_kinds_reconcile_under_envtest() {
         .map(String::from),
     );
     let passed = format!("{} passed; 0 failed", expected.len());
-    for target in ["test-e2e", "test-e2e-faults"] {
-        let text = make(&dir, target);
-        for test in &expected {
-            assert!(
-                text.contains(test.as_str()),
-                "make {target}: {test}:\n{text}"
-            );
-        }
-        assert!(text.contains(&passed), "make {target}: {passed}:\n{text}");
+    let text = make(&dir, "test-e2e");
+    for test in &expected {
+        assert!(text.contains(test.as_str()), "{test}:\n{text}");
     }
+    assert!(text.contains(&passed), "{passed}:\n{text}");
 }
