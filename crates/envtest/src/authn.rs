@@ -7,7 +7,10 @@
 //! `system:serviceaccounts` and `system:serviceaccounts:NS`) and is held to
 //! the stored RBAC rules; an expired, tampered or foreign-signed one, or
 //! one whose ServiceAccount is gone (or was recreated), gets kube-apiserver's
-//! 401. Any other credential is left to the server's own authentication.
+//! 401. A legacy token (from a `kubernetes.io/service-account-token`
+//! Secret) is accepted while its Secret holds it and its ServiceAccount
+//! exists with the uid it names. Any other credential is left to the
+//! server's own authentication.
 
 use std::sync::Arc;
 
@@ -19,9 +22,10 @@ use crate::api::App;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::store::ResKey;
-use crate::tokens::{Claims, ISSUER, Refused, is_jwt};
+use crate::tokens::{Claims, ISSUER, LegacyClaims, Refused, is_jwt};
 
 const SERVICE_ACCOUNTS: &str = "serviceaccounts";
+const SECRETS: &str = "secrets";
 /// TokenRequest's default lifetime, and the bounds validation puts on it.
 const DEFAULT_EXPIRATION: i64 = 3600;
 const MIN_EXPIRATION: i64 = 600;
@@ -65,26 +69,69 @@ pub fn service_account_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<
         return Ok(None);
     };
     match check(app, token, &api_audiences()) {
-        Ok(claims) => Ok(Some(claims.user())),
+        Ok((user, _)) => Ok(Some(user)),
         Err(Refused::NotOurs) => Ok(None),
         Err(_) => Err(unauthorized()),
     }
 }
 
-/// A token's claims when it is valid now and its ServiceAccount still
-/// exists with the uid it was issued for.
-fn check(app: &App, token: &str, audiences: &[String]) -> Result<Claims, Refused> {
-    let claims = app.tokens.verify(token, now(), audiences)?;
-    let key: ResKey = Arc::from(SERVICE_ACCOUNTS);
-    let current = app.store.get(&key, &claims.namespace, &claims.name);
-    let alive = current.as_ref().is_some_and(|sa| {
-        meta::uid(sa) == claims.uid && sa.pointer("/metadata/deletionTimestamp").is_none()
-    });
-    if alive {
-        Ok(claims)
-    } else {
-        Err(Refused::Malformed)
+/// Who a token authenticates as and the audiences it holds, when it is
+/// valid now for one of `audiences` and its ServiceAccount still exists
+/// with the uid it was issued for.
+fn check(app: &App, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), Refused> {
+    match app.tokens.verify(token, now(), audiences) {
+        Ok(claims) => {
+            if !account_alive(app, &claims.namespace, &claims.name, &claims.uid) {
+                return Err(Refused::Malformed);
+            }
+            Ok((claims.user(), claims.audiences))
+        }
+        Err(Refused::NotOurs) => {
+            let claims = app.tokens.verify_legacy(token)?;
+            check_legacy(app, token, &claims)?;
+            // A legacy token has no audience: it holds the server's own.
+            let implicit = api_audiences();
+            if !implicit.iter().any(|a| audiences.contains(a)) {
+                return Err(Refused::WrongAudience);
+            }
+            Ok((claims.user(), implicit))
+        }
+        Err(e) => Err(e),
     }
+}
+
+fn account_alive(app: &App, ns: &str, name: &str, uid: &str) -> bool {
+    let key: ResKey = Arc::from(SERVICE_ACCOUNTS);
+    app.store.get(&key, ns, name).is_some_and(|sa| {
+        meta::uid(&sa) == uid && sa.pointer("/metadata/deletionTimestamp").is_none()
+    })
+}
+
+/// A legacy token is good while its Secret (not being deleted) still holds
+/// exactly it and its ServiceAccount exists with the same uid.
+fn check_legacy(app: &App, token: &str, claims: &LegacyClaims) -> Result<(), Refused> {
+    let key: ResKey = Arc::from(SECRETS);
+    let secret = app
+        .store
+        .get(&key, &claims.namespace, &claims.secret)
+        .ok_or(Refused::Malformed)?;
+    if meta::is_deleting(&secret) {
+        return Err(Refused::Malformed);
+    }
+    let held = secret
+        .pointer("/data/token")
+        .and_then(Value::as_str)
+        .and_then(|d| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.decode(d).ok()
+        });
+    if held.as_deref() != Some(token.as_bytes()) {
+        return Err(Refused::Malformed);
+    }
+    if !account_alive(app, &claims.namespace, &claims.name, &claims.uid) {
+        return Err(Refused::Malformed);
+    }
+    Ok(())
 }
 
 fn invalid_request(detail_field: &str, value: i64, detail: &str) -> ApiError {
@@ -259,13 +306,9 @@ pub fn token_review(app: &App, mut body: Value, manager: &str) -> ApiResult<Valu
         requested
     };
     let status = match check(app, &token, &audiences) {
-        Ok(claims) => {
-            let granted: Vec<&String> = claims
-                .audiences
-                .iter()
-                .filter(|a| audiences.contains(a))
-                .collect();
-            json!({"authenticated": true, "user": claims.user().to_json(), "audiences": granted})
+        Ok((user, held)) => {
+            let granted: Vec<&String> = held.iter().filter(|a| audiences.contains(a)).collect();
+            json!({"authenticated": true, "user": user.to_json(), "audiences": granted})
         }
         Err(_) => json!({"user": {}, "error": "invalid bearer token"}),
     };

@@ -4,6 +4,11 @@
 //! expiry, and accepted as bearer tokens while they are unexpired, meant for
 //! this server's audience and their ServiceAccount still exists with the
 //! same uid. TokenReview answers from the same check.
+//!
+//! Legacy tokens, the ones kube-controller-manager's token controller writes
+//! into Secrets of type `kubernetes.io/service-account-token`, are signed by
+//! the same key with the legacy issuer and never expire; they are good while
+//! their Secret holds them and their ServiceAccount exists.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -19,6 +24,35 @@ use crate::admission::UserInfo;
 /// The issuer, and the audience tokens get when the request names none (the
 /// `--service-account-issuer` of the recorded cluster).
 pub const ISSUER: &str = "https://kubernetes.default.svc";
+
+/// The issuer of the tokens kept in Secrets.
+pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
+
+/// What a legacy token says: its ServiceAccount and the Secret holding it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyClaims {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub secret: String,
+}
+
+impl LegacyClaims {
+    /// The user a request with this token acts as (no credential id: the
+    /// token has no `jti`).
+    pub fn user(&self) -> UserInfo {
+        UserInfo {
+            username: format!("system:serviceaccount:{}:{}", self.namespace, self.name),
+            uid: self.uid.clone(),
+            groups: vec![
+                "system:serviceaccounts".to_string(),
+                format!("system:serviceaccounts:{}", self.namespace),
+                "system:authenticated".to_string(),
+            ],
+            extra: Default::default(),
+        }
+    }
+}
 
 /// kube-apiserver's leeway on `exp` and `nbf` (go-jose's default).
 const LEEWAY_SECONDS: i64 = 60;
@@ -124,6 +158,25 @@ impl Signer {
             "nbf": claims.issued_at,
             "sub": format!("system:serviceaccount:{}:{}", claims.namespace, claims.name),
         });
+        self.sign(&header, &payload)
+    }
+
+    /// A legacy token (issuer `kubernetes/serviceaccount`, no expiry, no
+    /// audience) for the Secret `claims.secret`.
+    pub fn issue_legacy(&self, claims: &LegacyClaims) -> String {
+        let header = json!({"alg": "ES256", "kid": self.key_id});
+        let payload = json!({
+            "iss": LEGACY_ISSUER,
+            "kubernetes.io/serviceaccount/namespace": claims.namespace,
+            "kubernetes.io/serviceaccount/secret.name": claims.secret,
+            "kubernetes.io/serviceaccount/service-account.name": claims.name,
+            "kubernetes.io/serviceaccount/service-account.uid": claims.uid,
+            "sub": format!("system:serviceaccount:{}:{}", claims.namespace, claims.name),
+        });
+        self.sign(&header, &payload)
+    }
+
+    fn sign(&self, header: &Value, payload: &Value) -> String {
         let signing_input = format!(
             "{}.{}",
             b64(header.to_string().as_bytes()),
@@ -136,10 +189,8 @@ impl Signer {
         format!("{signing_input}.{}", b64(signature.as_ref()))
     }
 
-    /// The claims of `token` if this server issued it, it is valid at `now`
-    /// and meant for one of `audiences`. Whether its ServiceAccount still
-    /// exists is the caller's to check.
-    pub fn verify(&self, token: &str, now: i64, audiences: &[String]) -> Result<Claims, Refused> {
+    /// The payload of `token` if it is from `issuer` and signed by this key.
+    fn signed_payload(&self, token: &str, issuer: &str) -> Result<Value, Refused> {
         let mut parts = token.split('.');
         let (Some(h), Some(p), Some(s), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -149,7 +200,7 @@ impl Signer {
         let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).map_err(|_| Refused::NotOurs);
         let header: Value = serde_json::from_slice(&decode(h)?).map_err(|_| Refused::NotOurs)?;
         let payload: Value = serde_json::from_slice(&decode(p)?).map_err(|_| Refused::NotOurs)?;
-        if payload.get("iss").and_then(Value::as_str) != Some(ISSUER) {
+        if payload.get("iss").and_then(Value::as_str) != Some(issuer) {
             return Err(Refused::NotOurs);
         }
         if header.get("alg").and_then(Value::as_str) != Some("ES256") {
@@ -160,6 +211,34 @@ impl Signer {
         public
             .verify(format!("{h}.{p}").as_bytes(), &decode(s)?)
             .map_err(|_| Refused::BadSignature)?;
+        Ok(payload)
+    }
+
+    /// The claims of a legacy token this server signed. Whether its Secret
+    /// still holds it and its ServiceAccount exists is the caller's to check.
+    pub fn verify_legacy(&self, token: &str) -> Result<LegacyClaims, Refused> {
+        let payload = self.signed_payload(token, LEGACY_ISSUER)?;
+        let text = |key: &str| {
+            payload
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+                .ok_or(Refused::Malformed)
+        };
+        Ok(LegacyClaims {
+            namespace: text("kubernetes.io/serviceaccount/namespace")?,
+            name: text("kubernetes.io/serviceaccount/service-account.name")?,
+            uid: text("kubernetes.io/serviceaccount/service-account.uid")?,
+            secret: text("kubernetes.io/serviceaccount/secret.name")?,
+        })
+    }
+
+    /// The claims of `token` if this server issued it, it is valid at `now`
+    /// and meant for one of `audiences`. Whether its ServiceAccount still
+    /// exists is the caller's to check.
+    pub fn verify(&self, token: &str, now: i64, audiences: &[String]) -> Result<Claims, Refused> {
+        let payload = self.signed_payload(token, ISSUER)?;
         let number = |key: &str| payload.get(key).and_then(Value::as_i64);
         let text = |path: &str| {
             payload
@@ -268,5 +347,28 @@ mod tests {
             signer.verify("garbage", 2_000, &ours),
             Err(Refused::NotOurs)
         );
+    }
+
+    #[test]
+    fn a_legacy_token_verifies_only_as_legacy_and_only_with_its_key() {
+        let signer = Signer::new();
+        let legacy = LegacyClaims {
+            namespace: "ns".into(),
+            name: "sa".into(),
+            uid: "u-1".into(),
+            secret: "sa-token".into(),
+        };
+        let token = signer.issue_legacy(&legacy);
+        assert!(is_jwt(&token));
+        assert_eq!(signer.verify_legacy(&token), Ok(legacy.clone()));
+        let ours = [ISSUER.to_string()];
+        assert_eq!(signer.verify(&token, 2_000, &ours), Err(Refused::NotOurs));
+        assert_eq!(
+            Signer::new().verify_legacy(&token),
+            Err(Refused::BadSignature)
+        );
+        let bound = signer.issue(&claims());
+        assert_eq!(signer.verify_legacy(&bound), Err(Refused::NotOurs));
+        assert_eq!(legacy.user().username, "system:serviceaccount:ns:sa");
     }
 }

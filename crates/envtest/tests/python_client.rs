@@ -173,6 +173,16 @@ fn python_client_sees_a_deployment_roll_out_and_a_job_complete() {
 }
 
 #[test]
+fn python_client_sees_a_statefulset_get_bound_claims() {
+    run_script_on(simulated(), "statefulset_claims.py");
+}
+
+#[test]
+fn python_client_sees_the_endpoint_slices_of_a_service() {
+    run_script_on(simulated(), "endpoint_slices.py");
+}
+
+#[test]
 fn a_kopf_operator_handles_a_creation_and_patches_its_status() {
     run_script("kopf_operator.py");
 }

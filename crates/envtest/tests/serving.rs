@@ -1,8 +1,9 @@
 //! Serving as kube-apiserver serves: request timeouts (504 for requests
 //! that are not long-running, watches untouched, `?timeout=` shortening
 //! them), the header-read timeout on connections, HTTPS with a bearer
-//! token and 401 without one, and requests for hosts other than loopback
-//! refused, through kube-rs, kubectl and raw connections.
+//! token and 401 without one, ServiceAccount tokens kept in Secrets (filled
+//! in by the token controller) as bearer tokens, and requests for hosts
+//! other than loopback refused, through kube-rs, kubectl and raw connections.
 
 #[allow(dead_code)]
 mod admission_support;
@@ -390,4 +391,161 @@ async fn requests_naming_a_host_other_than_loopback_are_refused() {
             .expect("answered");
         assert_eq!(resp.status, 200, "{host}");
     }
+}
+
+/// Polls (up to a minute) until `done` accepts what `read` returns.
+async fn eventually<T: std::fmt::Debug, F: std::future::Future<Output = T>>(
+    what: &str,
+    read: impl Fn() -> F,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let value = read().await;
+        if done(&value) {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: never as wanted, last {value:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_token_secrets_are_filled_in_and_authenticate_until_their_account_goes() {
+    use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+    let (env, client) = start(Config {
+        serving: Serving::Https,
+        simulation: opctl_envtest::Simulation::off(),
+        ..Config::default()
+    })
+    .await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "builder"}})).expect("account");
+    let sa = accounts
+        .create(&PostParams::default(), &sa)
+        .await
+        .expect("account created");
+    let token_secret = |name: &str, account: &str| -> Secret {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "annotations": {"kubernetes.io/service-account.name": account}},
+            "type": "kubernetes.io/service-account-token",
+        }))
+        .expect("secret")
+    };
+    secrets
+        .create(
+            &PostParams::default(),
+            &token_secret("builder-token", "builder"),
+        )
+        .await
+        .expect("secret created");
+    let filled = eventually(
+        "the token Secret",
+        || async { secrets.get("builder-token").await.expect("get") },
+        |s| s.data.as_ref().is_some_and(|d| d.contains_key("token")),
+    )
+    .await;
+    let data = filled.data.clone().expect("data");
+    let text = |key: &str| String::from_utf8(data[key].0.clone()).expect("UTF-8");
+    assert_eq!(text("ca.crt"), env.ca_pem().expect("a CA"));
+    assert_eq!(text("namespace"), "default");
+    let annotations = filled.metadata.annotations.clone().expect("annotations");
+    assert_eq!(
+        annotations["kubernetes.io/service-account.uid"],
+        sa.metadata.uid.clone().expect("uid")
+    );
+    let token = text("token");
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+
+    // The token authenticates as the account, which RBAC then judges.
+    let as_builder: Api<Pod> =
+        Api::namespaced(client_with_token(&env, Some(&token)).await, "default");
+    let err = api_error(as_builder.list(&Default::default()).await);
+    assert_eq!(err.code, 403);
+    assert_eq!(
+        err.message,
+        "pods is forbidden: User \"system:serviceaccount:default:builder\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+    );
+    let yaml = env.kubeconfig_yaml();
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let run = kubectl_run(
+        yaml.clone(),
+        args(&[
+            "create",
+            "rolebinding",
+            "builder-view",
+            "--clusterrole=view",
+            "--serviceaccount=default:builder",
+        ]),
+    )
+    .await;
+    assert!(run.success(), "{}", run.stderr);
+    let run = kubectl_run(yaml.clone(), args(&["get", "pods", "--token", &token])).await;
+    assert!(run.success(), "{}", run.stderr);
+    assert_eq!(
+        run.stderr.trim(),
+        "No resources found in default namespace."
+    );
+    let review = format!(
+        "{{\"apiVersion\": \"authentication.k8s.io/v1\", \"kind\": \"TokenReview\", \"spec\": {{\"token\": \"{token}\"}}}}"
+    );
+    let reviewed = tokio::task::spawn_blocking({
+        let yaml = yaml.clone();
+        move || {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let path = dir.path().join("kubeconfig");
+            std::fs::write(&path, yaml).expect("kubeconfig written");
+            Kubectl::new(&path).ok_stdin(&["create", "-f", "-", "-o", "json"], &review)
+        }
+    })
+    .await
+    .expect("kubectl ran");
+    let reviewed: serde_json::Value = serde_json::from_str(&reviewed).expect("JSON");
+    assert_eq!(reviewed["status"]["authenticated"], true, "{reviewed}");
+    assert_eq!(
+        reviewed["status"]["user"]["username"],
+        "system:serviceaccount:default:builder"
+    );
+    assert_eq!(
+        reviewed["status"]["audiences"],
+        json!(["https://kubernetes.default.svc"])
+    );
+
+    // A token Secret for an account that does not exist is deleted.
+    secrets
+        .create(
+            &PostParams::default(),
+            &token_secret("nobody-token", "nobody"),
+        )
+        .await
+        .expect("secret created");
+    eventually(
+        "the Secret of a missing account",
+        || async { secrets.get_opt("nobody-token").await.expect("get") },
+        Option::is_none,
+    )
+    .await;
+
+    // The account's deletion takes its token Secrets along, and the token
+    // stops authenticating.
+    accounts
+        .delete("builder", &Default::default())
+        .await
+        .expect("account deleted");
+    eventually(
+        "the Secret of a deleted account",
+        || async { secrets.get_opt("builder-token").await.expect("get") },
+        Option::is_none,
+    )
+    .await;
+    let err = api_error(as_builder.list(&Default::default()).await);
+    assert_eq!(
+        (err.code, err.reason.as_str(), err.message.as_str()),
+        (401, "Unauthorized", "Unauthorized")
+    );
 }

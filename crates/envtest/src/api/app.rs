@@ -55,6 +55,9 @@ pub struct ClusterControllers {
     pub disruption: bool,
     /// Publishes the `kube-root-ca.crt` ConfigMap in every namespace.
     pub root_ca_publisher: bool,
+    /// Fills in `kubernetes.io/service-account-token` Secrets and deletes
+    /// them with their ServiceAccount (the token controller).
+    pub service_account_tokens: bool,
 }
 
 impl Default for ClusterControllers {
@@ -62,6 +65,7 @@ impl Default for ClusterControllers {
         ClusterControllers {
             disruption: true,
             root_ca_publisher: true,
+            service_account_tokens: true,
         }
     }
 }
@@ -72,6 +76,7 @@ impl ClusterControllers {
         ClusterControllers {
             disruption: false,
             root_ca_publisher: false,
+            service_account_tokens: false,
         }
     }
 }

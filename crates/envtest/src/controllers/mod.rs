@@ -1,6 +1,6 @@
 //! The controllers a test cluster needs and kube-apiserver alone lacks: the
 //! CRD registry (conditions and serving), the garbage collector, the
-//! namespace lifecycle, the serviceaccount controller, the root-CA
+//! namespace lifecycle, the serviceaccount and token controllers, the root-CA
 //! publisher, the disruption controller, the clusterrole-aggregation
 //! controller, the aggregator's APIService controllers and the API Priority
 //! and Fairness configuration controllers. They share one task
@@ -17,6 +17,7 @@ mod gc;
 mod namespaces;
 mod node_lifecycle;
 mod root_ca;
+mod sa_tokens;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,6 +85,7 @@ impl Controllers {
         root_ca::on_event(&self.app, ev, |ns| self.namespaces.is_terminating(ns));
         self.gc.on_event(&self.app, ev);
         node_lifecycle::on_event(&self.app, ev);
+        sa_tokens::on_event(&self.app, ev);
         if crate::api::admit::is_configuration_key(&ev.resource) {
             self.webhooks_changed = true;
         }

@@ -1,5 +1,6 @@
 """The workload simulation seen through the Python client: a Deployment
-becomes available with Running Pods on a simulated Node, a Job completes."""
+becomes available through its ReplicaSet with Running Pods on a simulated
+Node, a Job completes."""
 
 import time
 
@@ -69,6 +70,31 @@ for p in pods:
     assert status.state.running.started_at is not None, status.state
     assert "pod-template-hash" in p.metadata.labels, p.metadata.labels
 
+# The Deployment's one ReplicaSet owns the Pods and counts them available.
+sets = apps.list_namespaced_replica_set(ns, label_selector="app=py-web").items
+assert len(sets) == 1, [s.metadata.name for s in sets]
+rs = sets[0]
+owner = rs.metadata.owner_references[0]
+assert (owner.kind, owner.name, owner.controller) == ("Deployment", "py-web", True), owner
+assert owner.uid == d.metadata.uid, (owner.uid, d.metadata.uid)
+assert rs.metadata.name == "py-web-" + rs.metadata.labels["pod-template-hash"], rs.metadata
+assert rs.metadata.annotations["deployment.kubernetes.io/revision"] == "1", rs.metadata.annotations
+rs = eventually(
+    "ReplicaSet status",
+    lambda: (lambda r: r if r.status.available_replicas == 2 else None)(
+        apps.read_namespaced_replica_set_status(rs.metadata.name, ns)
+    ),
+)
+assert (rs.status.replicas, rs.status.ready_replicas, rs.status.fully_labeled_replicas) == (2, 2, 2), rs.status
+assert rs.status.observed_generation == rs.metadata.generation, rs.status
+for p in pods:
+    ref = p.metadata.owner_references[0]
+    assert (ref.kind, ref.name, ref.uid) == ("ReplicaSet", rs.metadata.name, rs.metadata.uid), ref
+d = apps.read_namespaced_deployment_status("py-web", ns)
+assert (d.status.replicas, d.status.ready_replicas, d.status.unavailable_replicas) == (2, 2, None), d.status
+progressing = [c for c in d.status.conditions if c.type == "Progressing"][0]
+assert (progressing.status, progressing.reason) == ("True", "NewReplicaSetAvailable"), progressing
+
 batch.create_namespaced_job(
     ns,
     client.V1Job(
@@ -95,4 +121,11 @@ def complete():
 j = eventually("Job complete", complete)
 assert j.status.succeeded == 2, j.status
 assert j.status.completion_time is not None, j.status
+assert not j.status.active, j.status
+job_pods = core.list_namespaced_pod(ns, label_selector="batch.kubernetes.io/job-name=py-job").items
+assert len(job_pods) == 2, [p.metadata.name for p in job_pods]
+for p in job_pods:
+    assert p.status.phase == "Succeeded", p.status.phase
+    terminated = p.status.container_statuses[0].state.terminated
+    assert (terminated.exit_code, terminated.reason) == (0, "Completed"), terminated
 print("workloads.py: ok")
