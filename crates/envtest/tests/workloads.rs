@@ -5,7 +5,8 @@
 //! it reports), the Deployment, ReplicaSet, ReplicationController and Job
 //! controllers (`kubectl rollout status`, `kubectl wait --for=condition=...`)
 //! the Endpoints and EndpointSlices of Services, PersistentVolume binding
-//! StatefulSets, DaemonSets and CronJobs.
+//! StatefulSets, DaemonSets and CronJobs, and `kubectl get`'s columns for
+//! claims, volumes, StorageClasses and EndpointSlices.
 //!
 //! All tests share one server with two Nodes, the second tainted
 //! `dedicated=gpu:NoSchedule`; each test works in its own namespace.
@@ -34,5 +35,7 @@ mod replication;
 mod services;
 #[path = "workloads/statefulsets.rs"]
 mod statefulsets;
+#[path = "workloads/tables.rs"]
+mod tables;
 #[path = "workloads/volumes.rs"]
 mod volumes;

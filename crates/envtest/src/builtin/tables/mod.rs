@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 mod columns;
 mod control_plane;
 mod rows;
+mod storage;
 
 pub(crate) use control_plane::sort_for_printing;
 
