@@ -121,10 +121,9 @@ pub struct StartArgs {
 /// The workload simulation (see docs/envtest-workloads.md).
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulationArgs {
-    /// Parts of the workload simulation to run: all, none, or a comma-separated
-    /// list of nodes, scheduler, kubelet, controllers (none by default for now:
-    /// the reference projects' e2e suites still expect Pods that never run).
-    #[arg(long, value_name = "PARTS", default_value = "none")]
+    /// Parts of the workload simulation to run: all (the default), none, or a
+    /// comma-separated list of nodes, scheduler, kubelet, controllers.
+    #[arg(long, value_name = "PARTS", default_value = "all")]
     pub simulate: String,
     /// How many simulated Nodes to register (envtest-node-1, envtest-node-2, ...).
     #[arg(long, value_name = "N", default_value_t = 1)]

@@ -327,6 +327,13 @@ async fn a_mongo_database_gets_its_pod_service_and_status() {
         image_and_ports(&pod),
         (Some("mongo:4.0".to_owned()), vec![27017])
     );
+    // Ready because its Pod is.
+    let pod_conditions = pod.status.as_ref().and_then(|s| s.conditions.clone());
+    let pod_ready = pod_conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Ready");
+    assert_eq!(pod_ready.map(|c| c.status), Some("True".to_owned()));
     assert_eq!(pod.metadata.labels, Some(labels("mongo", "orders")));
     assert_controlled_by(pod.owner_references(), &database);
     let env = pod.spec.as_ref().and_then(|s| s.containers[0].env.clone());
@@ -607,6 +614,68 @@ async fn a_type_change_waits_for_the_old_pod_to_go() {
         image_and_ports(&mysql_pod),
         (Some("mysql:8.0".to_owned()), vec![3306])
     );
+    assert_stops_cleanly(fixture);
+}
+
+/// Changes the image of the Database's Pod in place (the one field of a
+/// container that may change), as an outside hand or a bad rollout would.
+async fn set_pod_image(fixture: &Fixture, name: &str, container: &str, image: &str) {
+    let patch = json!({"spec": {"containers": [{"name": container, "image": image}]}});
+    fixture
+        .api::<Pod>()
+        .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("change the Pod's image");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_failing_pod_makes_the_database_not_ready_until_it_recovers() {
+    let fixture = Fixture::start("crash").await;
+    create(&fixture, "ledger", DatabaseType::Mongo).await;
+    let first = ready(&fixture, "ledger").await;
+
+    // opctl envtest's kubelet crash-loops an image tagged
+    // `envtest-crashloop`; a real one cannot pull it. Either way the Pod
+    // stays, not Ready, and the Database says why.
+    set_pod_image(&fixture, "ledger", "mongo", "mongo:envtest-crashloop").await;
+    let databases = fixture.api::<Database>();
+    let failed = wait_for("the Database to report its failing Pod", async || {
+        let current = databases.get("ledger").await.map_err(|e| e.to_string())?;
+        let status = current.status.clone().unwrap_or_default();
+        if status.phase == Some(DatabasePhase::Failed) {
+            Ok(status)
+        } else {
+            Err(format!("{status:?}"))
+        }
+    })
+    .await;
+    let condition = failed.conditions.iter().find(|c| c.type_ == "Ready");
+    let condition = condition.expect("a Ready condition");
+    assert_eq!(condition.status, "False");
+    let expected = match condition.reason.as_str() {
+        "CrashLoopBackOff" => "Pod ledger: container mongo keeps exiting with an error",
+        "ImagePullBackOff" => {
+            "Pod ledger: the image mongo:envtest-crashloop of container mongo cannot be pulled"
+        }
+        other => panic!("the Database fails for another reason: {other} ({failed:?})"),
+    };
+    assert_eq!(failed.message.as_deref(), Some(expected));
+    let warning = event(&fixture, "ledger", &condition.reason).await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    assert_eq!(warning.note.as_deref(), Some(expected));
+    // The operator leaves the broken Pod alone (it is the same Pod).
+    let pod = fixture.api::<Pod>().get("ledger").await.expect("the Pod");
+    assert_controlled_by(pod.owner_references(), &first);
+
+    set_pod_image(&fixture, "ledger", "mongo", "mongo:4.0").await;
+    let recovered = ready(&fixture, "ledger").await;
+    assert_eq!(
+        recovered.status.and_then(|s| s.message).as_deref(),
+        Some("Pod and Service created by Database ledger")
+    );
+    let note = event(&fixture, "ledger", "Recovered").await.note;
+    assert_eq!(note.as_deref(), Some("Pod ledger is ready again"));
     assert_stops_cleanly(fixture);
 }
 

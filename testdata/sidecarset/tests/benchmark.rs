@@ -38,9 +38,9 @@
 //! created, which this benchmark does not count), and with the SidecarSet
 //! webhooks installed (`failurePolicy: Fail`) no SidecarSet could be created
 //! before the manager starts. The manager watches Pods in every namespace,
-//! so run the benchmark on a fresh `opctl envtest` (without `--simulate`,
-//! or a kubelet would set the Pods' status too). It is an ignored test so
-//! that `cargo test` and CI leave it out.
+//! so run the benchmark on a fresh `opctl envtest` (its gated Pods are
+//! never scheduled, so no simulated kubelet writes their status). It is an
+//! ignored test so that `cargo test` and CI leave it out.
 
 mod cluster;
 mod process;

@@ -8,8 +8,10 @@
 //! failure-policy test scales it to zero and back). Plain `cargo test` lists
 //! them as ignored.
 //!
-//! The Pods they create are never scheduled (tests/cluster): the tests set
-//! their `Ready` condition through `/status`, standing in for a kubelet.
+//! The Pods they create are held back from scheduling until a test lets
+//! them run (tests/cluster): then the kubelet (under envtest, its
+//! simulated one) reports them Ready, and a test that breaks a Pod's
+//! container sees it go not Ready. No test writes a Pod's status.
 //!
 //! The manager runs as a ServiceAccount granted the roles config/rbac
 //! grants the manager (role.yaml, what `opctl manifests` writes from the
@@ -420,10 +422,10 @@ async fn the_status_counts_follow_the_pods() {
     }
     cluster::wait_for_counts(&sets, name, (2, 2, 0)).await;
 
-    // Ready, one after the other (as a kubelet reports it).
-    cluster::set_ready(&pods, "one", true).await;
+    // Let run, one after the other: ready when the kubelet says so.
+    cluster::release(&pods, "one").await;
     cluster::wait_for_counts(&sets, name, (2, 2, 1)).await;
-    cluster::set_ready(&pods, "two", true).await;
+    cluster::release(&pods, "two").await;
     let status = cluster::wait_for_counts(&sets, name, (2, 2, 2)).await;
     assert_eq!(status.updated_ready_pods, 2);
     assert!(conditions::is_true(&status.conditions, conditions::READY));
@@ -447,8 +449,8 @@ async fn the_status_counts_follow_the_pods() {
     assert!(cluster::containers(&three).contains(&("log".to_owned(), "busybox:1.37".to_owned())));
     cluster::wait_for_counts(&sets, name, (3, 1, 2)).await;
 
-    // Not ready any more, then deleted.
-    cluster::set_ready(&pods, "one", false).await;
+    // Not ready any more (its app container crash-loops), then deleted.
+    cluster::break_app_container(&pods, "one").await;
     cluster::wait_for_counts(&sets, name, (3, 1, 1)).await;
     pods.delete("one", &DeleteParams::default())
         .await
@@ -488,7 +490,7 @@ async fn kubectl_get_sidecarsets_prints_the_counts() {
             .await
             .expect("create a Pod");
     }
-    cluster::set_ready(&pods, "two", true).await;
+    cluster::release(&pods, "two").await;
     cluster::wait_for_counts(&sets, name, (3, 3, 1)).await;
 
     let output = cluster::kubectl(&["get", "sidecarsets", name]);

@@ -1,6 +1,6 @@
 //! Benchmark: what the operator costs the API server and itself.
 //!
-//!     opctl envtest run -- \
+//!     opctl envtest run --simulate none -- \
 //!         cargo test --release --test benchmark -- --ignored --nocapture
 //!
 //! For each count of `BENCH_DEPLOYMENTS` (default `200,1000`) it runs two

@@ -137,6 +137,69 @@ async fn a_deployment_gets_its_pod_at_once() {
     assert_eq!(created.type_.as_deref(), Some("Normal"));
 }
 
+/// Waits until every Pod of `pods` that `select` picks is Running and
+/// Ready, and there are `count` of them.
+async fn running_and_ready(
+    pods: &Api<Pod>,
+    what: &str,
+    count: usize,
+    select: impl Fn(&Pod) -> bool,
+) {
+    eventually(CLUSTER_PACE, what, || async {
+        let list = pods.list(&ListParams::default()).await.ok()?;
+        let chosen: Vec<&Pod> = list.items.iter().filter(|pod| select(pod)).collect();
+        let running = chosen.iter().all(|pod| {
+            let status = pod.status.as_ref();
+            let phase = status.and_then(|status| status.phase.as_deref());
+            let conditions = status.and_then(|status| status.conditions.as_deref());
+            let ready = conditions
+                .unwrap_or_default()
+                .iter()
+                .any(|condition| condition.type_ == "Ready" && condition.status == "True");
+            phase == Some("Running") && ready
+        });
+        (chosen.len() == count && running).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn the_deployments_pods_and_the_operators_pod_all_run() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "run").await;
+    let _operator = Operator::watching(&ns.name, &[]).await;
+
+    let mut two = deployment("web");
+    if let Some(spec) = two.spec.as_mut() {
+        spec.replicas = Some(2);
+    }
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
+    let web = deployments
+        .create(&PostParams::default(), &two)
+        .await
+        .expect("create the Deployment");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    // The operator's Pod (named after the Deployment, controlled by it)...
+    running_and_ready(&pods, "the operator's Pod to run", 1, |pod| {
+        is_controlled_by(pod, &web)
+    })
+    .await;
+    // ...and the Deployment's own, through its ReplicaSet.
+    running_and_ready(&pods, "the Deployment's two Pods to run", 2, |pod| {
+        pod.owner_references()
+            .iter()
+            .any(|owner| owner.kind == "ReplicaSet" && owner.controller == Some(true))
+    })
+    .await;
+    eventually(CLUSTER_PACE, "the Deployment to be available", || async {
+        let web = deployments.get("web").await.ok()?;
+        let status = web.status?;
+        (status.available_replicas == Some(2) && status.updated_replicas == Some(2)).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 #[ignore = "needs a cluster: run `make test-e2e`"]
 async fn a_deleted_pod_comes_back() {
@@ -327,7 +390,12 @@ async fn a_pod_it_does_not_own_is_left_alone_with_a_warning() {
         pod.owner_references()
     );
     assert_eq!(pod.labels(), squatter.labels());
-    assert_eq!(pod.spec, squatter.spec);
+    // Only the scheduler's binding (`nodeName`) may have changed the spec.
+    let unbound = pod.spec.clone().map(|spec| PodSpec {
+        node_name: None,
+        ..spec
+    });
+    assert_eq!(unbound, squatter.spec);
     let managers: Vec<Option<String>> = pod
         .managed_fields()
         .iter()

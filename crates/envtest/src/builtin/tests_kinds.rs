@@ -297,7 +297,7 @@ fn daemon_set_template_generation_follows_template_changes() {
 }
 
 #[test]
-fn pod_updates_may_change_images_only() {
+fn pod_updates_may_change_images_and_remove_scheduling_gates_only() {
     let pods = kind("", "pods");
     let body = json!({"metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}});
     let (obj, causes) = create(pods, body);
@@ -319,6 +319,33 @@ fn pod_updates_may_change_images_only() {
         causes[0]
             .message
             .starts_with("Forbidden: pod updates may not change fields other than")
+    );
+
+    let gated_body = json!({"metadata": {"name": "g", "namespace": "n"}, "spec": {
+        "containers": [{"name": "c", "image": "i:1"}],
+        "schedulingGates": [{"name": "a"}, {"name": "b"}],
+    }});
+    let (gated, causes) = create(pods, gated_body);
+    assert!(causes.is_empty(), "{causes:?}");
+    let mut one_removed = gated.clone();
+    one_removed["spec"]["schedulingGates"] = json!([{"name": "b"}]);
+    let (updated, causes) = update(pods, one_removed, &gated, None);
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(updated["spec"]["schedulingGates"], json!([{"name": "b"}]));
+    let mut all_removed = gated.clone();
+    all_removed["spec"]
+        .as_object_mut()
+        .map(|s| s.remove("schedulingGates"));
+    let (_, causes) = update(pods, all_removed, &gated, None);
+    assert!(causes.is_empty(), "{causes:?}");
+    let mut added = gated.clone();
+    added["spec"]["schedulingGates"] = json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]);
+    let (_, causes) = update(pods, added, &gated, None);
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(causes[0].field, "spec.schedulingGates[2].name");
+    assert_eq!(
+        causes[0].message,
+        "Forbidden: only deletion is allowed, but found new scheduling gate 'c'"
     );
 
     let mut status = obj.clone();

@@ -4,10 +4,14 @@
 //! a random root password, all owned by the Database: the garbage collector
 //! removes them with it, so the Database needs no finalizer. A change of
 //! `spec.type` replaces the Pod and updates the Service; a deleted child
-//! comes back, since the controller watches its children.
+//! comes back, since the controller watches its children. The status
+//! follows the Pod: Ready while the Pod is Ready, Pending while it starts,
+//! Failed while it crash-loops or its image cannot be pulled (with a
+//! Warning event), and Ready again when it recovers.
 //!
-//! Cache first: a reconcile reads the Database and the metadata of its
-//! children from the manager's caches, never from the API server. The Pod
+//! Cache first: a reconcile reads the Database, the metadata of its
+//! Service and Secret and the metadata and status of its Pod from the
+//! manager's caches, never from the API server. The Pod
 //! and the Service are applied (server-side apply) only when their cached
 //! metadata shows another desired state; the status is written only when
 //! it changes, and events go with status changes. The Secret is created
@@ -16,12 +20,14 @@
 //! costs no request.
 
 mod children;
+mod pod_health;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use either::Either;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, Preconditions};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
@@ -34,6 +40,7 @@ use database::api::zalando::v1::{Database, DatabasePhase, DatabaseStatus, Databa
 use database::manager::{self, Manager, Scope, conditions, find};
 
 use children::Desired;
+use pod_health::PodHealth;
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -62,6 +69,12 @@ pub const LEGACY_FINALIZER: &str = "zalando.org/finalizer";
 /// also triggers a reconcile; this is the fallback).
 const WAIT_FOR_OLD_POD: Duration = Duration::from_secs(2);
 
+/// How long a new Database's first Pod may take to become Ready before the
+/// Database reports `Pending`: a Pod that is Ready sooner gets the Database
+/// one status write (`Ready`), not two. The Pod's changes trigger a
+/// reconcile anyway; this is the fallback.
+const QUIET_START: Duration = Duration::from_secs(5);
+
 /// What the original operator reported once a Database's children existed.
 fn created_message(name: &str) -> String {
     format!("Pod and Service created by Database {name}")
@@ -72,7 +85,9 @@ fn created_message(name: &str) -> String {
 pub struct Context {
     /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
-    pods: Store<PartialObjectMeta<Pod>>,
+    /// The Pods' metadata and the part of their status that tells their
+    /// health (see [`pod_health::trim`]).
+    pods: Store<Pod>,
     services: Store<PartialObjectMeta<Service>>,
     secrets: Store<PartialObjectMeta<Secret>>,
 }
@@ -97,14 +112,14 @@ pub fn register(manager: Manager) -> Manager {
 }
 
 /// Sets up the controller for one watched scope: the Databases, and the
-/// metadata of the Pods, Services and Secrets this operator owns (only
-/// those labelled as its own: no cache of every Pod in the cluster), whose
-/// changes trigger their Database.
+/// Pods (metadata and health), Services and Secrets (metadata) this
+/// operator owns (only those labelled as its own: no cache of every Pod in
+/// the cluster), whose changes trigger their Database.
 fn setup(scope: &Scope) -> (Controller<Database>, Context) {
     let owned = watcher::Config::default()
         .labels(&children::managed_selector())
         .any_semantic();
-    let pods = scope.cache_metadata::<Pod>(owned.clone());
+    let pods = scope.cache_trimmed::<Pod>(owned.clone(), pod_health::trim);
     let services = scope.cache_metadata::<Service>(owned.clone());
     let secrets = scope.cache_metadata::<Secret>(owned);
     let context = Context {
@@ -177,6 +192,17 @@ struct Progress {
     replaced: Option<String>,
     /// Whether an old Pod is still terminating, so the new one must wait.
     waiting_for_old_pod: bool,
+    /// What the Database's Pod reports.
+    health: PodHealth,
+    /// When the Database's Pod was created (now, for one just applied).
+    pod_created: Option<Time>,
+}
+
+/// What is left of [`QUIET_START`] for a Pod created at `created`.
+fn quiet_start_left(created: Option<Time>) -> Option<Duration> {
+    let age = k8s_openapi::jiff::Timestamp::now().duration_since(created?.0);
+    let age = Duration::try_from(age).unwrap_or_default();
+    QUIET_START.checked_sub(age).filter(|left| !left.is_zero())
 }
 
 /// Puts the children in place, then reports it in the status, with an
@@ -233,25 +259,56 @@ async fn apply(database: &Database, api: &Api<Database>, ctx: &Context) -> Resul
         .await;
     }
 
-    let message = created_message(&name);
-    let ready = (DatabasePhase::Ready, "ChildrenReady", message.as_str());
-    let first_time = !is_ready(database) && !is_replacing(database);
-    if set_status(ctx, api, database, ready).await? && first_time {
-        publish(
-            ctx,
-            database,
-            EventType::Normal,
-            "Created",
-            "Create",
-            message,
-        )
-        .await;
+    let created = created_message(&name);
+    let starting = format!("waiting for Pod {name} to become ready");
+    let (phase, reason, message) = match &progress.health {
+        PodHealth::Ready => (DatabasePhase::Ready, "ChildrenReady", created.as_str()),
+        PodHealth::Starting => (DatabasePhase::Pending, STARTING, starting.as_str()),
+        PodHealth::Failing { reason, message } => {
+            (DatabasePhase::Failed, *reason, message.as_str())
+        }
+    };
+    let first_status = ready_condition(database).is_none();
+    if first_status
+        && progress.health == PodHealth::Starting
+        && let Some(left) = quiet_start_left(progress.pod_created)
+    {
+        return Ok(Action::requeue(left));
+    }
+    let was_failing = is_failing(database);
+    if !set_status(ctx, api, database, (phase, reason, message)).await? {
+        return Ok(Action::await_change());
+    }
+    if first_status {
+        let normal = EventType::Normal;
+        publish(ctx, database, normal, "Created", "Create", created.clone()).await;
+    }
+    match &progress.health {
+        PodHealth::Failing { reason, message } => {
+            let warning = EventType::Warning;
+            publish(ctx, database, warning, reason, "Reconcile", message.clone()).await;
+        }
+        PodHealth::Ready if was_failing => {
+            let note = format!("Pod {name} is ready again");
+            publish(
+                ctx,
+                database,
+                EventType::Normal,
+                "Recovered",
+                "Reconcile",
+                note,
+            )
+            .await;
+        }
+        PodHealth::Ready | PodHealth::Starting => {}
     }
     Ok(Action::await_change())
 }
 
 /// The reason of the Pending status while an old Pod terminates.
 const REPLACING: &str = "ReplacingPod";
+/// The reason of the Pending status while the Pod is not Ready yet.
+const STARTING: &str = "PodStarting";
 
 /// The cached Ready condition of the Database.
 fn ready_condition(
@@ -261,14 +318,10 @@ fn ready_condition(
     conditions::find(&status.conditions, conditions::READY)
 }
 
-/// Whether the cached status says Ready.
-fn is_ready(database: &Database) -> bool {
-    ready_condition(database).is_some_and(|c| c.status == "True")
-}
-
-/// Whether the cached status says an old Pod is being replaced.
-fn is_replacing(database: &Database) -> bool {
-    ready_condition(database).is_some_and(|c| c.reason == REPLACING)
+/// Whether the cached status says Failed.
+fn is_failing(database: &Database) -> bool {
+    let status = database.status.as_ref();
+    status.is_some_and(|status| status.phase == Some(DatabasePhase::Failed))
 }
 
 /// Brings the status to `(phase, reason, message)` unless the cached one
@@ -318,6 +371,15 @@ async fn ensure_children(desired: &Desired, ctx: &Context) -> Result<Progress, E
     ctx.manager
         .apply_owned(&pods, pod.as_deref(), desired.pod())
         .await?;
+    // The health of the Pod the Database asks for (not of one being replaced).
+    let current = pod.as_deref().filter(|pod| {
+        desired.controls(*pod) && children::type_of(*pod) == Some(desired.type_.as_str())
+    });
+    progress.health = pod_health::health(&desired.name, current);
+    progress.pod_created = match current {
+        Some(pod) => pod.metadata.creation_timestamp.clone(),
+        None => Some(Time(k8s_openapi::jiff::Timestamp::now())),
+    };
 
     let services: Api<Service> = Api::namespaced(client, &desired.namespace);
     let service = find(&ctx.services, &desired.name, namespace);
@@ -481,5 +543,15 @@ mod tests {
         object.status = Some(ready_status(&object));
         object.metadata.generation = Some(3);
         assert_ne!(object.status, Some(ready_status(&object)));
+    }
+
+    #[test]
+    fn a_new_pod_gets_a_quiet_start_and_an_older_one_none() {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let left = quiet_start_left(Some(Time(now))).expect("time left");
+        assert!(left <= QUIET_START && left > QUIET_START / 2, "{left:?}");
+        let older = now - k8s_openapi::jiff::SignedDuration::from_secs(6);
+        assert_eq!(quiet_start_left(Some(Time(older))), None);
+        assert_eq!(quiet_start_left(None), None);
     }
 }

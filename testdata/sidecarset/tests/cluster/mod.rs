@@ -1,6 +1,7 @@
 //! What the e2e tests do on the cluster besides running the manager: fresh
-//! namespaces and SidecarSets, Pods that no kubelet runs (the tests set
-//! their status, standing in for one), waiting for a SidecarSet's status,
+//! namespaces and SidecarSets, Pods held back from scheduling until a test
+//! lets them run (a kubelet, or `opctl envtest`'s simulated one, then
+//! reports them Ready) or breaks them, waiting for a SidecarSet's status,
 //! the Pod webhook's failure policy, `kubectl`, and the deployed manager of
 //! an existing cluster.
 
@@ -154,8 +155,8 @@ pub async fn create_fresh(api: &Api<SidecarSet>, object: &SidecarSet) -> Sidecar
 }
 
 /// A Pod labelled `app=<app>` with one container, `app`. A scheduling gate
-/// keeps it from ever being scheduled: on a real cluster no kubelet runs it
-/// or writes its status, so the tests can (envtest has no kubelet anyway).
+/// keeps it from being scheduled until [`release`] lets it run: until then
+/// no kubelet runs it or writes its status.
 pub fn pod(name: &str, app: &str) -> Pod {
     serde_json::from_value(serde_json::json!({
         "apiVersion": "v1",
@@ -178,8 +179,46 @@ pub fn containers(pod: &Pod) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The scheduling gate of [`pod`].
+const GATE: &str = "kruise.io/e2e-never-scheduled";
+
+/// Removes the scheduling gate of [`pod`]: the scheduler binds it and the
+/// kubelet (on a cluster, or `opctl envtest`'s simulated one) runs it and
+/// reports it Ready.
+pub async fn release(pods: &Api<Pod>, name: &str) {
+    let pod = pods.get(name).await.expect("read the Pod");
+    let gates = pod.spec.and_then(|spec| spec.scheduling_gates);
+    assert_eq!(
+        gates.map(|gates| gates.into_iter().map(|gate| gate.name).collect::<Vec<_>>()),
+        Some(vec![GATE.to_owned()]),
+        "the Pod {name} is held back by the test's gate only"
+    );
+    let patch = serde_json::json!([
+        {"op": "test", "path": "/spec/schedulingGates/0/name", "value": GATE},
+        {"op": "remove", "path": "/spec/schedulingGates"},
+    ]);
+    let patch: json_patch::Patch = serde_json::from_value(patch).expect("a JSON patch");
+    pods.patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+        .expect("remove the Pod's scheduling gate");
+}
+
+/// Makes the Pod's `app` container crash over and over (its image changed
+/// in place to one no registry has; `opctl envtest`'s kubelet crash-loops
+/// images tagged `envtest-crashloop`, a real one fails to pull it): the
+/// Pod stays, no longer Ready.
+pub async fn break_app_container(pods: &Api<Pod>, name: &str) {
+    let patch = serde_json::json!({
+        "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:envtest-crashloop"}]},
+    });
+    pods.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("change the Pod's image");
+}
+
 /// Sets the Pod's `Ready` condition through the `/status` subresource, as
-/// a kubelet would (strategic merge: the other conditions stay).
+/// a kubelet would (strategic merge: the other conditions stay). For the
+/// benchmark, whose gated Pods no kubelet ever runs.
 pub async fn set_ready(pods: &Api<Pod>, name: &str, ready: bool) {
     let status = if ready { "True" } else { "False" };
     let patch = serde_json::json!({

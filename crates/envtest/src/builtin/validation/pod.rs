@@ -215,7 +215,7 @@ pub(crate) fn pod_create(pod: &Value) -> Vec<Cause> {
 }
 
 /// What a Pod update may change: images, activeDeadlineSeconds, added
-/// tolerations and terminationGracePeriodSeconds.
+/// tolerations, removed scheduling gates and terminationGracePeriodSeconds.
 pub(crate) fn pod_update(pod: &Value, old: &Value) -> Vec<Cause> {
     let empty = Value::Null;
     let spec = pod.get("spec").unwrap_or(&empty);
@@ -239,6 +239,7 @@ pub(crate) fn pod_update(pod: &Value, old: &Value) -> Vec<Cause> {
         for key in [
             "activeDeadlineSeconds",
             "tolerations",
+            "schedulingGates",
             "terminationGracePeriodSeconds",
         ] {
             match new.get(key) {
@@ -265,5 +266,28 @@ pub(crate) fn pod_update(pod: &Value, old: &Value) -> Vec<Cause> {
             "existing toleration can not be modified except its tolerationSeconds",
         ));
     }
+    causes.extend(only_deleted_scheduling_gates(spec, old_spec));
     causes
+}
+
+/// Scheduling gates may be removed (that is how a Pod is released to the
+/// scheduler), never added.
+fn only_deleted_scheduling_gates(spec: &Value, old_spec: &Value) -> Vec<Cause> {
+    let gate_name = |gate: &Value| gate.get("name").and_then(Value::as_str).map(str::to_owned);
+    let old: Vec<String> = list(old_spec, "schedulingGates")
+        .iter()
+        .filter_map(gate_name)
+        .collect();
+    list(spec, "schedulingGates")
+        .iter()
+        .enumerate()
+        .filter_map(|(i, gate)| Some((i, gate_name(gate)?)))
+        .filter(|(_, name)| !old.contains(name))
+        .map(|(i, name)| {
+            Cause::forbidden(
+                format!("spec.schedulingGates[{i}].name"),
+                &format!("only deletion is allowed, but found new scheduling gate '{name}'"),
+            )
+        })
+        .collect()
 }

@@ -58,16 +58,17 @@ pub fn stamped<K: Resource + Serialize>(mut child: K) -> K {
     child
 }
 
-/// Whether the cached metadata `cached` shows the child as `desired` (as
+/// Whether the cached child `cached` (its metadata, as a metadata-only
+/// cache holds it, or the whole object) shows the child as `desired` (as
 /// [`stamped`]) asks: same hash, labels and owners, and not being deleted.
-pub fn is_current<K: Resource>(cached: &PartialObjectMeta<K>, desired: &K) -> bool {
+pub fn is_current<K: Resource>(cached: &impl Resource, desired: &K) -> bool {
     let hash = desired.annotations().get(DESIRED_HASH_ANNOTATION);
     let labels: &BTreeMap<String, String> = cached.labels();
     let owners = |meta: &kube::core::ObjectMeta| -> Vec<String> {
         let owners = meta.owner_references.iter().flatten();
         owners.map(|owner| owner.uid.clone()).collect()
     };
-    cached.metadata.deletion_timestamp.is_none()
+    cached.meta().deletion_timestamp.is_none()
         && hash.is_some()
         && cached.annotations().get(DESIRED_HASH_ANNOTATION) == hash
         && desired
@@ -76,7 +77,7 @@ pub fn is_current<K: Resource>(cached: &PartialObjectMeta<K>, desired: &K) -> bo
             .all(|(key, value)| labels.get(key) == Some(value))
         && owners(desired.meta())
             .iter()
-            .all(|uid| owners(&cached.metadata).contains(uid))
+            .all(|uid| owners(cached.meta()).contains(uid))
 }
 
 impl Context {
@@ -116,7 +117,7 @@ impl Context {
     pub async fn apply_owned<K>(
         &self,
         api: &Api<K>,
-        cached: Option<&PartialObjectMeta<K>>,
+        cached: Option<&impl Resource>,
         desired: K,
     ) -> Result<bool, kube::Error>
     where
