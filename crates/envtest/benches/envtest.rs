@@ -5,11 +5,15 @@
 //! - writes per second through kube-rs with 16 concurrent clients
 //!   (target >= 5,000/s on 2 cores);
 //! - watch-event latency p50/p99 (write sent -> event received);
-//! - resident memory per 10,000 stored ConfigMaps.
+//! - resident memory per 10,000 stored ConfigMaps;
+//! - the workload simulation (`rollout`, `pods`, see `envtest/workloads.rs`).
 //!
 //! Run: `cargo bench -p opctl-envtest --bench envtest` (builds `opctl`
 //! in release mode first if target/release/opctl is missing). Set
-//! `ENVTEST_BENCH=start,writes,latency,memory,cli` to run some only.
+//! `ENVTEST_BENCH=start,writes,latency,memory,cli,rollout,pods` to run some only.
+
+#[path = "envtest/workloads.rs"]
+mod workloads;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -377,5 +381,11 @@ fn main() {
     }
     if selected("latency") {
         runtime.block_on(watch_latency());
+    }
+    if selected("rollout") {
+        runtime.block_on(workloads::rollout(&opctl_binary()));
+    }
+    if selected("pods") {
+        runtime.block_on(workloads::pods(&opctl_binary()));
     }
 }

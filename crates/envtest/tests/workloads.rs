@@ -5,7 +5,7 @@
 //! it reports), the Deployment, ReplicaSet, ReplicationController and Job
 //! controllers (`kubectl rollout status`, `kubectl wait --for=condition=...`)
 //! the Endpoints and EndpointSlices of Services, PersistentVolume binding
-//! StatefulSets, DaemonSets and CronJobs, and `kubectl get`'s columns for
+//! StatefulSets, DaemonSets, CronJobs and HorizontalPodAutoscalers, and `kubectl get`'s columns for
 //! claims, volumes, StorageClasses and EndpointSlices.
 //!
 //! All tests share one server with two Nodes, the second tainted
@@ -17,6 +17,8 @@ mod server;
 #[allow(dead_code)]
 mod support;
 
+#[path = "workloads/autoscalers.rs"]
+mod autoscalers;
 #[path = "workloads/common.rs"]
 mod common;
 #[path = "workloads/controllers.rs"]

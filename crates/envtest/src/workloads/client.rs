@@ -302,6 +302,8 @@ pub enum ConditionStyle {
     Deployment,
     /// Job conditions: `lastProbeTime`, `lastTransitionTime`.
     Job,
+    /// HorizontalPodAutoscaler conditions: `lastTransitionTime` only.
+    Autoscaler,
 }
 
 fn build_condition(
@@ -323,6 +325,7 @@ fn build_condition(
         ConditionStyle::Job => {
             out.insert("lastProbeTime".into(), json!(now));
         }
+        ConditionStyle::Autoscaler => {}
     }
     out.insert(
         "lastTransitionTime".into(),

@@ -112,6 +112,9 @@ pub struct Timing {
     pub stop: Duration,
     /// How often each kubelet renews its Lease in `kube-node-lease`.
     pub lease_renew: Duration,
+    /// How often the HorizontalPodAutoscaler controller looks at each
+    /// autoscaler again (kube-controller-manager's sync period).
+    pub autoscaler_sync: Duration,
 }
 
 impl Default for Timing {
@@ -122,6 +125,7 @@ impl Default for Timing {
             run: Duration::from_millis(100),
             stop: Duration::from_millis(20),
             lease_renew: Duration::from_secs(10),
+            autoscaler_sync: Duration::from_secs(15),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Workloads that move as on a cluster, without containers: simulated
 //! Nodes and their kubelets, the default scheduler, and kube-controller-
 //! manager's workload controllers (ReplicaSet and ReplicationController,
-//! Deployment, Job, StatefulSet, DaemonSet, CronJob), endpoint controllers (Endpoints, EndpointSlice) and the
-//! PersistentVolume binder with a simulated provisioner.
+//! Deployment, Job, StatefulSet, DaemonSet, CronJob), endpoint controllers (Endpoints, EndpointSlice), the
+//! PersistentVolume binder with a simulated provisioner and the
+//! HorizontalPodAutoscaler controller (without metrics).
 //!
 //! One task follows every change in the store and reconciles what the
 //! change concerns, level-triggered: each part looks at the objects as
@@ -11,6 +12,7 @@
 //! through (defaults, admission webhooks, validation, watches). Timed steps
 //! (a container starting, becoming ready, exiting) are queued for later.
 
+pub mod autoscaler;
 pub mod client;
 pub mod config;
 pub mod cronjob;
@@ -50,7 +52,7 @@ use client::{
 use replicaset::Replicated;
 
 /// The stores whose changes the controllers follow.
-const FOLLOWED: [&str; 13] = [
+const FOLLOWED: [&str; 14] = [
     PODS,
     REPLICASETS,
     REPLICATIONCONTROLLERS,
@@ -64,6 +66,7 @@ const FOLLOWED: [&str; 13] = [
     STATEFULSETS,
     DAEMONSETS,
     CRONJOBS,
+    autoscaler::AUTOSCALERS,
 ];
 
 /// What one reconcile looks at.
@@ -80,6 +83,8 @@ enum Key {
     StatefulSet(String, String),
     DaemonSet(String, String),
     CronJob(String, String),
+    /// A HorizontalPodAutoscaler and its target's scale.
+    Autoscaler(String, String),
     /// The Endpoints and EndpointSlices of a Service.
     Service(String, String),
     /// A PersistentVolumeClaim to bind (or provision for).
@@ -234,6 +239,19 @@ impl Engine {
         let ns = meta::namespace(obj).to_string();
         let name = meta::name(obj).to_string();
         let controllers = self.sim.controllers;
+        if controllers
+            && [
+                DEPLOYMENTS,
+                REPLICASETS,
+                STATEFULSETS,
+                REPLICATIONCONTROLLERS,
+            ]
+            .contains(&key)
+        {
+            for hpa in autoscaler::autoscalers_of(&self.app, key, &ns, &name) {
+                self.due.insert(Key::Autoscaler(ns.clone(), hpa));
+            }
+        }
         match key {
             PODS => {
                 if deleted == Some(true) {
@@ -336,6 +354,9 @@ impl Engine {
                     self.due.insert(Key::Job(ns, name));
                 }
             }
+            autoscaler::AUTOSCALERS if controllers && deleted != Some(true) => {
+                self.due.insert(Key::Autoscaler(ns, name));
+            }
             CRONJOBS if controllers && deleted != Some(true) => {
                 self.due.insert(Key::CronJob(ns, name));
             }
@@ -381,6 +402,11 @@ impl Engine {
                 Key::CronJob(ns, name) => retry(
                     cronjob::reconcile(&self.app, ns, name, &mut self.announced).await,
                     "cronjob controller",
+                ),
+                Key::Autoscaler(ns, name) => retry(
+                    autoscaler::reconcile(&self.app, ns, name, self.sim.timing.autoscaler_sync)
+                        .await,
+                    "horizontal-pod-autoscaler controller",
                 ),
                 Key::Service(ns, name) => {
                     let slices = endpointslice::reconcile(&self.app, ns, name).await;
