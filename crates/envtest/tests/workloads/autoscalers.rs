@@ -111,6 +111,32 @@ async fn an_autoscaler_without_metrics_keeps_replicas_within_its_bounds() {
         able["message"],
         "the HPA controller was able to get the target's current scale"
     );
+    // kubectl get shows the unknown utilization against its target.
+    let table = k.table(&["get", "hpa", "web", "-n", &ns]);
+    assert_eq!(
+        table[0].join(" "),
+        "NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE"
+    );
+    assert_eq!(
+        table[1][..7],
+        [
+            "web",
+            "Deployment/web",
+            "cpu:",
+            "<unknown>/50%",
+            "2",
+            "4",
+            "2"
+        ]
+    );
+    let v1 = k.table(&[
+        "get",
+        "horizontalpodautoscalers.v1.autoscaling",
+        "web",
+        "-n",
+        &ns,
+    ]);
+    assert_eq!(v1[1][..7], table[1][..7]);
     let seen = events(&ns);
     for wanted in [
         (

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+mod autoscaling;
 mod columns;
 mod control_plane;
 mod rows;
