@@ -1,7 +1,11 @@
 //! Benchmark: what the operator costs the API server and itself.
 //!
-//!     opctl envtest run --crds config/crd/bases -- \
+//!     opctl envtest run --nodes 10 --crds config/crd/bases -- \
 //!         cargo test --release --test benchmark -- --ignored --nocapture
+//!
+//! A Database is Ready when its Pod is: envtest's simulated scheduler and
+//! kubelets run the Pods, and a Node takes 110 Pods (a kubelet's default
+//! `maxPods`), hence ten Nodes for 1,000 Databases.
 //!
 //! For each count of `BENCH_DATABASES` (default `200,1000`; half mongo,
 //! half mysql) it runs two scenarios, each in a fresh namespace with the
