@@ -619,6 +619,27 @@ async fn a_deployment_is_reconciled() {
     let reconciled = || manager.logged(controller, "reconciling", &name);
     eventually(Duration::from_secs(30), "its reconcile", reconciled);
 
+    // The cluster rolls it out (under opctl envtest, its simulated
+    // Deployment controller, scheduler and kubelets): all replicas updated
+    // and available at the current generation.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        let current = api.get(&name).await.expect("read the object");
+        let wanted = current.spec.as_ref().and_then(|spec| spec.replicas);
+        let status = current.status.unwrap_or_default();
+        let rolled_out = status.observed_generation == current.metadata.generation
+            && status.updated_replicas == wanted
+            && status.available_replicas == wanted
+            && status.unavailable_replicas.unwrap_or_default() == 0;
+        if rolled_out {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not rolled out: {status:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
     // What reconciling it cost the API server: its reads come from the
     // caches and it writes nothing. Grow this budget with what your
     // reconcile must write.
@@ -627,6 +648,8 @@ async fn a_deployment_is_reconciled() {
     let expected = Requests::from([
         // This test's create.
         (request("POST", "deployments", ""), 1),
+        // Its reads while it waited for the rollout.
+        (request("GET", "deployments", ""), polls),
     ]);
     if after.faults == before.faults {
         assert_eq!(spent, expected, "the API requests of one reconcile");
