@@ -177,3 +177,29 @@ fn kubectl_get_prints_claims_volumes_classes_and_slices_as_kube_apiserver_does()
         [name.as_str(), "IPv4", "<unset>", "<unset>"]
     );
 }
+
+/// `kubectl get nodes`: the Node printer's columns for the simulated Nodes
+/// (one of them tainted, none cordoned), and `-o wide` their addresses and
+/// system info.
+#[test]
+fn kubectl_get_nodes_prints_status_roles_and_version() {
+    let k = kubectl();
+    let rows = k.table(&["get", "nodes"]);
+    assert_eq!(header(&rows), "NAME STATUS ROLES AGE VERSION");
+    for node in ["envtest-node-1", "envtest-node-2"] {
+        let row = rows
+            .iter()
+            .find(|r| r[0] == node)
+            .unwrap_or_else(|| panic!("no row {node}: {rows:?}"));
+        assert_eq!(row[1..3], ["Ready", "<none>"], "{rows:?}");
+        assert!(row[4].starts_with("v1.32."), "{rows:?}");
+    }
+    let wide = k.table(&["get", "nodes", "envtest-node-1", "-o", "wide"]);
+    assert_eq!(
+        header(&wide),
+        "NAME STATUS ROLES AGE VERSION INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME"
+    );
+    let address = wide[1][5].parse::<std::net::Ipv4Addr>();
+    assert!(address.is_ok(), "an internal IP: {wide:?}");
+    assert_eq!(wide[1][6], "<none>");
+}

@@ -44,6 +44,9 @@ pub(super) fn columns(kind: &KindInfo) -> Option<Vec<Column>> {
     if let Some(columns) = super::autoscaling::columns(kind) {
         return Some(columns);
     }
+    if let Some(columns) = super::nodes::columns(kind) {
+        return Some(columns);
+    }
     Some(match (kind.group, kind.kind) {
         ("", "Pod") => vec![
             NAME,

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 mod autoscaling;
 mod columns;
 mod control_plane;
+mod nodes;
 mod rows;
 mod storage;
 

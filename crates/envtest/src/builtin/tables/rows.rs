@@ -405,6 +405,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
     if let Some(cells) = super::autoscaling::row(kind, obj, name.clone(), age.clone()) {
         return cells;
     }
+    if let Some(cells) = super::nodes::row(kind, obj, name.clone(), age.clone()) {
+        return cells;
+    }
     match (kind.group, kind.kind) {
         ("", "Pod") => pod_row(obj, now),
         ("", "Service") => service_row(obj, now),
