@@ -62,10 +62,8 @@ pub fn health(name: &str, pod: Option<&Pod>) -> PodHealth {
 }
 
 fn is_ready(status: &PodStatus) -> bool {
-    let conditions = status.conditions.iter().flatten();
-    conditions
-        .into_iter()
-        .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+    let mut conditions = status.conditions.iter().flatten();
+    conditions.any(|condition| condition.type_ == "Ready" && condition.status == "True")
 }
 
 /// Why `container` (of Pod `name`) keeps its Pod from being Ready, if it
