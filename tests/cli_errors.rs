@@ -378,7 +378,7 @@ fn user_files_are_never_overwritten_without_force() {
     assert!(text.contains("The Guestbook controller"), "{text}");
 
     // Edits to user files survive later commands; scaffold files are rewritten.
-    let types = dir.join("src/api/web/v1/guestbook.rs");
+    let types = dir.join("api/src/web/v1/guestbook.rs");
     let edited = std::fs::read_to_string(&types)
         .expect("read")
         .replace("pub foo:", "pub bar:");
@@ -454,7 +454,7 @@ fn a_controller_for_a_kind_scaffolded_without_one_keeps_its_types() {
             "--controller=false",
         ],
     );
-    let types = dir.join("src/api/web/v1/guestbook.rs");
+    let types = dir.join("api/src/web/v1/guestbook.rs");
     let edited = std::fs::read_to_string(&types).expect("read") + "// mine\n";
     std::fs::write(&types, &edited).expect("write");
     opctl_ok(
@@ -624,8 +624,9 @@ fn the_file_listing_names_every_owner() {
             "Cargo.toml",
             "LICENSE",
             "README.md",
+            "api/Cargo.toml",
+            "api/src/web/v1/guestbook.rs",
             "config/samples/web_v1_guestbook.yaml",
-            "src/api/web/v1/guestbook.rs",
             "src/controller/deployment.rs",
             "src/controller/guestbook.rs",
             "src/lib.rs",

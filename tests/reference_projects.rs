@@ -188,13 +188,15 @@ fn builds_and_passes_its_tests(name: &str) {
     let dir = reference_dir(name);
     let opctl = format!("OPCTL={}", opctl_bin());
     let _turn = build_turn(&dir);
-    run_in(&dir, "cargo", &["fmt", "--check"]);
+    // Both crates of the workspace: the manager and its API types (api/).
+    run_in(&dir, "cargo", &["fmt", "--all", "--check"]);
     run_in(
         &dir,
         "cargo",
         &[
             "clippy",
             "--locked",
+            "--workspace",
             "--all-targets",
             "--",
             "-D",

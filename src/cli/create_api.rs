@@ -104,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("Next:");
     if resource.resource {
         println!(
-            "  edit src/api/{}/{}/{}.rs (the spec and status), then",
+            "  edit api/src/{}/{}/{}.rs (the spec and status), then",
             names::group_module(&resource.group),
             resource.version,
             names::kind_module(&resource.kind)

@@ -6,7 +6,7 @@ use crate::scaffold::{IfExists, Outcome, Owner, Plan};
 
 const EXAMPLES: &str = "\
 Examples:
-  opctl manifests        # after changing types in src/api, +opctl:rbac or +opctl:webhook markers
+  opctl manifests        # after changing types in api/src, +opctl:rbac or +opctl:webhook markers
   make manifests         # the same, through the project's Makefile";
 
 /// Regenerate CRDs (config/crd), RBAC (config/rbac/role.yaml) and webhook configurations (config/webhook/manifests.yaml) from the code.

@@ -175,6 +175,16 @@ impl Project {
         names::crate_name(&self.project_name)
     }
 
+    /// The package of the API types, in api/ (`<project>-api`).
+    pub fn api_package(&self) -> String {
+        names::api_package(&self.project_name)
+    }
+
+    /// The crate name of the API types.
+    pub fn api_crate(&self) -> String {
+        names::api_crate(&self.project_name)
+    }
+
     /// Reads and checks `dir/PROJECT`; errors say how to get out of the situation.
     pub fn load(dir: &Path) -> anyhow::Result<Self> {
         let path = dir.join(PROJECT_FILE);

@@ -12,6 +12,15 @@ pub const CRD_KUSTOMIZATION: &str = "config/crd/kustomization.yaml";
 /// The webhook configurations, from the `+opctl:webhook` markers.
 pub const WEBHOOK_MANIFESTS: &str = "config/webhook/manifests.yaml";
 
+/// The crate of the API types and the CRD generator; see [`api_file`].
+pub const API_DIR: &str = "api";
+
+/// `api/<relative>`: a file of the API types' crate (`src/lib.rs`,
+/// `src/<group>/<version>/<kind>.rs`).
+pub fn api_file(relative: &str) -> String {
+    format!("{API_DIR}/{relative}")
+}
+
 /// `config/crd/bases/<file>`: where a CRD file is written.
 pub fn crd_base(file: &str) -> String {
     format!("config/crd/bases/{file}")

@@ -12,7 +12,9 @@ use super::webhooks::{self, WebhookKind};
 use super::{IfExists, Owner, Plan};
 use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
-use crate::project::paths::{CRD_KUSTOMIZATION, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file};
+use crate::project::paths::{
+    CRD_KUSTOMIZATION, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base, crd_file,
+};
 use crate::project::{License, Project, Resource, names};
 
 /// Scaffold-owned files made from one template each, for every project.
@@ -78,9 +80,9 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
         "config/samples/kustomization.yaml",
         "config/samples/kustomization.yaml",
     ),
-    ("src/api/mod.rs", "src/api/mod.rs"),
+    ("api/src/crdgen.rs", "api/src/crdgen.rs"),
+    ("api/src/lib.rs", "api/src/lib.rs"),
     ("src/controller/mod.rs", "src/controller/mod.rs"),
-    ("src/crdgen.rs", "src/crdgen.rs"),
     ("src/manager/backoff.rs", "src/manager/backoff.rs"),
     ("src/manager/cache.rs", "src/manager/cache.rs"),
     ("src/manager/conditions.rs", "src/manager/conditions.rs"),
@@ -104,6 +106,7 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
 /// User-owned files written once by `opctl init`.
 const INIT_USER_TEMPLATES: &[(&str, &str)] = &[
     ("Cargo.toml", "Cargo.toml"),
+    ("api/Cargo.toml", "api/Cargo.toml"),
     ("README.md", "README.md"),
     ("src/lib.rs", "src/lib.rs"),
     ("src/main.rs", "src/main.rs"),
@@ -137,8 +140,8 @@ pub(super) fn scaffold_owned(
         let module = &group.module;
         let context = values.group_context(group)?;
         plan.file(
-            format!("src/api/{module}/mod.rs"),
-            renderer.render("src/api/group.rs", &context)?,
+            api_file(&format!("src/{module}/mod.rs")),
+            renderer.render("api/src/group.rs", &context)?,
             Owner::Scaffold,
             IfExists::Overwrite,
         );
@@ -146,8 +149,8 @@ pub(super) fn scaffold_owned(
             let name = &version.version;
             let context = values.version_context(group, version)?;
             plan.file(
-                format!("src/api/{module}/{name}/mod.rs"),
-                renderer.render("src/api/version.rs", &context)?,
+                api_file(&format!("src/{module}/{name}/mod.rs")),
+                renderer.render("api/src/version.rs", &context)?,
                 Owner::Scaffold,
                 IfExists::Overwrite,
             );
@@ -179,8 +182,11 @@ fn resource_files(
     let kind_module = names::kind_module(&r.kind);
     if r.resource {
         plan.file(
-            format!("src/api/{group_module}/{}/{kind_module}.rs", r.version),
-            renderer.render("src/api/kind.rs", &context)?,
+            api_file(&format!(
+                "src/{group_module}/{}/{kind_module}.rs",
+                r.version
+            )),
+            renderer.render("api/src/kind.rs", &context)?,
             Owner::User,
             type_policy,
         );
