@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn the_sample_is_valid() {
-        let sample: Database = crate::api::sample();
+        let sample: Database = crate::sample();
         assert_eq!(sample.spec.type_, DatabaseType::Mongo);
         let json = serde_json::to_value(&sample).expect("serialises");
         assert_eq!(json["kind"], "Database");

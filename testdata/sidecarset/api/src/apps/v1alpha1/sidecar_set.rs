@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn the_sample_is_valid() {
-        let sample: SidecarSet = crate::api::sample();
+        let sample: SidecarSet = crate::sample();
         assert_eq!(sample.spec.containers.len(), 1);
         assert!(sample.selects(&labels(&[("app", "nginx")])));
         let json = serde_json::to_value(&sample).expect("serialises");
