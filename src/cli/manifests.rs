@@ -32,6 +32,6 @@ pub fn run(_args: Args) -> anyhow::Result<()> {
     if changed == 0 {
         println!("Manifests are up to date.");
     }
-    println!("Next: cargo test, then `make install` (CRDs) or `make test-e2e`.");
+    println!("Next: make test, then `make install` (CRDs) or `make test-e2e`.");
     Ok(())
 }
