@@ -294,6 +294,85 @@ fn create_api_keeps_the_charts_role_in_sync() {
     );
 }
 
+/// `opctl manifests` with a stand-in for cargo: the CRD generator's output
+/// is the project's current CRDs (building the project here would take
+/// minutes; tests/generated_project.rs runs the real one).
+fn manifests_with_current_crds(dir: &Path) {
+    let mut crds = Vec::new();
+    for (rel, text) in snapshot(&dir.join("config/crd/bases")) {
+        let crd: Value = serde_saphyr::from_str(&String::from_utf8(text).expect("utf-8"))
+            .unwrap_or_else(|err| panic!("{rel}: {err}"));
+        crds.push(crd);
+    }
+    let json = dir.join("crds.json");
+    std::fs::write(&json, serde_json::to_string(&crds).expect("json")).expect("write");
+    let cargo = dir.join("fake-cargo");
+    std::fs::write(&cargo, format!("#!/bin/sh\ncat '{}'\n", json.display())).expect("write");
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&cargo)
+        .status()
+        .expect("chmod");
+    let output = Command::new(common::opctl_bin())
+        .arg("manifests")
+        .env("CARGO", &cargo)
+        .current_dir(dir)
+        .output()
+        .expect("opctl runs");
+    assert!(
+        output.status.success(),
+        "opctl manifests: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::remove_file(json).expect("rm");
+    std::fs::remove_file(cargo).expect("rm");
+}
+
+#[test]
+fn opctl_manifests_rewrites_the_derived_templates_and_keeps_the_users_files() {
+    let (_tmp, dir) = reference_copy("database");
+    opctl_ok(&dir, &["edit", "--helm"]);
+    let chart = dir.join("dist/chart");
+    std::fs::write(chart.join("values.yaml"), "# mine\n").expect("edit values");
+    std::fs::write(chart.join("Chart.yaml"), "# mine too\n").expect("edit Chart.yaml");
+    let crd = chart.join("templates/crd/zalando.org_databases.yaml");
+    std::fs::remove_file(&crd).expect("rm");
+    let controller = dir.join("src/controller/database.rs");
+    let code = std::fs::read_to_string(&controller).expect("controller");
+    let marker = "// +opctl:rbac:groups=core,resources=pods,verbs=list;watch;create;patch;delete\n";
+    assert!(code.contains(marker));
+    std::fs::write(
+        &controller,
+        code.replace(
+            marker,
+            &format!("{marker}// +opctl:rbac:groups=core,resources=configmaps,verbs=get\n"),
+        ),
+    )
+    .expect("add a marker");
+
+    manifests_with_current_crds(&dir);
+
+    let role = std::fs::read_to_string(chart.join("templates/rbac/role.yaml")).expect("role");
+    assert!(role.contains("configmaps"), "{role}");
+    assert!(crd.is_file(), "the CRD template is written again");
+    assert_eq!(
+        std::fs::read_to_string(chart.join("values.yaml")).expect("values"),
+        "# mine\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(chart.join("Chart.yaml")).expect("chart"),
+        "# mine too\n"
+    );
+    // With the chart's own files back, it makes what config/default makes.
+    std::fs::remove_file(chart.join("values.yaml")).expect("rm");
+    std::fs::remove_file(chart.join("Chart.yaml")).expect("rm");
+    opctl_ok(&dir, &["edit", "--helm"]);
+    assert_same_objects(
+        render(&dir, "database", &[]),
+        kustomize(&dir, str::to_owned),
+    );
+}
+
 #[test]
 fn opctl_files_lists_the_chart_by_owner() {
     let (_tmp, dir) = reference_copy("sidecarset");
