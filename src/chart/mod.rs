@@ -4,7 +4,8 @@
 //! helpers and the templates of the fixed objects are regenerated from
 //! PROJECT by every command; the templates of the CRDs, the manager's role
 //! and the webhook configurations are derived from config/ (see
-//! [`derived`]) by `opctl edit --helm` and `opctl manifests`.
+//! [`derived`]) by `opctl edit --helm`, `opctl manifests` and the `create`
+//! commands, whichever last wrote config/.
 
 pub mod derived;
 
