@@ -30,6 +30,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     project.helm = true;
     let plan = plans::edit(&project, &root)?;
     let report = scaffold::apply(&root, &plan, "")?;
+    // No step of its own: a replay takes the setting from PROJECT.
+    scaffold::pristine::record(&root, &project, None)?;
     report.print();
     println!();
     println!("The Helm chart is in dist/chart; `opctl manifests` keeps it in sync with config/.");

@@ -10,6 +10,7 @@ pub mod envtest;
 pub mod files;
 pub mod init;
 pub mod manifests;
+pub mod upgrade;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -52,6 +53,8 @@ pub enum Command {
     Files(files::Args),
     /// Print a shell completion script.
     Completion(completion::Args),
+    /// Bring the project to the current scaffold, merging your edits.
+    Upgrade(upgrade::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -75,6 +78,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Completion(args) => completion::run(args),
+        Command::Upgrade(args) => upgrade::run(args),
         Command::Files(args) => files::run(args),
     }
 }
