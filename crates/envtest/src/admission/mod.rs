@@ -71,6 +71,7 @@ mod errors;
 mod goverify;
 mod matching;
 mod patching;
+mod policy;
 mod review;
 pub mod routes;
 mod transport;
@@ -87,6 +88,10 @@ pub use attributes::{
 pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
 pub use matching::ClusterView;
+pub use policy::{
+    ParamScope, PolicyCluster, PolicyRegistry, default_binding, default_policy, validate_binding,
+    validate_policy,
+};
 pub(crate) use review::{ReviewVersion, decode_body};
 pub use routes::WebhookRoute;
 #[cfg(any(test, feature = "testing"))]
