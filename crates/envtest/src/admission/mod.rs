@@ -4,7 +4,8 @@
 //! are the model): AdmissionReview over HTTPS verified against `caBundle`,
 //! JSONPatch responses, `failurePolicy`, selectors, `matchConditions`,
 //! `timeoutSeconds`, `sideEffects` with dry run, `reinvocationPolicy`, and
-//! the same errors for denials and failures.
+//! the same errors for denials and failures. ValidatingAdmissionPolicies,
+//! which run between the two webhook phases, are [`policy`]'s.
 //!
 //! # How the server uses it
 //!
