@@ -1,9 +1,9 @@
 //! ValidatingAdmissionPolicies through real clients (kube-rs and kubectl)
 //! against one envtest server: writing policies and bindings (defaults,
 //! validation, kubectl columns), and the requests they admit or refuse:
-//! Deny with message and messageExpression, Warn, Audit, params, selectors
-//! and matchConditions, failurePolicy, custom resources and impersonated
-//! users. Each test selects only its own namespace (label `vap-test`), so
+//! Deny with message and messageExpression (creates, updates, deletes, dry
+//! runs), Warn, Audit, params, selectors and matchConditions, failurePolicy,
+//! custom resources and impersonated users. Each test selects only its own namespace (label `vap-test`), so
 //! the tests share the server.
 
 #[allow(dead_code)]
@@ -308,6 +308,50 @@ async fn deny_refuses_creates_and_updates_with_the_policys_message() {
         .patch("web", &PatchParams::default(), &scale)
         .await
         .expect("one more replica is admitted");
+}
+
+#[tokio::test]
+async fn a_delete_is_judged_on_the_stored_object() {
+    let (client, ns) = setup("vap-delete").await;
+    create_policy(
+        &client,
+        policy(
+            "keep-protected",
+            &ns,
+            rules("", &["configmaps"], &["DELETE"]),
+            json!({"validations": [{
+                "expression": "object == null && !(has(oldObject.metadata.labels) && 'protected' in oldObject.metadata.labels)",
+                "messageExpression": "request.operation + ' of ' + oldObject.metadata.name + ' refused'"}]}),
+        ),
+    )
+    .await;
+    bind(
+        &client,
+        "keep-protected",
+        json!({"policyName": "keep-protected", "validationActions": ["Deny"]}),
+    )
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let protected: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "kept", "labels": {"protected": "yes"}}}),
+    )
+    .expect("configmap");
+    cms.create(&PostParams::default(), &protected)
+        .await
+        .expect("creates are not matched");
+    cms.create(&PostParams::default(), &config_map("gone", json!({})))
+        .await
+        .expect("created");
+    let status = api_error(cms.delete("kept", &Default::default()).await);
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.message,
+        "configmaps \"kept\" is forbidden: ValidatingAdmissionPolicy 'keep-protected' with binding 'keep-protected' denied request: DELETE of kept refused"
+    );
+    assert!(cms.get_opt("kept").await.expect("get").is_some());
+    cms.delete("gone", &Default::default())
+        .await
+        .expect("an unprotected ConfigMap goes");
 }
 
 #[tokio::test]

@@ -164,7 +164,7 @@ impl PolicyCluster for PolicyView<'_> {
 
 /// Admission through the ValidatingAdmissionPolicies of `attrs`, whose
 /// warnings go with the response whatever the outcome.
-fn admit_policies(
+pub(crate) fn admit_policies(
     app: &App,
     attrs: &AdmissionAttributes,
     warnings: &super::Warnings,

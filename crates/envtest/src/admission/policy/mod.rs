@@ -319,7 +319,8 @@ impl Policy {
             },
         };
         let (view, object) = invocation.view(attrs, attrs.object.as_ref());
-        let base = base_input(&view, object.as_deref(), attrs, cluster);
+        // Made once, when the first binding selects the request.
+        let mut base: Option<Input> = None;
         for binding in &self.bindings {
             match binding
                 .resources
@@ -340,6 +341,8 @@ impl Policy {
                     continue;
                 }
             };
+            let base =
+                base.get_or_insert_with(|| base_input(&view, object.as_deref(), attrs, cluster));
             for param in params {
                 let input = Input {
                     params: param.as_ref().map_or(cel::Value::Null, untyped),
@@ -349,10 +352,16 @@ impl Policy {
                     for action in &binding.actions {
                         match action.as_str() {
                             "Deny" => denials.push((self, binding, denial.clone())),
-                            "Warn" => warnings.push(format!(
-                                "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
-                                self.name, binding.name, denial.message
-                            )),
+                            "Warn" => {
+                                let warning = format!(
+                                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                                    self.name, binding.name, denial.message
+                                );
+                                // kube-apiserver's warning recorder drops repeats.
+                                if !warnings.contains(&warning) {
+                                    warnings.push(warning);
+                                }
+                            }
                             // Audit: recorded in kube-apiserver's audit log, which envtest lacks.
                             _ => {}
                         }
