@@ -4,6 +4,7 @@ mod cli;
 mod manifests;
 mod project;
 mod scaffold;
+mod upgrade;
 
 use clap::Parser;
 

@@ -9,6 +9,7 @@ pub mod envtest;
 pub mod files;
 pub mod init;
 pub mod manifests;
+pub mod upgrade;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -48,6 +49,8 @@ pub enum Command {
     Files(files::Args),
     /// Print a shell completion script.
     Completion(completion::Args),
+    /// Bring the project to the current scaffold, merging your edits.
+    Upgrade(upgrade::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -70,6 +73,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Completion(args) => completion::run(args),
+        Command::Upgrade(args) => upgrade::run(args),
         Command::Files(args) => files::run(args),
     }
 }

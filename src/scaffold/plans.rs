@@ -12,7 +12,9 @@ use super::webhooks::{self, WebhookKind};
 use super::{IfExists, Owner, Plan};
 use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
-use crate::project::paths::{CRD_KUSTOMIZATION, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file};
+use crate::project::paths::{
+    CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file, pristine,
+};
 use crate::project::{License, Project, Resource, names};
 
 /// Scaffold-owned files made from one template each, for every project.
@@ -335,6 +337,13 @@ pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
         webhooks::handler_files(project, r, &kinds, &mut renderer, &mut plan)?;
     }
     let mut owners = plan.owners();
+    let user_files: Vec<String> = owners
+        .iter()
+        .filter(|(_, owner)| **owner == Owner::User)
+        .map(|(path, _)| pristine(path))
+        .collect();
+    owners.extend(user_files.into_iter().map(|path| (path, Owner::Scaffold)));
+    owners.insert(HISTORY_FILE.to_owned(), Owner::Scaffold);
     if project.has_webhooks() {
         owners.insert(WEBHOOK_MANIFESTS.to_owned(), Owner::Generated);
     }
