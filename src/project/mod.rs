@@ -362,7 +362,6 @@ mod tests {
         for text in [
             "layout: opctl.rs/v1\ndomain: [\n",
             "layout: opctl.rs/v1\ndomain: Not_A_Domain\nprojectName: x\nlicense: none\n",
-            "layout: other/v9\ndomain: org\nprojectName: x\nlicense: none\n",
             "layout: opctl.rs/v1\ndomain: org\nprojectName: x\nlicense: none\nsurprise: 1\n",
             "",
         ] {
@@ -370,5 +369,16 @@ mod tests {
             assert!(err.starts_with("the PROJECT file is damaged ("), "{err}");
             assert!(!err.contains('\n'), "{err}");
         }
+    }
+
+    #[test]
+    fn an_unknown_layout_names_the_one_this_opctl_makes() {
+        let text = "layout: other/v9\ndomain: org\nprojectName: x\nlicense: none\n";
+        let err = Project::parse(text).expect_err(text).to_string();
+        assert!(
+            err.contains("\"other/v9\", which this opctl does not know"),
+            "{err}"
+        );
+        assert!(err.contains(LAYOUT) && !err.contains('\n'), "{err}");
     }
 }
