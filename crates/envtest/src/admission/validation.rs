@@ -33,7 +33,7 @@ impl ConfigurationKind {
     }
 }
 
-fn set_default(map: &mut Map<String, Value>, field: &str, value: Value) {
+pub(super) fn set_default(map: &mut Map<String, Value>, field: &str, value: Value) {
     if map.get(field).is_none_or(Value::is_null) {
         map.insert(field.to_string(), value);
     }
@@ -101,7 +101,7 @@ fn hooks_of(configuration: &Value) -> Vec<&Value> {
         .unwrap_or_default()
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
+pub(super) fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .map(|items| {
@@ -113,7 +113,7 @@ fn strings(value: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn text<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
+pub(super) fn text<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
     value.get(field).and_then(Value::as_str)
 }
 
@@ -180,12 +180,12 @@ pub fn validate_configuration(
 }
 
 /// Go's `%#v` of a string slice: `[]string{"a", "b"}`.
-fn go_strings(type_name: &str, items: &[String]) -> String {
+pub(super) fn go_strings(type_name: &str, items: &[String]) -> String {
     let inner: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
     format!("{type_name}{{{}}}", inner.join(", "))
 }
 
-fn invalid_raw(field: String, rendered: &str, detail: &str) -> Cause {
+pub(super) fn invalid_raw(field: String, rendered: &str, detail: &str) -> Cause {
     Cause::new(
         "FieldValueInvalid",
         field,
@@ -330,7 +330,7 @@ fn validate_fully_qualified_name(name: &str, field: &str, causes: &mut Vec<Cause
     }
 }
 
-fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
+pub(super) fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
     let operations = strings(rule.get("operations"));
     let field = format!("{path}.operations");
     if operations.is_empty() {
