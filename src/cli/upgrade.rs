@@ -25,7 +25,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let root = super::current_dir()?;
-    let project = Project::load(&root)?;
+    let project = Project::load_for_upgrade(&root)?;
     if !args.force && !args.dry_run {
         upgrade::require_clean(&root)?;
     }
@@ -42,7 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    upgrade::write(&root, &project, &plan)?;
+    upgrade::write(&root, &upgrade::current_layout(&project), &plan)?;
     if plan.changes.is_empty() {
         println!("The project is up to date with this opctl's scaffold.");
     }

@@ -3,6 +3,7 @@
 
 pub mod builtin;
 pub mod builtin_samples;
+pub mod layouts;
 pub mod names;
 pub mod paths;
 
@@ -204,6 +205,41 @@ impl Project {
 
     /// Parses and checks the text of a PROJECT file.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let project = Self::parse_any_layout(text)?;
+        if project.layout != LAYOUT {
+            if layouts::older_layouts().any(|l| l == project.layout) {
+                anyhow::bail!(
+                    "this project has the older scaffold layout {:?}; run `opctl upgrade` to bring it to {LAYOUT:?}, then run the command again",
+                    project.layout
+                );
+            }
+            anyhow::bail!(
+                "the {PROJECT_FILE} file names the layout {:?}, which this opctl does not know (it makes {LAYOUT:?}); use the opctl that made the project, or a newer one",
+                project.layout
+            );
+        }
+        Ok(project)
+    }
+
+    /// Reads `dir/PROJECT` of the current layout or one `opctl upgrade`
+    /// brings to it.
+    pub fn load_for_upgrade(dir: &Path) -> anyhow::Result<Self> {
+        match Self::load(dir) {
+            Ok(project) => Ok(project),
+            Err(err) => {
+                let text = std::fs::read_to_string(dir.join(PROJECT_FILE)).map_err(|_| err)?;
+                let project = Self::parse_any_layout(&text)?;
+                if layouts::older_layouts().any(|l| l == project.layout) {
+                    Ok(project)
+                } else {
+                    Self::parse(&text)
+                }
+            }
+        }
+    }
+
+    /// Parses and checks the text of a PROJECT file, whatever its layout.
+    fn parse_any_layout(text: &str) -> anyhow::Result<Self> {
         let project: Project = serde_saphyr::from_str(text).map_err(|err| {
             let detail = err.to_string().lines().next().unwrap_or_default().to_owned();
             anyhow::anyhow!(
@@ -219,12 +255,6 @@ impl Project {
     }
 
     fn check(&self) -> anyhow::Result<()> {
-        if self.layout != LAYOUT {
-            anyhow::bail!(
-                "layout {:?} is not {LAYOUT:?}, the one this opctl supports",
-                self.layout
-            );
-        }
         names::validate_domain(&self.domain)?;
         names::validate_project_name(&self.project_name)?;
         for (i, resource) in self.resources.iter().enumerate() {
@@ -332,7 +362,6 @@ mod tests {
         for text in [
             "layout: opctl.rs/v1\ndomain: [\n",
             "layout: opctl.rs/v1\ndomain: Not_A_Domain\nprojectName: x\nlicense: none\n",
-            "layout: other/v9\ndomain: org\nprojectName: x\nlicense: none\n",
             "layout: opctl.rs/v1\ndomain: org\nprojectName: x\nlicense: none\nsurprise: 1\n",
             "",
         ] {
@@ -340,5 +369,16 @@ mod tests {
             assert!(err.starts_with("the PROJECT file is damaged ("), "{err}");
             assert!(!err.contains('\n'), "{err}");
         }
+    }
+
+    #[test]
+    fn an_unknown_layout_names_the_one_this_opctl_makes() {
+        let text = "layout: other/v9\ndomain: org\nprojectName: x\nlicense: none\n";
+        let err = Project::parse(text).expect_err(text).to_string();
+        assert!(
+            err.contains("\"other/v9\", which this opctl does not know"),
+            "{err}"
+        );
+        assert!(err.contains(LAYOUT) && !err.contains('\n'), "{err}");
     }
 }

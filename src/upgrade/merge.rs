@@ -17,6 +17,9 @@ pub enum Change {
     Conflict(String),
     /// User-owned, removed by the user: not brought back.
     KeepRemoved,
+    /// Where an older layout kept a file the current one keeps elsewhere
+    /// (or no longer has): removed.
+    Remove,
 }
 
 impl Change {
@@ -27,7 +30,7 @@ impl Change {
             | Change::Update(text)
             | Change::Merge(text)
             | Change::Conflict(text) => Some(text),
-            Change::KeepRemoved => None,
+            Change::KeepRemoved | Change::Remove => None,
         }
     }
 
@@ -39,6 +42,7 @@ impl Change {
             Change::Merge(_) => "merged",
             Change::Conflict(_) => "CONFLICT",
             Change::KeepRemoved => "kept removed",
+            Change::Remove => "removed",
         }
     }
 }
