@@ -90,6 +90,19 @@ fn config_map(name: &str, data: Value) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).expect("configmap")
 }
 
+/// Waits (20 s at most) until the policy `name` satisfies `condition`.
+async fn eventually(
+    api: Api<ValidatingAdmissionPolicy>,
+    name: &str,
+    condition: impl kube::runtime::wait::Condition<ValidatingAdmissionPolicy>,
+) {
+    let wait = kube::runtime::wait::await_condition(api, name, condition);
+    tokio::time::timeout(std::time::Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("the status of {name} did not catch up within 20 s"))
+        .unwrap_or_else(|e| panic!("waiting for {name}: {e}"));
+}
+
 fn api_error<T: std::fmt::Debug>(result: Result<T, Error>) -> kube::core::Status {
     *api_status(result)
 }
@@ -160,6 +173,25 @@ async fn policies_and_bindings_are_validated_defaulted_and_listed() {
         "*"
     );
     assert_eq!(stored["metadata"]["generation"], 1);
+    // The status controller catches up with each generation.
+    let observed = |generation: i64| {
+        move |p: Option<&ValidatingAdmissionPolicy>| {
+            p.and_then(|p| p.status.as_ref()).is_some_and(|s| {
+                s.observed_generation == Some(generation) && s.type_checking.is_some()
+            })
+        }
+    };
+    let policies_api: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    eventually(policies_api.clone(), "write-ok", observed(1)).await;
+    let more = Patch::Merge(
+        json!({"spec": {"validations": [{"expression": "true"}, {"expression": "1 < 2"}]}}),
+    );
+    let patched = policies_api
+        .patch("write-ok", &PatchParams::default(), &more)
+        .await
+        .expect("patched");
+    assert_eq!(patched.metadata.generation, Some(2));
+    eventually(policies_api, "write-ok", observed(2)).await;
 
     let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
     let bad: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
@@ -198,7 +230,7 @@ async fn policies_and_bindings_are_validated_defaulted_and_listed() {
     let kubectl = kubectl();
     let rows = kubectl.table(&["get", "validatingadmissionpolicies", "write-ok"]);
     assert_eq!(rows[0], ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"]);
-    assert_eq!(rows[1][..3], ["write-ok", "1", "v1/ConfigMap"]);
+    assert_eq!(rows[1][..3], ["write-ok", "2", "v1/ConfigMap"]);
     let rows = kubectl.table(&["get", "validatingadmissionpolicybindings", "write-ok"]);
     assert_eq!(rows[0], ["NAME", "POLICYNAME", "PARAMREF", "AGE"]);
     assert_eq!(rows[1][..3], ["write-ok", "write-ok", "limits"]);

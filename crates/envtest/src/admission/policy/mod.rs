@@ -19,7 +19,8 @@
 //!   (kube-apiserver picks them up within about a second).
 //! - The `cel` crate does not type-check: compile errors are syntax errors,
 //!   undeclared variables, unknown functions and unknown composited
-//!   variables; `status.typeChecking` is never filled in.
+//!   variables; `status.typeChecking`, which `controllers::policy_status`
+//!   keeps, never has `expressionWarnings`.
 //! - The `authorizer` variable is declared but not supported: an expression
 //!   that uses it fails with an evaluation error.
 //! - Objects are CEL values without their OpenAPI types (timestamps are
