@@ -374,6 +374,37 @@ fn opctl_manifests_rewrites_the_derived_templates_and_keeps_the_users_files() {
 }
 
 #[test]
+fn opctl_upgrade_would_replace_the_charts_templates_and_keep_its_values() {
+    let (_tmp, dir) = reference_copy("simple-deployment");
+    opctl_ok(&dir, &["edit", "--helm"]);
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "scaffolded"]);
+    let chart = dir.join("dist/chart");
+    for file in ["values.yaml", "templates/manager/manager.yaml"] {
+        let path = chart.join(file);
+        let text = std::fs::read_to_string(&path).expect("chart file");
+        std::fs::write(&path, format!("{text}# edited\n")).expect("edit");
+    }
+    git(&["commit", "-qam", "edited"]);
+    let plan = opctl_ok(&dir, &["upgrade", "--dry-run"]).stdout;
+    assert!(
+        plan.contains("updated      dist/chart/templates/manager/manager.yaml"),
+        "{plan}"
+    );
+    assert!(!plan.contains("values.yaml"), "{plan}");
+}
+
+#[test]
 fn opctl_files_lists_the_chart_by_owner() {
     let (_tmp, dir) = reference_copy("sidecarset");
     opctl_ok(&dir, &["edit", "--helm"]);
