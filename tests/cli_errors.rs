@@ -302,7 +302,6 @@ fn a_damaged_project_file() {
     for damaged in [
         good.replace("domain: example.com", "domain: [oops"),
         good.replace("domain: example.com", "domain: Not_A_Domain"),
-        good.replace("layout: opctl.rs/v1", "layout: someone-else/v3"),
         format!("{good}unexpected: field\n"),
         "just some text\n".to_owned(),
         String::new(),
@@ -324,6 +323,21 @@ fn a_damaged_project_file() {
         assert!(line.contains("the PROJECT file is damaged"), "{line}");
         assert!(line.contains("restore it from version control"), "{line}");
     }
+    // A layout this opctl does not know is not damage: another opctl made it.
+    std::fs::write(
+        &project,
+        good.replace("layout: opctl.rs/v1", "layout: someone-else/v3"),
+    )
+    .expect("write");
+    let line = refused(&dir, &["manifests"]);
+    assert!(
+        line.contains("\"someone-else/v3\", which this opctl does not know"),
+        "{line}"
+    );
+    assert!(
+        line.contains("use the opctl that made the project"),
+        "{line}"
+    );
 }
 
 #[test]

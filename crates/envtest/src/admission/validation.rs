@@ -179,12 +179,6 @@ pub fn validate_configuration(
     causes
 }
 
-/// Go's `%#v` of a string slice: `[]string{"a", "b"}`.
-pub(super) fn go_strings(type_name: &str, items: &[String]) -> String {
-    let inner: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
-    format!("{type_name}{{{}}}", inner.join(", "))
-}
-
 pub(super) fn invalid_raw(field: String, rendered: &str, detail: &str) -> Cause {
     Cause::new(
         "FieldValueInvalid",
@@ -339,7 +333,7 @@ pub(super) fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
     if operations.len() > 1 && operations.iter().any(|o| o == "*") {
         causes.push(invalid_raw(
             field.clone(),
-            &go_strings("[]admissionregistration.OperationType", &operations),
+            &crate::gofmt::typed_slice("[]admissionregistration.OperationType", &operations),
             "if '*' is present, must not specify other operations",
         ));
     }
@@ -362,7 +356,7 @@ pub(super) fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
         if items.len() > 1 && items.iter().any(|g| g == "*") {
             causes.push(invalid_raw(
                 field.clone(),
-                &go_strings("[]string", &items),
+                &crate::gofmt::typed_slice("[]string", &items),
                 &format!("if '*' is present, must not specify other {what}"),
             ));
         }
@@ -434,14 +428,14 @@ fn validate_resources(resources: &[String], field: &str, causes: &mut Vec<Cause>
     if resources.len() > 1 && double {
         causes.push(invalid_raw(
             field.to_string(),
-            &go_strings("[]string", resources),
+            &crate::gofmt::typed_slice("[]string", resources),
             "if '*/*' is present, must not specify other resources",
         ));
     }
     if single && plain {
         causes.push(invalid_raw(
             field.to_string(),
-            &go_strings("[]string", resources),
+            &crate::gofmt::typed_slice("[]string", resources),
             "if '*' is present, must not specify other resources without subresources",
         ));
     }
@@ -634,7 +628,7 @@ fn validate_review_versions(
     {
         causes.push(invalid_raw(
             field.to_string(),
-            &go_strings("[]string", versions),
+            &crate::gofmt::typed_slice("[]string", versions),
             &format!(
                 "must include at least one of {}",
                 ACCEPTED_VERSIONS.join(", ")

@@ -11,9 +11,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::evaluate::{Declared, compile};
-use crate::admission::validation::{
-    go_strings, invalid_raw, set_default, strings, text, validate_rule,
-};
+use crate::admission::validation::{invalid_raw, set_default, strings, text, validate_rule};
 use crate::builtin::validation::names::{
     is_dns1035_label, is_dns1123_subdomain, is_qualified_name, is_valid_path_segment,
     name_is_dns_subdomain,
@@ -593,7 +591,7 @@ fn validate_actions(actions: &[String], causes: &mut Vec<Cause>) {
     if seen.contains("Deny") && seen.contains("Warn") {
         causes.push(invalid_raw(
             path.to_string(),
-            &go_strings("[]admissionregistration.ValidationAction", actions),
+            &crate::gofmt::typed_slice("[]admissionregistration.ValidationAction", actions),
             "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
         ));
     }
