@@ -1,5 +1,6 @@
 //! opctl: scaffold, generate and test Kubernetes operators written in Rust.
 
+mod chart;
 mod cli;
 mod manifests;
 mod project;

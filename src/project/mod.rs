@@ -51,6 +51,10 @@ pub struct Project {
     /// Whether the manager watches only given namespaces with Roles instead of ClusterRoles.
     #[serde(default)]
     pub namespaced: bool,
+    /// Whether the project has a Helm chart in dist/chart (`opctl edit --helm`),
+    /// which later commands keep in sync.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub helm: bool,
     /// Every kind and controller scaffolded, in the order of the commands.
     #[serde(default)]
     pub resources: Vec<Resource>,
@@ -167,6 +171,7 @@ impl Project {
             owner,
             license,
             namespaced,
+            helm: false,
             resources: Vec::new(),
         }
     }
