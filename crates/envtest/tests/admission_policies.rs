@@ -1,6 +1,6 @@
 //! ValidatingAdmissionPolicies through real clients (kube-rs and kubectl)
 //! against one envtest server: writing policies and bindings (defaults,
-//! validation, kubectl columns), and the requests they admit or refuse:
+//! validation, kubectl columns, `kubectl apply`, status), and the requests they admit or refuse:
 //! Deny with message and messageExpression (creates, updates, deletes, dry
 //! runs), Warn, Audit, params, selectors and matchConditions, failurePolicy,
 //! custom resources and impersonated users. Each test selects only its own namespace (label `vap-test`), so
@@ -234,6 +234,74 @@ async fn policies_and_bindings_are_validated_defaulted_and_listed() {
     let rows = kubectl.table(&["get", "validatingadmissionpolicybindings", "write-ok"]);
     assert_eq!(rows[0], ["NAME", "POLICYNAME", "PARAMREF", "AGE"]);
     assert_eq!(rows[1][..3], ["write-ok", "write-ok", "limits"]);
+}
+
+/// A policy and its binding as manifests: `kubectl apply` client-side,
+/// then server-side, each changing a validation.
+#[tokio::test]
+async fn kubectl_applies_policies_and_bindings() {
+    let (client, ns) = setup("vap-apply").await;
+    let manifest = |message: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: applied
+spec:
+  matchConstraints:
+    namespaceSelector: {{matchLabels: {{vap-test: {ns}}}}}
+    resourceRules:
+    - {{apiGroups: [''], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}}
+  validations:
+  - {{expression: 'false', message: '{message}'}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: applied
+spec:
+  policyName: applied
+  validationActions: [Deny]
+"
+        )
+    };
+    let kubectl = kubectl();
+    kubectl.ok_stdin(&["apply", "-f", "-"], &manifest("first"));
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let status = api_error(
+        cms.create(&PostParams::default(), &config_map("a", json!({})))
+            .await,
+    );
+    assert!(
+        status.message.ends_with("denied request: first"),
+        "{status:?}"
+    );
+    kubectl.ok_stdin(&["apply", "-f", "-"], &manifest("second"));
+    let status = api_error(
+        cms.create(&PostParams::default(), &config_map("a", json!({})))
+            .await,
+    );
+    assert!(
+        status.message.ends_with("denied request: second"),
+        "{status:?}"
+    );
+    kubectl.ok_stdin(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        &manifest("third"),
+    );
+    let status = api_error(
+        cms.create(&PostParams::default(), &config_map("a", json!({})))
+            .await,
+    );
+    assert!(
+        status.message.ends_with("denied request: third"),
+        "{status:?}"
+    );
+    let policy = Api::<ValidatingAdmissionPolicy>::all(client.clone())
+        .get("applied")
+        .await
+        .expect("policy");
+    assert_eq!(policy.metadata.generation, Some(3));
 }
 
 #[tokio::test]

@@ -332,3 +332,49 @@ fn evaluation_errors_follow_the_failure_policy() {
     let outcome = registry(spec("Ignore"), binding).admit(&create_config_map(json!({})), &cluster);
     assert!(outcome.result.is_ok());
 }
+
+#[test]
+fn audit_annotations_are_limited_keyed_and_compiled() {
+    let many: Vec<Value> = (0..21)
+        .map(|i| json!({"key": format!("k{i}"), "valueExpression": "'v'"}))
+        .collect();
+    let p = defaulted(policy(
+        json!({"matchConstraints": rules(), "auditAnnotations": many}),
+    ));
+    let found = errors(&validate_policy(&p, None));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with(
+            "spec.auditAnnotations: Invalid value: []admissionregistration.AuditAnnotation{admissionregistration.AuditAnnotation{Key:\"k0\", ValueExpression:\"'v'\"}, "
+        ),
+        "{found:?}"
+    );
+    assert!(found[0].ends_with("}}: must not have more than 20 auditAnnotations"));
+
+    let p = defaulted(policy(
+        json!({"matchConstraints": rules(), "auditAnnotations": [
+        {"key": "a", "valueExpression": "object.metadata.name"},
+        {"key": "a", "valueExpression": ""},
+        {"key": "bad key", "valueExpression": "1 +"}]}),
+    ));
+    let found = errors(&validate_policy(&p, None));
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert_eq!(
+        found[0],
+        "spec.auditAnnotations[1].valueExpression: Required value: valueExpression is not specified"
+    );
+    assert_eq!(
+        found[1],
+        "spec.auditAnnotations[1].key: Duplicate value: \"a\""
+    );
+    assert!(
+        found[2].starts_with("spec.auditAnnotations[2].key: Invalid value: \"p/bad key\": "),
+        "{found:?}"
+    );
+    assert!(
+        found[3].starts_with(
+            "spec.auditAnnotations[2].valueExpression: Invalid value: \"1 +\": compilation failed: "
+        ),
+        "{found:?}"
+    );
+}

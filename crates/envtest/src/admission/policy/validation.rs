@@ -18,6 +18,7 @@ use crate::builtin::validation::names::{
 };
 use crate::builtin::validation::selector;
 use crate::error::Cause;
+use crate::gofmt::quote;
 
 /// Most `auditAnnotations` a policy may have.
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
@@ -196,9 +197,23 @@ pub fn validate_policy(policy: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     if let Some(annotations) = annotations {
         if annotations.len() > MAX_AUDIT_ANNOTATIONS {
+            // Go's %#v of the slice.
+            let items: Vec<String> = annotations
+                .iter()
+                .map(|a| {
+                    format!(
+                        "admissionregistration.AuditAnnotation{{Key:{}, ValueExpression:{}}}",
+                        quote(text(a, "key").unwrap_or("")),
+                        quote(text(a, "valueExpression").unwrap_or(""))
+                    )
+                })
+                .collect();
             causes.push(invalid_raw(
                 "spec.auditAnnotations".to_string(),
-                "[]admissionregistration.AuditAnnotation{...}",
+                &format!(
+                    "[]admissionregistration.AuditAnnotation{{{}}}",
+                    items.join(", ")
+                ),
                 &format!("must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
             ));
         }
