@@ -1,9 +1,11 @@
 //! opctl: scaffold, generate and test Kubernetes operators written in Rust.
 
+mod chart;
 mod cli;
 mod manifests;
 mod project;
 mod scaffold;
+mod upgrade;
 
 use clap::Parser;
 

@@ -302,7 +302,6 @@ fn a_damaged_project_file() {
     for damaged in [
         good.replace("domain: example.com", "domain: [oops"),
         good.replace("domain: example.com", "domain: Not_A_Domain"),
-        good.replace("layout: opctl.rs/v1", "layout: someone-else/v3"),
         format!("{good}unexpected: field\n"),
         "just some text\n".to_owned(),
         String::new(),
@@ -324,6 +323,21 @@ fn a_damaged_project_file() {
         assert!(line.contains("the PROJECT file is damaged"), "{line}");
         assert!(line.contains("restore it from version control"), "{line}");
     }
+    // A layout this opctl does not know is not damage: another opctl made it.
+    std::fs::write(
+        &project,
+        good.replace("layout: opctl.rs/v2", "layout: someone-else/v3"),
+    )
+    .expect("write");
+    let line = refused(&dir, &["manifests"]);
+    assert!(
+        line.contains("\"someone-else/v3\", which this opctl does not know"),
+        "{line}"
+    );
+    assert!(
+        line.contains("use the opctl that made the project"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -425,11 +439,17 @@ fn force_rescaffolds_without_registering_twice() {
         "Guestbook",
     ];
     opctl_ok(&dir, &args);
-    let once = snapshot(&dir);
+    let mut once = snapshot(&dir);
     opctl_ok(&dir, &[&args[..], &["--force"]].concat());
+    let mut again = snapshot(&dir);
+    // The history of commands (for `opctl upgrade`) records the second one.
+    let history = ".opctl/history.yaml";
+    let steps = |text: Option<Vec<u8>>| String::from_utf8(text.expect("a history")).expect("UTF-8");
+    let (before, after) = (steps(once.remove(history)), steps(again.remove(history)));
+    assert_eq!(after.matches("- command: create api").count(), 2, "{after}");
+    assert!(after.starts_with(&before), "{before}\n---\n{after}");
     assert_eq!(
-        snapshot(&dir),
-        once,
+        again, once,
         "--force on an unchanged kind rewrites identical files"
     );
     let main = std::fs::read_to_string(dir.join("src/main.rs")).expect("read");

@@ -201,3 +201,38 @@ fn webhooks_for_a_kind_of_the_project_and_for_pods() {
         ],
     );
 }
+
+#[test]
+fn helm_chart_turned_on_then_a_webhook_added() {
+    check(
+        "helm",
+        "database",
+        &[
+            &["init", "--domain", "org"],
+            &[
+                "create",
+                "api",
+                "--group",
+                "zalando",
+                "--version",
+                "v1",
+                "--kind",
+                "Database",
+            ],
+            &["edit", "--helm"],
+            // The chart follows: webhook Service, certificate and configurations.
+            &[
+                "create",
+                "webhook",
+                "--group",
+                "zalando",
+                "--version",
+                "v1",
+                "--kind",
+                "Database",
+                "--defaulting",
+                "--programmatic-validation",
+            ],
+        ],
+    );
+}

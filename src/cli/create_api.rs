@@ -4,6 +4,7 @@
 use clap::ArgAction;
 
 use crate::project::{Project, Resource, builtin, names};
+use crate::scaffold::replay::Step;
 use crate::scaffold::{self, IfExists, plans};
 
 const EXAMPLES: &str = "\
@@ -98,6 +99,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         plan.set_user_policy(IfExists::Overwrite);
     }
     let report = scaffold::apply(&root, &plan, "pass --force to overwrite them")?;
+    scaffold::pristine::record(
+        &root,
+        &project,
+        Some(Step::create_api(&resource, keep_type, force)),
+    )?;
     report.print();
     println!();
     println!("{}", summary(&resource));

@@ -2,6 +2,7 @@
 //! for a kind of the project or a built-in kind.
 
 use crate::project::{Project, Resource, builtin, names};
+use crate::scaffold::replay::Step;
 use crate::scaffold::webhooks::{self as plan_webhooks, WebhookKind};
 use crate::scaffold::{self, IfExists};
 
@@ -59,6 +60,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         plan.set_user_policy(IfExists::Overwrite);
     }
     let report = scaffold::apply(&root, &plan, "pass --force to overwrite them")?;
+    scaffold::pristine::record(
+        &root,
+        &project,
+        Some(Step::create_webhook(&resource, &requested, args.force)),
+    )?;
     report.print();
     println!();
     let added: Vec<&str> = requested.iter().map(|k| k.describe()).collect();

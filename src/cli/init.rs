@@ -49,6 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &plan,
         "opctl init only writes into a directory without these files; move them away or start in an empty directory",
     )?;
+    scaffold::pristine::record(&root, &project, None)?;
     report.print();
     println!();
     println!(

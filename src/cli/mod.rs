@@ -5,10 +5,12 @@ use clap::{Parser, Subcommand};
 pub mod completion;
 pub mod create_api;
 pub mod create_webhook;
+pub mod edit;
 pub mod envtest;
 pub mod files;
 pub mod init;
 pub mod manifests;
+pub mod upgrade;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -18,6 +20,7 @@ Examples:
   opctl create api --group apps --version v1 --kind Deployment --resource=false
   opctl create webhook --group webapp --version v1 --kind Guestbook --defaulting --programmatic-validation
   opctl manifests
+  opctl edit --helm
   cargo test && make test-e2e";
 
 /// Scaffold, generate and test Kubernetes operators written in Rust.
@@ -37,6 +40,8 @@ pub enum Command {
     Create(CreateCommand),
     /// Regenerate CRDs, RBAC and webhook configuration from the code.
     Manifests(manifests::Args),
+    /// Change a setting of the project (add a Helm chart).
+    Edit(edit::Args),
     /// Run an embedded Kubernetes API server for tests.
     #[command(subcommand)]
     Envtest(envtest::Command),
@@ -48,6 +53,8 @@ pub enum Command {
     Files(files::Args),
     /// Print a shell completion script.
     Completion(completion::Args),
+    /// Bring the project to the current scaffold, merging your edits.
+    Upgrade(upgrade::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -64,12 +71,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Create(CreateCommand::Api(args)) => create_api::run(args),
         Command::Create(CreateCommand::Webhook(args)) => create_webhook::run(args),
         Command::Manifests(args) => manifests::run(args),
+        Command::Edit(args) => edit::run(args),
         Command::Envtest(cmd) => envtest::run(cmd),
         Command::Version => {
             println!("opctl {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
         Command::Completion(args) => completion::run(args),
+        Command::Upgrade(args) => upgrade::run(args),
         Command::Files(args) => files::run(args),
     }
 }

@@ -59,5 +59,13 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<Manifest>>
             contents: webhooks.to_yaml()?,
         });
     }
+    if project.helm {
+        // The chart's copies follow the files just derived.
+        let config = out
+            .iter()
+            .map(|m| (m.path.clone(), m.contents.clone()))
+            .collect();
+        out.extend(crate::chart::derived::generated(project, &config)?);
+    }
     Ok(out)
 }

@@ -2,8 +2,8 @@
 //! a generated controller or webhook for the kind create it, to see it
 //! reconciled or the webhook called. A unit test below
 //! creates each one in envtest and requires one for every kind of the table
-//! of built-in kinds (webhook configurations aside: they are never sent to
-//! webhooks).
+//! of built-in kinds (webhook configurations, admission policies and their
+//! bindings aside: they are never sent to webhooks).
 
 use serde_json::{Value, json};
 
@@ -176,8 +176,9 @@ fn fields(api_group: &str, kind: &str) -> Option<Value> {
 }
 
 /// The sample object of the built-in kind `api_group` `kind`, as a JSON
-/// object with apiVersion, kind and a name; None for webhook configurations
-/// (never sent to webhooks) and kinds opctl does not offer.
+/// object with apiVersion, kind and a name; None for the
+/// `admissionregistration.k8s.io` kinds (never sent to webhooks) and kinds
+/// opctl does not offer.
 pub fn e2e_object(api_group: &str, kind: &str) -> Option<Value> {
     let known = super::builtin::kinds().find(|k| k.group == api_group && k.kind == kind)?;
     let api_version = if api_group.is_empty() {

@@ -21,6 +21,18 @@ pub fn api_file(relative: &str) -> String {
     format!("{API_DIR}/{relative}")
 }
 
+/// Where the pristine copies of user-owned files live: each as opctl last
+/// generated it, the common base `opctl upgrade` merges from.
+pub const PRISTINE_DIR: &str = ".opctl/pristine";
+
+/// The scaffolding commands that made the project, in order.
+pub const HISTORY_FILE: &str = ".opctl/history.yaml";
+
+/// The pristine copy of the user-owned file `relative`.
+pub fn pristine(relative: &str) -> String {
+    format!("{PRISTINE_DIR}/{relative}")
+}
+
 /// `config/crd/bases/<file>`: where a CRD file is written.
 pub fn crd_base(file: &str) -> String {
     format!("config/crd/bases/{file}")

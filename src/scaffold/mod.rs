@@ -7,6 +7,8 @@
 mod apply;
 pub mod markers;
 pub mod plans;
+pub mod pristine;
+pub mod replay;
 pub mod templates;
 pub mod values;
 pub mod webhooks;

@@ -13,7 +13,8 @@ use super::{IfExists, Owner, Plan};
 use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
 use crate::project::paths::{
-    CRD_KUSTOMIZATION, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base, crd_file,
+    CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base, crd_file,
+    pristine,
 };
 use crate::project::{License, Project, Resource, names};
 
@@ -157,6 +158,7 @@ pub(super) fn scaffold_owned(
         }
     }
     webhooks::scaffold_owned(project, &values, renderer, plan)?;
+    crate::chart::scaffold_owned(project, &context, renderer, plan)?;
     Ok(())
 }
 
@@ -275,6 +277,7 @@ pub fn create_api(
     resource_files(project, resource, keep_type, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
     add_role(project, Some(root), &mut plan)?;
+    add_chart_derived(project, root, &mut plan)?;
     Ok(plan)
 }
 
@@ -291,7 +294,46 @@ pub fn create_webhook(
     webhooks::handler_files(project, resource, requested, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
     webhooks::add_manifests(project, Some(root), &mut plan)?;
+    add_chart_derived(project, root, &mut plan)?;
     Ok(plan)
+}
+
+/// The plan of `opctl edit`: `project` holds the new settings; with a Helm
+/// chart, its user files are written once and its derived templates made
+/// from config/ as it is.
+pub fn edit(project: &Project, root: &Path) -> anyhow::Result<Plan> {
+    let mut renderer = Renderer::default();
+    let mut plan = Plan::default();
+    scaffold_owned(project, &mut renderer, &mut plan)?;
+    if project.helm {
+        let context = Values::new(project, webhooks::webhook_groups(project)).context()?;
+        crate::chart::user_files(&context, &mut renderer, &mut plan)?;
+        add_chart_derived(project, root, &mut plan)?;
+    }
+    Ok(plan)
+}
+
+/// With a Helm chart, adds its templates derived from config/ as the plan
+/// leaves it (the files on disk under `root`, with the plan's changes).
+fn add_chart_derived(project: &Project, root: &Path, plan: &mut Plan) -> anyhow::Result<()> {
+    if !project.helm {
+        return Ok(());
+    }
+    let mut config = crate::chart::derived::read_config(root, project)?;
+    for file in plan.files() {
+        if file.path.starts_with("config/") {
+            config.insert(file.path.clone(), file.contents.clone());
+        }
+    }
+    for manifest in crate::chart::derived::generated(project, &config)? {
+        plan.file(
+            manifest.path,
+            manifest.contents,
+            Owner::Generated,
+            IfExists::Overwrite,
+        );
+    }
+    Ok(())
 }
 
 /// Adds config/rbac/role.yaml made from the markers of the Rust files on disk
@@ -341,11 +383,27 @@ pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
         webhooks::handler_files(project, r, &kinds, &mut renderer, &mut plan)?;
     }
     let mut owners = plan.owners();
+    let user_files: Vec<String> = owners
+        .iter()
+        .filter(|(_, owner)| **owner == Owner::User)
+        .map(|(path, _)| pristine(path))
+        .collect();
+    owners.extend(user_files.into_iter().map(|path| (path, Owner::Scaffold)));
+    owners.insert(HISTORY_FILE.to_owned(), Owner::Scaffold);
     if project.has_webhooks() {
         owners.insert(WEBHOOK_MANIFESTS.to_owned(), Owner::Generated);
     }
     owners.insert(ROLE_FILE.to_owned(), Owner::Generated);
     owners.insert(CRD_KUSTOMIZATION.to_owned(), Owner::Generated);
+    if project.helm {
+        let context = Values::new(project, webhooks::webhook_groups(project)).context()?;
+        let mut chart = Plan::default();
+        crate::chart::user_files(&context, &mut renderer, &mut chart)?;
+        owners.extend(chart.owners());
+        for path in crate::chart::derived::paths(project) {
+            owners.insert(path, Owner::Generated);
+        }
+    }
     for r in project.crd_resources() {
         owners.insert(crd_base(&crd_file(r)), Owner::Generated);
     }

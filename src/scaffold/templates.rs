@@ -282,7 +282,12 @@ mod tests {
 
     #[test]
     fn every_template_parses_and_is_used_by_a_plan() {
-        let plans = [include_str!("plans.rs"), include_str!("webhooks.rs")].concat();
+        let plans = [
+            include_str!("plans.rs"),
+            include_str!("webhooks.rs"),
+            include_str!("../chart/mod.rs"),
+        ]
+        .concat();
         let names = names();
         assert!(names.len() > 30, "{names:?}");
         for name in names {

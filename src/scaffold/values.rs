@@ -31,6 +31,8 @@ pub struct ProjectValues {
     domain: String,
     namespace: String,
     namespaced: bool,
+    /// Whether the project has a Helm chart (dist/chart).
+    helm: bool,
     license: &'static str,
     owner_toml: Option<String>,
 }
@@ -186,6 +188,7 @@ impl Values {
             domain: project.domain.clone(),
             namespace: format!("{}-system", project.project_name),
             namespaced: project.namespaced,
+            helm: project.helm,
             license: match project.license {
                 License::Apache2 => "apache2",
                 License::None => "none",

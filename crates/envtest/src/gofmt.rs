@@ -115,6 +115,22 @@ pub fn encoded_len(value: &Value) -> usize {
     count.0
 }
 
+/// Go's `%#v` of a non-nil slice of strings of type `type_name`:
+/// `[]string{"a", "b"}`.
+pub fn typed_slice(type_name: &str, items: &[impl AsRef<str>]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| quote(s.as_ref())).collect();
+    format!("{type_name}{{{}}}", quoted.join(", "))
+}
+
+/// Go's `%#v` of a `[]string` that is nil when empty (as a slice built by
+/// appending is): `[]string(nil)`, `[]string{"a"}`.
+pub fn string_slice(items: &[String]) -> String {
+    if items.is_empty() {
+        return "[]string(nil)".to_string();
+    }
+    typed_slice("[]string", items)
+}
+
 /// Go's `strconv.Quote`.
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

@@ -1,37 +1,29 @@
 //! `matchConditions`: CEL expressions over `object`, `oldObject` and
 //! `request` that must all be true for a webhook to be called.
 //!
-//! Evaluated with the `cel` crate (the interpreter the schema module uses for
-//! `x-kubernetes-validations`), with the CEL standard library plus the
-//! strings and lists extensions. The `authorizer` variable is not supported:
-//! an expression that uses it is an evaluation error (which, like any
+//! Evaluated with the `cel` crate in the environment the schema module uses
+//! for `x-kubernetes-validations` (the CEL standard library, the strings and
+//! lists extensions and the Kubernetes library). The `authorizer` variable is
+//! not supported: an expression that uses it is an evaluation error (which, like any
 //! evaluation error, fails the request under `failurePolicy: Fail` and skips
 //! the webhook under `Ignore`). Error texts come from the `cel` crate, so
 //! they differ from cel-go's.
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
-use cel::objects::{Key, Map as CelMap};
-use cel::{Context, Env, Program, Value as CelValue};
+use cel::{Context, Program, Value as CelValue};
 use serde_json::Value;
 
 use super::attributes::AdmissionAttributes;
 use super::config::Webhook;
 use super::errors::forbidden;
 use crate::error::ApiResult;
-
-static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
-    let mut env = Env::stdlib();
-    // Registration only fails on duplicate declarations, which tests would show.
-    let _ = env.add_extension(cel::extensions::strings);
-    let _ = env.add_extension(cel::extensions::lists);
-    Arc::new(env)
-});
+use crate::schema::cel::env;
+use crate::schema::celvalues::untyped as to_cel;
 
 /// Why `expression` does not compile, if it does not (for configuration validation).
 pub(crate) fn compile_error(expression: &str) -> Option<String> {
-    ENV.compile(expression).err().map(|e| e.to_string())
+    env().compile(expression).err().map(|e| e.to_string())
 }
 
 #[derive(Debug)]
@@ -60,7 +52,7 @@ impl MatchConditions {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                let program = ENV
+                let program = env()
                     .compile(&expression)
                     .map_err(|e| e.to_string())
                     .and_then(|p| {
@@ -91,7 +83,7 @@ impl MatchConditions {
         if self.conditions.is_empty() {
             return Ok(true);
         }
-        let mut ctx = Context::with_env(Arc::clone(&ENV));
+        let mut ctx = Context::with_env(Arc::clone(env()));
         ctx.add_variable_from_value("object", to_cel(object.unwrap_or(&Value::Null)));
         ctx.add_variable_from_value(
             "oldObject",
@@ -146,30 +138,5 @@ impl MatchConditions {
             &attrs.name,
             &detail,
         ))
-    }
-}
-
-/// A JSON value as a CEL value: integers as `int` (`uint` past i64), other
-/// numbers as `double`.
-fn to_cel(value: &Value) -> CelValue {
-    match value {
-        Value::Null => CelValue::Null,
-        Value::Bool(b) => CelValue::Bool(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => CelValue::Int(i),
-            (None, Some(u)) => CelValue::UInt(u),
-            _ => CelValue::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        Value::String(s) => CelValue::String(Arc::new(s.clone())),
-        Value::Array(items) => CelValue::List(Arc::new(items.iter().map(to_cel).collect())),
-        Value::Object(map) => {
-            let entries: HashMap<Key, CelValue> = map
-                .iter()
-                .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
-                .collect();
-            CelValue::Map(CelMap {
-                map: Arc::new(entries),
-            })
-        }
     }
 }

@@ -111,7 +111,7 @@ impl HookSet {
     }
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
+pub(crate) fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .map(|items| {
@@ -124,7 +124,7 @@ fn strings(value: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn compile_rule(rule: &Value) -> Rule {
+pub(crate) fn compile_rule(rule: &Value) -> Rule {
     let scope = match rule.get("scope").and_then(Value::as_str) {
         None | Some("*") => Scope::All,
         Some("Cluster") => Scope::Cluster,

@@ -11,6 +11,7 @@ use super::attributes::{AdmissionAttributes, GroupVersionResource, Operation, co
 use super::config::{Rule, Scope, Webhook};
 use super::errors::{internal_error, namespace_not_found};
 use crate::error::ApiResult;
+use crate::selectors::LabelSelector;
 
 /// What the dispatcher needs to know about the rest of the cluster. The
 /// server implements it over its store; calls must be cheap and must not
@@ -92,11 +93,11 @@ pub(crate) fn should_call(
     cluster: &dyn ClusterView,
 ) -> ApiResult<Option<Invocation>> {
     // Selector errors only count for webhooks whose rules match the request.
-    let namespace_match = match_namespace(hook, attrs, object, cluster);
+    let namespace_match = match_namespace(&hook.namespace_selector, attrs, object, cluster);
     if let Ok(false) = namespace_match {
         return Ok(None);
     }
-    let object_match = match_object(hook, attrs, object);
+    let object_match = match_object(&hook.object_selector, attrs, object);
     if let Ok(false) = object_match {
         return Ok(None);
     }
@@ -131,8 +132,10 @@ fn invocation(hook: &Webhook, attrs: &AdmissionAttributes) -> Option<Invocation>
     })
 }
 
-fn match_namespace(
-    hook: &Webhook,
+/// Whether `namespaceSelector` selects the request's namespace (webhooks and
+/// admission policies alike).
+pub(crate) fn match_namespace(
+    selector: &Result<LabelSelector, String>,
     attrs: &AdmissionAttributes,
     object: Option<&Value>,
     cluster: &dyn ClusterView,
@@ -141,10 +144,7 @@ fn match_namespace(
         // Cluster-scoped objects other than namespaces are never exempted.
         return Ok(true);
     }
-    let selector = hook
-        .namespace_selector
-        .as_ref()
-        .map_err(|e| internal_error(e))?;
+    let selector = selector.as_ref().map_err(|e| internal_error(e))?;
     if selector.is_empty() {
         return Ok(true);
     }
@@ -163,15 +163,13 @@ fn match_namespace(
     Ok(selector.matches_labels(&labels))
 }
 
-fn match_object(
-    hook: &Webhook,
+/// Whether `objectSelector` selects the object or the old object.
+pub(crate) fn match_object(
+    selector: &Result<LabelSelector, String>,
     attrs: &AdmissionAttributes,
     object: Option<&Value>,
 ) -> ApiResult<bool> {
-    let selector = hook
-        .object_selector
-        .as_ref()
-        .map_err(|e| internal_error(e))?;
+    let selector = selector.as_ref().map_err(|e| internal_error(e))?;
     if selector.is_empty() {
         return Ok(true);
     }
@@ -191,7 +189,7 @@ pub(crate) fn rule_matches(rule: &Rule, attrs: &AdmissionAttributes) -> bool {
 }
 
 /// One rule against the request with its resource replaced by `resource`.
-fn rule_matches_resource(
+pub(crate) fn rule_matches_resource(
     rule: &Rule,
     attrs: &AdmissionAttributes,
     resource: &GroupVersionResource,

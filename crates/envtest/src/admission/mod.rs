@@ -4,7 +4,8 @@
 //! are the model): AdmissionReview over HTTPS verified against `caBundle`,
 //! JSONPatch responses, `failurePolicy`, selectors, `matchConditions`,
 //! `timeoutSeconds`, `sideEffects` with dry run, `reinvocationPolicy`, and
-//! the same errors for denials and failures.
+//! the same errors for denials and failures. ValidatingAdmissionPolicies,
+//! which run between the two webhook phases, are [`policy`]'s.
 //!
 //! # How the server uses it
 //!
@@ -71,6 +72,7 @@ mod errors;
 mod goverify;
 mod matching;
 mod patching;
+mod policy;
 mod review;
 pub mod routes;
 mod transport;
@@ -87,6 +89,10 @@ pub use attributes::{
 pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
 pub use matching::ClusterView;
+pub use policy::{
+    ParamScope, PolicyCluster, PolicyRegistry, default_binding, default_policy, validate_binding,
+    validate_policy,
+};
 pub(crate) use review::{ReviewVersion, decode_body};
 pub use routes::WebhookRoute;
 #[cfg(any(test, feature = "testing"))]

@@ -33,7 +33,7 @@ impl ConfigurationKind {
     }
 }
 
-fn set_default(map: &mut Map<String, Value>, field: &str, value: Value) {
+pub(super) fn set_default(map: &mut Map<String, Value>, field: &str, value: Value) {
     if map.get(field).is_none_or(Value::is_null) {
         map.insert(field.to_string(), value);
     }
@@ -101,7 +101,7 @@ fn hooks_of(configuration: &Value) -> Vec<&Value> {
         .unwrap_or_default()
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
+pub(super) fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .map(|items| {
@@ -113,7 +113,7 @@ fn strings(value: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn text<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
+pub(super) fn text<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
     value.get(field).and_then(Value::as_str)
 }
 
@@ -179,13 +179,7 @@ pub fn validate_configuration(
     causes
 }
 
-/// Go's `%#v` of a string slice: `[]string{"a", "b"}`.
-fn go_strings(type_name: &str, items: &[String]) -> String {
-    let inner: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
-    format!("{type_name}{{{}}}", inner.join(", "))
-}
-
-fn invalid_raw(field: String, rendered: &str, detail: &str) -> Cause {
+pub(super) fn invalid_raw(field: String, rendered: &str, detail: &str) -> Cause {
     Cause::new(
         "FieldValueInvalid",
         field,
@@ -330,7 +324,7 @@ fn validate_fully_qualified_name(name: &str, field: &str, causes: &mut Vec<Cause
     }
 }
 
-fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
+pub(super) fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
     let operations = strings(rule.get("operations"));
     let field = format!("{path}.operations");
     if operations.is_empty() {
@@ -339,7 +333,7 @@ fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
     if operations.len() > 1 && operations.iter().any(|o| o == "*") {
         causes.push(invalid_raw(
             field.clone(),
-            &go_strings("[]admissionregistration.OperationType", &operations),
+            &crate::gofmt::typed_slice("[]admissionregistration.OperationType", &operations),
             "if '*' is present, must not specify other operations",
         ));
     }
@@ -362,7 +356,7 @@ fn validate_rule(rule: &Value, path: &str, causes: &mut Vec<Cause>) {
         if items.len() > 1 && items.iter().any(|g| g == "*") {
             causes.push(invalid_raw(
                 field.clone(),
-                &go_strings("[]string", &items),
+                &crate::gofmt::typed_slice("[]string", &items),
                 &format!("if '*' is present, must not specify other {what}"),
             ));
         }
@@ -434,14 +428,14 @@ fn validate_resources(resources: &[String], field: &str, causes: &mut Vec<Cause>
     if resources.len() > 1 && double {
         causes.push(invalid_raw(
             field.to_string(),
-            &go_strings("[]string", resources),
+            &crate::gofmt::typed_slice("[]string", resources),
             "if '*/*' is present, must not specify other resources",
         ));
     }
     if single && plain {
         causes.push(invalid_raw(
             field.to_string(),
-            &go_strings("[]string", resources),
+            &crate::gofmt::typed_slice("[]string", resources),
             "if '*' is present, must not specify other resources without subresources",
         ));
     }
@@ -634,7 +628,7 @@ fn validate_review_versions(
     {
         causes.push(invalid_raw(
             field.to_string(),
-            &go_strings("[]string", versions),
+            &crate::gofmt::typed_slice("[]string", versions),
             &format!(
                 "must include at least one of {}",
                 ACCEPTED_VERSIONS.join(", ")

@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 
 use super::{App, WriteCtx};
 use crate::admission::{
-    AdmissionAttributes, ClusterView, ConfigurationKind, GroupVersionKind, GroupVersionResource,
-    Operation, UserInfo, internal_error,
+    AdmissionAttributes, ClusterView, GroupVersionKind, GroupVersionResource, Operation,
+    ParamScope, PolicyCluster, UserInfo, internal_error,
 };
 use crate::error::ApiResult;
 use crate::meta;
@@ -28,12 +28,14 @@ use crate::store::{ResKey, Store};
 const GROUP: &str = "admissionregistration.k8s.io";
 const MUTATING: &str = "mutatingwebhookconfigurations";
 const VALIDATING: &str = "validatingwebhookconfigurations";
+const POLICIES: &str = "validatingadmissionpolicies";
+const BINDINGS: &str = "validatingadmissionpolicybindings";
 
 /// What the webhooks see of the cluster: namespace labels and Services, read
 /// from the store (each look-up takes the store lock briefly).
 pub struct StoreView {
     store: Arc<Store>,
-    namespaces: ResKey,
+    pub(crate) namespaces: ResKey,
     services: ResKey,
 }
 
@@ -71,23 +73,19 @@ impl ClusterView for StoreView {
     }
 }
 
-/// Which of the two webhook configuration kinds `res` is, if any.
-pub(crate) fn configuration_kind(res: &Resource) -> Option<ConfigurationKind> {
-    if res.group != GROUP || res.is_custom() {
-        return None;
-    }
-    match res.plural.as_str() {
-        MUTATING => Some(ConfigurationKind::Mutating),
-        VALIDATING => Some(ConfigurationKind::Validating),
-        _ => None,
-    }
+/// Whether `res` is a webhook configuration, an admission policy or a binding.
+pub(crate) fn is_admission_configuration(res: &Resource) -> bool {
+    res.group == GROUP
+        && !res.is_custom()
+        && [MUTATING, VALIDATING, POLICIES, BINDINGS].contains(&res.plural.as_str())
 }
 
-/// Whether a change to storage `key` changes the webhook configurations.
+/// Whether a change to storage `key` changes the webhook configurations or
+/// the admission policies.
 pub(crate) fn is_configuration_key(key: &str) -> bool {
     key.strip_prefix(GROUP)
         .and_then(|k| k.strip_prefix('/'))
-        .is_some_and(|plural| plural == MUTATING || plural == VALIDATING)
+        .is_some_and(|plural| [MUTATING, VALIDATING, POLICIES, BINDINGS].contains(&plural))
 }
 
 /// Hands every stored webhook configuration to the webhook registry. Called
@@ -105,6 +103,78 @@ pub(crate) fn refresh_configurations(app: &App) {
     };
     app.webhooks
         .set_configurations(&list(MUTATING), &list(VALIDATING));
+    app.policies.set(&list(POLICIES), &list(BINDINGS));
+}
+
+/// What admission policies see of the cluster: namespaces and params,
+/// read from the store through the served resources.
+struct PolicyView<'a> {
+    app: &'a App,
+    namespaces: StoreView,
+}
+
+impl<'a> PolicyView<'a> {
+    fn new(app: &'a App) -> PolicyView<'a> {
+        PolicyView {
+            app,
+            namespaces: StoreView::new(Arc::clone(&app.store)),
+        }
+    }
+
+    fn param_resource(&self, api_version: &str, kind: &str) -> Option<Arc<Resource>> {
+        let (group, version) = meta::split_api_version(api_version);
+        self.app.registry.load().by_kind(group, version, kind)
+    }
+}
+
+impl ClusterView for PolicyView<'_> {
+    fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        self.namespaces.namespace_labels(name)
+    }
+}
+
+impl PolicyCluster for PolicyView<'_> {
+    fn namespace_object(&self, name: &str) -> Option<Value> {
+        let ns = self.app.store.get(&self.namespaces.namespaces, "", name)?;
+        Some((*ns).clone())
+    }
+
+    fn param_scope(&self, api_version: &str, kind: &str) -> Option<ParamScope> {
+        self.param_resource(api_version, kind).map(|r| {
+            if r.namespaced {
+                ParamScope::Namespaced
+            } else {
+                ParamScope::Cluster
+            }
+        })
+    }
+
+    fn param_objects(&self, api_version: &str, kind: &str, namespace: &str) -> Vec<Value> {
+        let Some(res) = self.param_resource(api_version, kind) else {
+            return Vec::new();
+        };
+        let namespace = Some(namespace).filter(|n| res.namespaced && !n.is_empty());
+        let (items, _) = self.app.store.list(&res.store_key, namespace, None);
+        items
+            .into_iter()
+            .map(|(_, stored)| (*res.from_storage(&stored)).clone())
+            .collect()
+    }
+}
+
+/// Admission through the ValidatingAdmissionPolicies of `attrs`, whose
+/// warnings go with the response whatever the outcome.
+pub(crate) fn admit_policies(
+    app: &App,
+    attrs: &AdmissionAttributes,
+    warnings: &super::Warnings,
+) -> ApiResult<()> {
+    if app.policies.is_empty() {
+        return Ok(());
+    }
+    let outcome = app.policies.admit(attrs, &PolicyView::new(app));
+    warnings.extend(outcome.warnings);
+    outcome.result
 }
 
 /// One request as the webhooks are told about it.
@@ -345,7 +415,8 @@ fn redecode(res: &Resource, object: Value) -> ApiResult<Value> {
     Ok(object)
 }
 
-/// Validating admission of the final `object` (CREATE, UPDATE).
+/// Validating admission of the final `object` (CREATE, UPDATE): the
+/// ValidatingAdmissionPolicies, then the validating webhooks.
 pub(crate) async fn validate(
     app: &App,
     req: &Request<'_>,
@@ -353,10 +424,14 @@ pub(crate) async fn validate(
     old: Option<&Value>,
     ctx: &WriteCtx,
 ) -> ApiResult<()> {
-    if !app.webhooks.has_validating() {
+    if !app.webhooks.has_validating() && app.policies.is_empty() {
         return Ok(());
     }
     let attrs = req.attributes(meta::name(object), Some(object), old)?;
+    admit_policies(app, &attrs, &ctx.warnings)?;
+    if !app.webhooks.has_validating() {
+        return Ok(());
+    }
     let outcome = app.webhooks.admit_validating(&attrs).await;
     ctx.warnings.extend(outcome.warnings);
     outcome.result
@@ -371,13 +446,14 @@ pub(crate) async fn delete(
     stored: &Value,
     warnings: &super::Warnings,
 ) -> ApiResult<()> {
-    if !app.webhooks.has_mutating() && !app.webhooks.has_validating() {
+    if !app.webhooks.has_mutating() && !app.webhooks.has_validating() && app.policies.is_empty() {
         return Ok(());
     }
     let attrs = req.attributes(req.name, None, Some(stored))?;
     let mutated = app.webhooks.admit_mutating(&attrs).await;
     warnings.extend(mutated.warnings);
     mutated.result?;
+    admit_policies(app, &attrs, warnings)?;
     let validated = app.webhooks.admit_validating(&attrs).await;
     warnings.extend(validated.warnings);
     validated.result

@@ -16,6 +16,8 @@ pub struct App {
     pub registry: SharedRegistry,
     /// The stored admission webhook configurations, ready to call.
     pub webhooks: WebhookRegistry,
+    /// The stored ValidatingAdmissionPolicies with their bindings, compiled.
+    pub policies: crate::admission::PolicyRegistry,
     /// Serialises [`admit::refresh_configurations`], so that the last refresh
     /// always hands over the newest stored configurations.
     pub(crate) webhook_refresh: Mutex<()>,
@@ -104,6 +106,7 @@ impl App {
             store,
             registry: SharedRegistry::new(crate::registry::Registry::new(Vec::new())),
             webhooks: WebhookRegistry::new(cluster),
+            policies: crate::admission::PolicyRegistry::default(),
             webhook_refresh: Mutex::new(()),
             allocator: Mutex::new(builtin::Allocator::default()),
             server_address: std::sync::RwLock::new(String::new()),

@@ -43,8 +43,8 @@ struct Target<'a> {
     kind: GroupVersionKind,
 }
 
-/// Mutating then validating admission webhooks of a create on a Pod
-/// subresource whose object is its own kind.
+/// Mutating webhooks, ValidatingAdmissionPolicies, then validating webhooks
+/// of a create on a Pod subresource whose object is its own kind.
 async fn admit(
     app: &App,
     pods: &Resource,
@@ -58,7 +58,7 @@ async fn admit(
         sub,
         kind,
     } = target;
-    if !app.webhooks.has_mutating() && !app.webhooks.has_validating() {
+    if !app.webhooks.has_mutating() && !app.webhooks.has_validating() && app.policies.is_empty() {
         return Ok(object);
     }
     let mut options = Map::new();
@@ -83,6 +83,7 @@ async fn admit(
     ctx.warnings.extend(mutated.warnings);
     let object = mutated.result?.unwrap_or(object);
     attrs.object = Some(object.clone());
+    super::admit::admit_policies(app, &attrs, &ctx.warnings)?;
     let validated = app.webhooks.admit_validating(&attrs).await;
     ctx.warnings.extend(validated.warnings);
     validated.result?;

@@ -179,6 +179,13 @@ pub(super) static KINDS: &[KindInfo] = &[
     // admissionregistration.k8s.io/v1
     of::<admissionregistration::MutatingWebhookConfiguration>("mutatingwebhookconfiguration")
         .categories(API_EXTENSIONS),
+    of::<admissionregistration::ValidatingAdmissionPolicy>("validatingadmissionpolicy")
+        .categories(API_EXTENSIONS)
+        .status(),
+    of::<admissionregistration::ValidatingAdmissionPolicyBinding>(
+        "validatingadmissionpolicybinding",
+    )
+    .categories(API_EXTENSIONS),
     of::<admissionregistration::ValidatingWebhookConfiguration>("validatingwebhookconfiguration")
         .categories(API_EXTENSIONS),
     // apiextensions.k8s.io/v1

@@ -34,6 +34,10 @@ fn tracks_generation(kind: &KindInfo) -> bool {
 /// The part of the object whose changes bump the generation.
 fn generation_fields(kind: &KindInfo) -> &'static [&'static str] {
     match (kind.group, kind.kind) {
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding",
+        ) => &["spec"],
         ("admissionregistration.k8s.io", _) => &["webhooks"],
         ("discovery.k8s.io", _) => &["addressType", "endpoints", "ports"],
         ("scheduling.k8s.io", _) => &["value", "description", "globalDefault", "preemptionPolicy"],

@@ -2,8 +2,9 @@
 //! CRD registry (conditions and serving), the garbage collector, the
 //! namespace lifecycle, the serviceaccount and token controllers, the root-CA
 //! publisher, the disruption controller, the clusterrole-aggregation
-//! controller, the aggregator's APIService controllers and the API Priority
-//! and Fairness configuration controllers. They share one task
+//! controller, the aggregator's APIService controllers, the API Priority
+//! and Fairness configuration controllers and the ValidatingAdmissionPolicy
+//! status controller. They share one task
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
@@ -16,6 +17,7 @@ pub(crate) mod flowcontrol;
 mod gc;
 mod namespaces;
 mod node_lifecycle;
+mod policy_status;
 mod root_ca;
 mod sa_tokens;
 
@@ -59,6 +61,8 @@ struct Controllers {
     apiservices_changed: bool,
     /// A FlowSchema or PriorityLevelConfiguration changed.
     flowcontrol_changed: bool,
+    /// A ValidatingAdmissionPolicy changed: its status may lag its generation.
+    policies_changed: bool,
     /// Namespaces whose PodDisruptionBudgets may need a new status.
     dirty_budgets: std::collections::BTreeSet<String>,
 }
@@ -101,6 +105,9 @@ impl Controllers {
         if flowcontrol::concerns(ev) {
             self.flowcontrol_changed = true;
         }
+        if policy_status::concerns(ev) {
+            self.policies_changed = true;
+        }
         if self.app.cluster_controllers.disruption
             && let Some(ns) = disruption::namespace_to_sync(ev)
         {
@@ -132,6 +139,9 @@ impl Controllers {
         if std::mem::take(&mut self.flowcontrol_changed) {
             flowcontrol::sync(&self.app);
         }
+        if std::mem::take(&mut self.policies_changed) {
+            policy_status::sync(&self.app);
+        }
         for ns in std::mem::take(&mut self.dirty_budgets) {
             disruption::sync_namespace(&self.app, &ns);
         }
@@ -162,6 +172,7 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         crds_changed: false,
         apiservices_changed: false,
         flowcontrol_changed: false,
+        policies_changed: false,
         dirty_budgets: Default::default(),
     };
     crds::rebuild_registry(&app);

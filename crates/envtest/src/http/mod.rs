@@ -330,7 +330,7 @@ fn written(
     warnings: &api::Warnings,
     (acc, q): (&Accepted, &Query),
 ) -> Response {
-    if api::admit::configuration_kind(res).is_some() {
+    if api::admit::is_admission_configuration(res) {
         api::admit::refresh_configurations(app);
     }
     let shown = result.and_then(|mut w| {

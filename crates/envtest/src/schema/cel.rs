@@ -6,7 +6,7 @@
 //! The `cel` crate interprets without type checking, so compile-time checks
 //! are limited to syntax, undeclared variables and unknown functions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, LazyLock};
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
@@ -23,6 +23,10 @@ use crate::gofmt;
 /// Largest message a `messageExpression` may produce.
 const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
 
+/// The CEL environment of every Kubernetes expression envtest evaluates
+/// (CRD rules, webhook matchConditions, ValidatingAdmissionPolicies): the
+/// standard library, the strings and lists extensions and the Kubernetes
+/// library of `cellib`.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
     // Registration only fails on duplicate declarations, which tests would show.
@@ -31,6 +35,11 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let _ = env.add_extension(cellib::kubernetes);
     Arc::new(env)
 });
+
+/// See [`ENV`].
+pub(crate) fn env() -> &'static Arc<Env> {
+    &ENV
+}
 
 /// One compiled rule.
 #[derive(Debug, Clone, Default)]
@@ -83,20 +92,42 @@ struct Checked {
 
 fn compile_expression(src: &str, allow_old_self: bool) -> Result<Checked, String> {
     let program = ENV.compile(src).map_err(|e| e.to_string())?;
-    let mut refs = RefCheck {
-        bound: Vec::new(),
-        uses_old_self: false,
-        problems: Vec::new(),
-        allow_old_self,
+    let roots: &[&str] = if allow_old_self {
+        &["self", "oldSelf"]
+    } else {
+        &["self"]
     };
-    refs.expr(program.expression());
-    if let Some(p) = refs.problems.into_iter().next() {
-        return Err(p);
-    }
+    let used = check_references(&program, roots)?;
     Ok(Checked {
         program,
-        uses_old_self: refs.uses_old_self,
+        uses_old_self: used.roots.contains("oldSelf"),
     })
+}
+
+/// What an expression refers to: the variables of `roots` it uses, and the
+/// fields it selects of the `variables` variable (a policy's composited
+/// variables).
+#[derive(Debug, Default)]
+pub(crate) struct References {
+    pub roots: BTreeSet<String>,
+    pub variables: BTreeSet<String>,
+}
+
+/// Checks that `program` refers to no variable but `roots` (and those its
+/// macros bind) and calls only functions envtest knows; the `cel` crate
+/// does not type-check, so this is the compile-time check there is.
+pub(crate) fn check_references(program: &Program, roots: &[&str]) -> Result<References, String> {
+    let mut refs = RefCheck {
+        bound: Vec::new(),
+        roots,
+        used: References::default(),
+        problems: Vec::new(),
+    };
+    refs.expr(program.expression());
+    match refs.problems.into_iter().next() {
+        Some(p) => Err(p),
+        None => Ok(refs.used),
+    }
 }
 
 fn compile_rule(rule: &Rule, s: &Schema) -> CompiledRule {
@@ -226,14 +257,14 @@ const TYPE_NAMES: &[&str] = &[
 /// Namespaces of qualified function names.
 const NAMESPACES: &[&str] = &["sets", "strings", "lists", "optional", "math"];
 
-struct RefCheck {
+struct RefCheck<'a> {
     bound: Vec<String>,
-    uses_old_self: bool,
+    roots: &'a [&'a str],
+    used: References,
     problems: Vec<String>,
-    allow_old_self: bool,
 }
 
-impl RefCheck {
+impl RefCheck<'_> {
     fn undeclared(&mut self, name: &str) {
         self.problems.push(format!(
             "ERROR: <input>: undeclared reference to '{name}' (in container '')"
@@ -247,13 +278,22 @@ impl RefCheck {
                     return;
                 }
                 match name.as_str() {
-                    "self" => {}
-                    "oldSelf" if self.allow_old_self => self.uses_old_self = true,
+                    n if self.roots.contains(&n) => {
+                        self.used.roots.insert(n.to_string());
+                    }
                     n if TYPE_NAMES.contains(&n) => {}
                     n => self.undeclared(n),
                 }
             }
-            Expr::Select(sel) => self.expr(&sel.operand),
+            Expr::Select(sel) => {
+                if let Expr::Ident(name) = &sel.operand.expr
+                    && name == "variables"
+                    && !self.bound.iter().any(|b| b == name)
+                {
+                    self.used.variables.insert(sel.field.clone());
+                }
+                self.expr(&sel.operand)
+            }
             Expr::Call(call) => {
                 let qualified = match call.target.as_deref().map(|t| &t.expr) {
                     Some(Expr::Ident(ns))
@@ -436,7 +476,7 @@ fn type_value(s: &Schema) -> BadValue {
 }
 
 /// cel-go's wording of an evaluation error.
-fn exec_error_text(e: &ExecutionError) -> String {
+pub(crate) fn exec_error_text(e: &ExecutionError) -> String {
     match e {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
         ExecutionError::NoSuchOverload(o) => format!("no such overload: {o}"),

@@ -78,8 +78,9 @@ fn map_value(entries: Vec<(String, CelValue)>) -> CelValue {
     CelValue::Map(CelMap { map: Arc::new(m) })
 }
 
-/// A JSON value without a schema (under preserve-unknown-fields).
-fn untyped(v: &Value) -> CelValue {
+/// A JSON value without a schema (under preserve-unknown-fields, and the
+/// objects, requests and params of admission expressions).
+pub(crate) fn untyped(v: &Value) -> CelValue {
     match v {
         Value::Null => CelValue::Null,
         Value::Bool(b) => CelValue::Bool(*b),

@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::crdparts::{
-    api_approval, column, conversion, immutable_fields, stored_versions, subresources,
+    api_approval, b, column, conversion, immutable_fields, s, stored_versions, subresources,
 };
 use super::fielderr::{BadValue, FieldError, FieldPath, into_causes};
 use super::names;
@@ -17,9 +17,6 @@ use super::schema_errors;
 use crate::error::Cause;
 use crate::gofmt;
 
-pub(crate) const PRINTER_COLUMN_TYPES: &str = "boolean,date,integer,number,string";
-pub(crate) const PRINTER_COLUMN_FORMATS: &str =
-    "byte,date,date-time,double,float,int32,int64,password";
 const ROOT_FIELDS_WITH_STATUS: &[(&str, &str)] = &[
     ("description", "Description"),
     ("type", "Type"),
@@ -47,14 +44,6 @@ const ROOT_FIELDS_WITH_STATUS: &[(&str, &str)] = &[
     ),
     ("x-kubernetes-validations", "XValidations"),
 ];
-
-pub(crate) fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-pub(crate) fn b(v: &Value, key: &str) -> bool {
-    v.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
 
 /// A field of a version that is hoisted when equal in every version.
 fn hoisted<'a>(versions: &'a [Value], key: &str) -> (bool, Option<&'a Value>) {
@@ -143,19 +132,6 @@ fn go_versions(versions: &[Value]) -> String {
     format!(
         "[]apiextensions.CustomResourceDefinitionVersion{{{}}}",
         items.join(", ")
-    )
-}
-
-pub(crate) fn go_strings(list: &[String]) -> String {
-    if list.is_empty() {
-        return "[]string(nil)".to_string();
-    }
-    format!(
-        "[]string{{{}}}",
-        list.iter()
-            .map(|x| gofmt::quote(x))
-            .collect::<Vec<_>>()
-            .join(", ")
     )
 }
 

@@ -3,9 +3,21 @@
 
 use serde_json::{Map, Value};
 
-use super::crd::{PRINTER_COLUMN_FORMATS, PRINTER_COLUMN_TYPES, b, go_strings, s};
 use super::fielderr::{BadValue, FieldError, FieldPath};
 use crate::gofmt;
+
+const PRINTER_COLUMN_TYPES: &str = "boolean,date,integer,number,string";
+const PRINTER_COLUMN_FORMATS: &str = "byte,date,date-time,double,float,int32,int64,password";
+
+/// The string at `key` of a JSON object, or "".
+pub(crate) fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The boolean at `key` of a JSON object, or false.
+pub(crate) fn b(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
 
 fn simple_json_path(p: &str, path: &FieldPath) -> Vec<FieldError> {
     if p.is_empty() {
@@ -164,7 +176,7 @@ pub(crate) fn conversion(spec: &Value, sp: &FieldPath) -> Vec<FieldError> {
         } else if !review_versions.iter().any(|v| v == "v1" || v == "v1beta1") {
             errs.push(FieldError::invalid(
                 &rp,
-                BadValue::Raw(go_strings(&review_versions)),
+                BadValue::Raw(gofmt::string_slice(&review_versions)),
                 "must include at least one of v1, v1beta1",
             ));
         }
@@ -216,7 +228,7 @@ pub(crate) fn stored_versions(
     if stored.is_empty() {
         return vec![FieldError::invalid(
             &path,
-            BadValue::Raw(go_strings(&stored)),
+            BadValue::Raw(gofmt::string_slice(&stored)),
             "must have at least one stored version",
         )];
     }
@@ -228,7 +240,7 @@ pub(crate) fn stored_versions(
         if b(v, "storage") && found.is_none() {
             errs.push(FieldError::invalid(
                 &path,
-                BadValue::Raw(go_strings(&stored)),
+                BadValue::Raw(gofmt::string_slice(&stored)),
                 &format!("must have the storage version {name}"),
             ));
         }

@@ -5,9 +5,9 @@
 //! Messages and field paths follow kube-apiserver: v1.24 (the transcripts)
 //! for everything that existed then, current Kubernetes for CEL rules.
 
-mod cel;
+pub(crate) mod cel;
 mod cellib;
-mod celvalues;
+pub(crate) mod celvalues;
 mod crd;
 mod crdparts;
 mod default;

@@ -333,6 +333,8 @@ fn requests_between(before: &Requests, after: &Requests) -> Requests {
 impl Manager {
     /// The reconciles of `controller` counted so far (every result) on the
     /// manager's `/metrics`.
+    // Called by the tests of custom kinds only.
+    #[allow(dead_code)]
     fn reconciles(&self, controller: &str) -> u64 {
         let (status, body) = http_get(self.metrics, "/metrics").expect("/metrics answers");
         assert_eq!(status, 200, "{body}");

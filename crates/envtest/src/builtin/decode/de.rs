@@ -16,11 +16,12 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::gotime;
 use super::gotype::{self, go_json_kind};
+pub(crate) use super::plain::{DeError, StrDe};
 use crate::quantity::Quantity;
 
 /// Go's limit on accumulated strict errors.
@@ -41,43 +42,6 @@ pub(crate) struct Report {
     seen: HashSet<String>,
     /// Paths of maps and lists that were present but empty (Go omits them).
     pub empty_collections: Vec<Vec<Seg>>,
-}
-
-/// Errors raised while walking; `Mismatch` is placed (given its Go context)
-/// by the innermost deserializer that sees it.
-#[derive(Debug)]
-pub(crate) enum DeError {
-    Mismatch { want: String },
-    Final(String),
-}
-
-impl fmt::Display for DeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DeError::Mismatch { want } => write!(f, "unexpected value, expected {want}"),
-            DeError::Final(msg) => f.write_str(msg),
-        }
-    }
-}
-
-impl std::error::Error for DeError {}
-
-impl de::Error for DeError {
-    fn custom<T: fmt::Display>(msg: T) -> Self {
-        DeError::Final(msg.to_string())
-    }
-
-    fn invalid_type(_unexp: de::Unexpected<'_>, exp: &dyn de::Expected) -> Self {
-        DeError::Mismatch {
-            want: exp.to_string(),
-        }
-    }
-
-    fn invalid_value(_unexp: de::Unexpected<'_>, exp: &dyn de::Expected) -> Self {
-        DeError::Mismatch {
-            want: exp.to_string(),
-        }
-    }
 }
 
 /// Go's error context: the innermost struct holding the current field and
@@ -650,34 +614,5 @@ impl<'de> MapAccess<'de> for Entries<'de, '_, '_> {
         };
         let de = self.parent.child(value, Seg::Key(key.clone()), go);
         seed.deserialize(de)
-    }
-}
-
-/// A plain string (keys and canonicalised scalars).
-pub(crate) struct StrDe<'s>(pub &'s str);
-
-impl<'de> Deserializer<'de> for StrDe<'_> {
-    type Error = DeError;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_str(self.0)
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
     }
 }

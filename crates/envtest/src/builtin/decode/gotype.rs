@@ -11,7 +11,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::de::StrDe;
+use super::plain::{DeError, StrDe};
 
 /// The JSON kind Go's `UnmarshalTypeError` prints (`number 1.5` when a number
 /// does not fit an integer type).
@@ -233,8 +233,8 @@ impl<'de> Deserializer<'de> for Probe<'_> {
     }
 }
 
-impl From<super::de::DeError> for Stop {
-    fn from(_: super::de::DeError) -> Self {
+impl From<DeError> for Stop {
+    fn from(_: DeError) -> Self {
         Stop
     }
 }

@@ -7,6 +7,7 @@ mod gobase64;
 mod gotime;
 mod gotype;
 mod normalize;
+mod plain;
 
 use std::cell::RefCell;
 

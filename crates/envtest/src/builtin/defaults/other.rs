@@ -33,6 +33,12 @@ pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
                 }
             }
         }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            crate::admission::default_policy(obj);
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            crate::admission::default_binding(obj);
+        }
         ("admissionregistration.k8s.io", webhook_kind) => {
             let kind = if webhook_kind == "MutatingWebhookConfiguration" {
                 ConfigurationKind::Mutating

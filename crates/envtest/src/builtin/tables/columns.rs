@@ -463,6 +463,42 @@ pub(super) fn columns(kind: &KindInfo) -> Option<Vec<Column>> {
             ),
         ],
         ("apiextensions.k8s.io", "CustomResourceDefinition") => vec![NAME, CREATED_AT],
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => vec![
+            NAME,
+            (
+                "Validations",
+                "integer",
+                "",
+                0,
+                "Validations indicates the number of validation rules defined in this configuration",
+            ),
+            (
+                "ParamKind",
+                "string",
+                "",
+                0,
+                "ParamKind specifies the kind of resources used to parameterize this policy",
+            ),
+            AGE,
+        ],
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => vec![
+            NAME,
+            (
+                "PolicyName",
+                "string",
+                "",
+                0,
+                "PolicyName indicates the policy definition which the policy binding binded to",
+            ),
+            (
+                "ParamRef",
+                "string",
+                "",
+                0,
+                "ParamRef indicates the param resource which sets the configration param",
+            ),
+            AGE,
+        ],
         ("admissionregistration.k8s.io", _) => vec![
             NAME,
             (

@@ -626,6 +626,43 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 json!(accounts.join(", ")),
             ]
         }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            let param_kind = match obj.pointer("/spec/paramKind").filter(|v| !v.is_null()) {
+                Some(_) => format!(
+                    "{}/{}",
+                    s(obj, "/spec/paramKind/apiVersion"),
+                    s(obj, "/spec/paramKind/kind")
+                ),
+                None => "<unset>".to_string(),
+            };
+            vec![
+                name,
+                json!(len_at(obj, "/spec/validations")),
+                json!(param_kind),
+                age,
+            ]
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            let param_ref = match obj.pointer("/spec/paramRef").filter(|v| !v.is_null()) {
+                Some(_) => {
+                    let target = match s(obj, "/spec/paramRef/name") {
+                        "" => selector_string(obj.pointer("/spec/paramRef/selector")),
+                        name => name.to_string(),
+                    };
+                    match s(obj, "/spec/paramRef/namespace") {
+                        "" => target,
+                        ns => format!("{ns}/{target}"),
+                    }
+                }
+                None => "<unset>".to_string(),
+            };
+            vec![
+                name,
+                json!(s(obj, "/spec/policyName")),
+                json!(param_ref),
+                age,
+            ]
+        }
         ("admissionregistration.k8s.io", _) => vec![name, json!(len_at(obj, "/webhooks")), age],
         _ => vec![name, age],
     }

@@ -40,12 +40,6 @@ fn strings(value: Option<&Value>) -> Vec<&str> {
         .collect()
 }
 
-/// `[]string{"a", "b"}`.
-fn go_strings(items: &[&str]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
-}
-
 /// A list that must be non-empty, and hold `*` only alone.
 fn wildcard_list(rule: &Value, key: &str, path: &str, required: &str, what: &str) -> Vec<Cause> {
     let items = strings(rule.get(key));
@@ -56,7 +50,7 @@ fn wildcard_list(rule: &Value, key: &str, path: &str, required: &str, what: &str
     if items.len() > 1 && items.contains(&"*") {
         return vec![invalid_raw(
             field,
-            &go_strings(&items),
+            &crate::gofmt::typed_slice("[]string", &items),
             &format!("if '*' is present, must not specify other {what}"),
         )];
     }
@@ -78,7 +72,7 @@ fn verbs(rule: &Value, path: &str) -> Vec<Cause> {
             format!("{path}.verbs"),
             format!(
                 "Unsupported value: {}: supported values: {}",
-                go_strings(&items),
+                crate::gofmt::typed_slice("[]string", &items),
                 VERBS
                     .iter()
                     .map(|v| format!("{v:?}"))
@@ -117,7 +111,7 @@ fn resource_rule(rule: &Value, path: &str) -> Vec<Cause> {
         if namespaces.len() > 1 {
             causes.push(invalid_raw(
                 format!("{path}.namespaces"),
-                &go_strings(&namespaces),
+                &crate::gofmt::typed_slice("[]string", &namespaces),
                 "if '*' is present, must not specify other namespaces",
             ));
         }

@@ -14,7 +14,7 @@ pub(crate) mod names;
 mod pod;
 mod rbac_admission;
 mod replication_controller;
-mod selector;
+pub(crate) mod selector;
 mod service;
 mod volumes;
 mod workloads;
@@ -215,6 +215,12 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
         ("rbac.authorization.k8s.io", "ClusterRoleBinding", Some(old)) => {
             rbac_admission::binding_update(obj, old, false)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", old) => {
+            crate::admission::validate_policy(obj, old)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", _) => {
+            crate::admission::validate_binding(obj)
         }
         ("admissionregistration.k8s.io", kind_name, old) => {
             let kind = if kind_name == "MutatingWebhookConfiguration" {

@@ -4,6 +4,11 @@
 //! again whenever a configuration changes while it runs (applying
 //! config/webhook again empties the caBundle). Only for local runs and
 //! tests: in a cluster, cert-manager's CA injector does this.
+//!
+//! Each replica makes its own CA, so the CA is added to the bundle rather
+//! than put in place of it: two replicas that swapped each other's CA out
+//! would rewrite the configurations without end (and webhook calls to the
+//! other would fail). The bundle keeps the newest [`KEPT_CAS`] CAs.
 
 use std::fmt::Debug;
 
@@ -51,6 +56,32 @@ impl Configuration for ValidatingWebhookConfiguration {
     }
 }
 
+/// How many CAs a bundle keeps: one per replica running at once (a
+/// rolling update runs two), and the ones that may still serve.
+const KEPT_CAS: usize = 4;
+
+/// `bundle` (PEM certificates) with `ca` added as its newest, keeping the
+/// newest [`KEPT_CAS`]; `None` when `ca` is in it already.
+fn with_ca(bundle: &[u8], ca: &[u8]) -> Option<Vec<u8>> {
+    const END: &str = "-----END CERTIFICATE-----";
+    let text = String::from_utf8_lossy(bundle);
+    let mut certificates: Vec<String> = text
+        .split_inclusive(END)
+        .map(str::trim)
+        .filter(|pem| pem.ends_with(END))
+        .map(str::to_owned)
+        .collect();
+    let ca = String::from_utf8_lossy(ca).trim().to_owned();
+    if certificates.contains(&ca) {
+        return None;
+    }
+    certificates.push(ca);
+    let dropped = certificates.len().saturating_sub(KEPT_CAS);
+    let mut kept = certificates.split_off(dropped).join("\n");
+    kept.push('\n');
+    Some(kept.into_bytes())
+}
+
 /// Puts one CA into the webhooks that call one Service.
 #[derive(Clone)]
 pub struct Injector {
@@ -70,8 +101,8 @@ impl Injector {
         }
     }
 
-    /// Sets the CA of the webhooks of `config` that call the Service;
-    /// returns how many there are and whether any changed.
+    /// Adds the CA to the bundle of the webhooks of `config` that call the
+    /// Service; returns how many there are and whether any changed.
     fn set_ca<K: Configuration>(&self, config: &mut K) -> (usize, bool) {
         let mut calling = 0;
         let mut changed = false;
@@ -81,8 +112,9 @@ impl Injector {
             });
             if ours {
                 calling += 1;
-                if client_config.ca_bundle.as_ref() != Some(&self.ca_bundle) {
-                    client_config.ca_bundle = Some(self.ca_bundle.clone());
+                let current = client_config.ca_bundle.as_ref().map(|b| b.0.as_slice());
+                if let Some(bundle) = with_ca(current.unwrap_or_default(), &self.ca_bundle.0) {
+                    client_config.ca_bundle = Some(ByteString(bundle));
                     changed = true;
                 }
             }
@@ -211,7 +243,7 @@ mod tests {
             webhook_service_name: "webhook-service".to_owned(),
             webhook_service_namespace: "system".to_owned(),
         };
-        let injector = Injector::new(client, &options, "CA".to_owned());
+        let injector = Injector::new(client, &options, pem("CA"));
         let mut config = ValidatingWebhookConfiguration {
             webhooks: Some(vec![
                 webhook("ours.example.com", "webhook-service"),
@@ -224,8 +256,32 @@ mod tests {
         let webhooks = config.webhooks.expect("webhooks");
         assert_eq!(
             webhooks[0].client_config.ca_bundle,
-            Some(ByteString(b"CA".to_vec()))
+            Some(ByteString(pem("CA").into_bytes()))
         );
         assert_eq!(webhooks[1].client_config.ca_bundle, None);
+    }
+
+    /// A certificate in PEM whose body is `body`.
+    fn pem(body: &str) -> String {
+        format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n")
+    }
+
+    #[test]
+    fn a_second_replicas_ca_is_added_and_neither_swaps_the_other_out() {
+        let first = with_ca(b"", pem("ONE").as_bytes()).expect("added");
+        let both = with_ca(&first, pem("TWO").as_bytes()).expect("added");
+        assert_eq!(String::from_utf8_lossy(&both), pem("ONE") + &pem("TWO"));
+        assert_eq!(with_ca(&both, pem("ONE").as_bytes()), None);
+        assert_eq!(with_ca(&both, pem("TWO").as_bytes()), None);
+    }
+
+    #[test]
+    fn the_bundle_keeps_the_newest_cas() {
+        let mut bundle = Vec::new();
+        for n in 0..6 {
+            bundle = with_ca(&bundle, pem(&n.to_string()).as_bytes()).expect("added");
+        }
+        let kept: String = (2..6).map(|n| pem(&n.to_string())).collect();
+        assert_eq!(String::from_utf8_lossy(&bundle), kept);
     }
 }

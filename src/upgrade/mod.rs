@@ -1,0 +1,145 @@
+//! `opctl upgrade`: brings a project to the current scaffold. The commands
+//! that made it (`.opctl/history.yaml`) are replayed with the current
+//! templates; scaffold-owned files are replaced, user-owned files are
+//! merged three ways against the pristine copy opctl made last time
+//! (`.opctl/pristine/`), so that the user's edits survive and only what the
+//! templates changed comes in. Files derived from the code are left to
+//! `opctl manifests`.
+
+mod git;
+mod merge;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use git::require_clean;
+pub use merge::Change;
+
+use crate::project::paths::{HISTORY_FILE, PRISTINE_DIR, pristine as pristine_path, target};
+use crate::project::{LAYOUT, Project, layouts};
+use crate::scaffold::replay::{load_history, replay};
+use crate::scaffold::{IfExists, Owner, Plan, apply, pristine};
+
+/// What an upgrade changes, by path.
+#[derive(Debug, Default)]
+pub struct Upgrade {
+    pub changes: BTreeMap<String, Change>,
+}
+
+impl Upgrade {
+    /// Paths written with conflict markers.
+    pub fn conflicts(&self) -> Vec<&str> {
+        let conflicts = self.changes.iter();
+        let conflicts = conflicts.filter(|(_, c)| matches!(c, Change::Conflict(_)));
+        conflicts.map(|(path, _)| path.as_str()).collect()
+    }
+}
+
+/// Works out the upgrade of the project under `root` (as PROJECT there
+/// says: `project`, of its own layout); writes nothing.
+pub fn plan(root: &Path, project: &Project) -> anyhow::Result<Upgrade> {
+    let layout = project.layout.as_str();
+    let current = current_layout(project);
+    let history = load_history(root);
+    let mut upgrade = Upgrade::default();
+    for (path, theirs) in replay(&current, &history)? {
+        // The record of the upgrade itself is written afterwards.
+        if path.starts_with(PRISTINE_DIR)
+            || path == HISTORY_FILE
+            || theirs.owner == Owner::Generated
+        {
+            continue;
+        }
+        // A file the older layout kept elsewhere is read from there, and moved.
+        let old = layouts::old_path(layout, &path);
+        let mut ours = read(root, &path)?;
+        let mut base = pristine::read(root, &path);
+        let moved = old != path && target(root, &old).is_file();
+        if moved {
+            ours = ours.or(read(root, &old)?);
+            base = base.or_else(|| pristine::read(root, &old));
+            upgrade.changes.insert(old.clone(), Change::Remove);
+        }
+        let change = merge::decide(
+            theirs.owner,
+            ours.as_deref(),
+            base.as_deref(),
+            &theirs.contents,
+        );
+        match (change, ours) {
+            (Some(change), _) => {
+                upgrade.changes.insert(path, change);
+            }
+            // Unchanged, but in its new place.
+            (None, Some(text)) if moved && !target(root, &path).is_file() => {
+                upgrade.changes.insert(path, Change::Update(text));
+            }
+            (None, _) => {}
+        }
+    }
+    for path in layouts::removed(layout) {
+        if target(root, path).is_file() {
+            upgrade.changes.insert(path.to_owned(), Change::Remove);
+        }
+    }
+    Ok(upgrade)
+}
+
+/// `project` as the current layout records it.
+pub fn current_layout(project: &Project) -> Project {
+    Project {
+        layout: LAYOUT.to_owned(),
+        ..project.clone()
+    }
+}
+
+/// Writes `upgrade` under `root` in one step, removes what moved or went
+/// away, then writes the new pristine copies (`project` in the current
+/// layout).
+pub fn write(root: &Path, project: &Project, upgrade: &Upgrade) -> anyhow::Result<()> {
+    let mut plan = Plan::default();
+    for (path, change) in &upgrade.changes {
+        if let Some(text) = change.contents() {
+            plan.file(
+                path.clone(),
+                text.to_owned(),
+                Owner::User,
+                IfExists::Overwrite,
+            );
+        }
+    }
+    apply(root, &plan, "opctl upgrade rewrites files in place")?;
+    for (path, change) in &upgrade.changes {
+        if *change == Change::Remove {
+            remove(root, path)?;
+            remove(root, &pristine_path(path))?;
+        }
+    }
+    pristine::write(root, project, &load_history(root))
+}
+
+/// Removes the file `relative` and the directories it leaves empty.
+fn remove(root: &Path, relative: &str) -> anyhow::Result<()> {
+    let path = target(root, relative);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => anyhow::bail!("cannot remove {relative}: {err}"),
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir.filter(|d| *d != root) {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
+}
+
+fn read(root: &Path, relative: &str) -> anyhow::Result<Option<String>> {
+    match std::fs::read_to_string(target(root, relative)) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => anyhow::bail!("cannot read {relative}: {err}"),
+    }
+}
