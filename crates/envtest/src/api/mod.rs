@@ -8,11 +8,13 @@ pub(crate) mod default_storage_class;
 pub mod delete;
 pub mod disruption;
 pub mod limit_ranger;
+mod pod_object;
 pub mod pods;
 pub mod priority;
 pub mod read;
 pub(crate) mod resource_quota;
 pub mod scale;
+pub(crate) mod service_account;
 pub(crate) mod storage_limit;
 pub mod update;
 pub mod watch;
@@ -28,6 +30,10 @@ mod errors;
 mod write;
 
 pub use app::{App, ClusterControllers};
+
+/// The manager name and event source of the writes kube-apiserver makes
+/// itself (budget status on eviction, quota usage).
+pub const APISERVER: &str = "kube-apiserver";
 pub use write::{Warnings, WriteCtx, Written, manager_from_user_agent};
 
 pub(crate) use alloc::{
