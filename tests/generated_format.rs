@@ -1,6 +1,6 @@
 //! Generated Rust is rustfmt-clean whatever the names: the shortest and the
 //! longest accepted names, every built-in kind, namespaced and not, each
-//! with controllers and webhooks. (rustfmt
+//! with controllers and webhooks, and kinds made with `--image`. (rustfmt
 //! only, no compile: the full build is in generated_project.rs.)
 
 mod common;
@@ -88,6 +88,26 @@ fn the_longest_names() {
     api(&dir, &group, "v1alpha1", &kind, &[]);
     api(&dir, &group, "v2beta1", &kind, &["--controller=false"]);
     api(&dir, &group, "v1alpha1", &other, &["--namespaced=false"]);
+    let deployed = format!("Y{}", "k".repeat(31));
+    let image = format!(
+        "registry.example.com/{}/{}:1.0",
+        "t".repeat(40),
+        "i".repeat(60)
+    );
+    api(
+        &dir,
+        &group,
+        "v1alpha1",
+        &deployed,
+        &[
+            "--image",
+            &image,
+            "--image-container-port",
+            "65535",
+            "--run-as-user",
+            "2147483647",
+        ],
+    );
     api(
         &dir,
         "admissionregistration",
@@ -110,6 +130,14 @@ fn the_shortest_names() {
     api(&dir, "b", "v1", "C", &[]);
     api(&dir, "b", "v2", "C", &["--controller=false"]);
     api(&dir, "b", "v1", "D", &["--namespaced=false"]);
+    api(&dir, "b", "v1", "E", &["--image", "e"]);
+    api(
+        &dir,
+        "b",
+        "v1",
+        "F",
+        &["--image", "f", "--image-container-port", "1"],
+    );
     api(&dir, "core", "v1", "Pod", &["--resource=false"]);
     webhooks(&dir, "b", "v1", "C");
     webhooks(&dir, "b", "v1", "D");

@@ -3,7 +3,7 @@
 
 use clap::ArgAction;
 
-use crate::project::{Project, Resource, builtin, names};
+use crate::project::{DeployImage, Project, Resource, builtin, names};
 use crate::scaffold::replay::Step;
 use crate::scaffold::{self, IfExists, plans};
 
@@ -15,6 +15,8 @@ Examples:
   opctl create api --group apps --version v1alpha1 --kind SidecarSet --namespaced=false --controller=false
   # A kind whose controller cleans up outside the cluster before an object goes:
   opctl create api --group infra --version v1 --kind Bucket --finalizer
+  # A kind whose controller runs an image as a Deployment (kubebuilder's deploy-image plugin):
+  opctl create api --group cache --version v1alpha1 --kind Memcached --image memcached:1.6 --image-container-port 11211 --run-as-user 1001
   # A controller for a built-in kind (no CRD, no types):
   opctl create api --group apps --version v1 --kind Deployment --resource=false
   opctl create api --group core --version v1 --kind Pod --resource=false";
@@ -74,6 +76,18 @@ pub struct Args {
     #[arg(long)]
     pub finalizer: bool,
 
+    /// Scaffold the kind with a controller that runs this image as a Deployment of `spec.size` replicas (as kubebuilder's deploy-image plugin); the manager's <KIND>_IMAGE variable overrides it.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// With --image: the container's port (the default of `spec.containerPort`).
+    #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
+    pub image_container_port: Option<String>,
+
+    /// With --image: the user id the container runs as (runAsUser).
+    #[arg(long, value_name = "UID", allow_hyphen_values = true)]
+    pub run_as_user: Option<String>,
+
     /// Scaffold again over an existing group/version/kind, overwriting its files.
     #[arg(long)]
     pub force: bool,
@@ -131,7 +145,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 fn summary(r: &Resource) -> String {
     match (r.resource, r.controller) {
-        (true, true) => format!("Added the kind {} with its controller.", r.gvk()),
+        (true, true) => match &r.deploy_image {
+            Some(deploy) => format!(
+                "Added the kind {} with its controller, which runs {} as a Deployment.",
+                r.gvk(),
+                deploy.image
+            ),
+            None => format!("Added the kind {} with its controller.", r.gvk()),
+        },
         (true, false) => format!("Added the kind {}.", r.gvk()),
         (false, _) => format!("Added a controller for {}.", r.gvk()),
     }
@@ -162,17 +183,21 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
             "nothing to scaffold: --resource=false and --controller=false; drop one of them"
         );
     }
+    let deploy_image = deploy_image(args)?;
     if args.finalizer && !args.controller {
         anyhow::bail!(
             "--finalizer scaffolds a controller's cleanup, but --controller=false scaffolds no controller; drop one of them"
         );
     }
 
-    let resource = if args.resource {
+    let mut resource = if args.resource {
         own_kind(project, args)?
     } else {
         existing_kind(project, args)?
     };
+    if deploy_image.is_some() {
+        resource.deploy_image = deploy_image;
+    }
 
     if let Some(existing) = project.resources.iter().find(|r| r.same_gvk(&resource))
         && !args.force
@@ -201,6 +226,72 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         }
     }
     Ok(resource)
+}
+
+/// The settings of `--image` and the flags that go with it, checked.
+fn deploy_image(args: &Args) -> anyhow::Result<Option<DeployImage>> {
+    let Some(image) = &args.image else {
+        for (flag, given) in [
+            (
+                "--image-container-port",
+                args.image_container_port.is_some(),
+            ),
+            ("--run-as-user", args.run_as_user.is_some()),
+        ] {
+            if given {
+                anyhow::bail!(
+                    "{flag} sets up the Deployment of --image, but no --image was given; add --image <image> or drop {flag}"
+                );
+            }
+        }
+        return Ok(None);
+    };
+    if !args.resource || !args.controller {
+        let flag = if args.resource {
+            "--controller=false"
+        } else {
+            "--resource=false"
+        };
+        anyhow::bail!(
+            "--image scaffolds a kind together with the controller that deploys the image, but {flag} leaves one out; drop {flag} or --image"
+        );
+    }
+    if !args.namespaced {
+        anyhow::bail!(
+            "--image needs a namespaced kind (its Deployment lives in the object's namespace); drop --namespaced=false or --image"
+        );
+    }
+    if args.finalizer {
+        anyhow::bail!(
+            "--image scaffolds a controller whose Deployment goes with its owner, without a finalizer; drop --finalizer or --image"
+        );
+    }
+    let container_port = match &args.image_container_port {
+        Some(port) => match port.parse::<u16>() {
+            Ok(port) if port > 0 => Some(port),
+            _ => anyhow::bail!(
+                "--image-container-port {port:?} is not a port; give a number from 1 to 65535"
+            ),
+        },
+        None => None,
+    };
+    let run_as_user = match &args.run_as_user {
+        Some(user) => match user.parse::<i64>() {
+            Ok(user) => Some(user),
+            Err(_) => anyhow::bail!(
+                "--run-as-user {user:?} is not a user id; give a number from 0 to {}",
+                i32::MAX
+            ),
+        },
+        None => None,
+    };
+    let deploy = DeployImage {
+        image: image.clone(),
+        container_port,
+        run_as_user,
+    };
+    deploy.check()?;
+    Ok(Some(deploy))
 }
 
 /// A kind this project defines: `<group>.<domain>`.
@@ -294,6 +385,7 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         controller: args.controller,
         finalizer: args.finalizer,
         webhooks: None,
+        deploy_image: None,
     })
 }
 

@@ -114,6 +114,12 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<(Resource, Vec<Webh
     }
 
     let mut resource = find_kind(project, args)?;
+    if resource.deploy_image.is_some() {
+        anyhow::bail!(
+            "{} was scaffolded with --image, and opctl scaffolds no webhooks for such kinds yet (the example handlers use spec.foo, which its spec does not have); write the handler by hand after the pattern of a kind made without --image",
+            resource.gvk()
+        );
+    }
     let existing = resource.webhooks();
     for kind in &requested {
         if kind.is_in(&existing) && !args.force {

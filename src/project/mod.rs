@@ -88,6 +88,64 @@ pub struct Resource {
     /// Admission webhooks scaffolded for the kind (by `opctl create webhook`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhooks: Option<Webhooks>,
+    /// The Deployment its controller manages (`opctl create api --image`,
+    /// as kubebuilder's deploy-image plugin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_image: Option<DeployImage>,
+}
+
+/// What `opctl create api --image` scaffolds a kind's controller to run: a
+/// Deployment of this image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeployImage {
+    /// The image (`--image`), also the default of the manager's
+    /// `<KIND>_IMAGE` variable.
+    pub image: String,
+    /// The container's port (`--image-container-port`), the default of
+    /// `spec.containerPort`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_port: Option<u16>,
+    /// The container's user (`--run-as-user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as_user: Option<i64>,
+}
+
+impl DeployImage {
+    /// Checks the settings; errors name the flag to fix.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let image = self.image.trim();
+        if image.is_empty() {
+            anyhow::bail!("--image is empty; give an image reference such as memcached:1.6");
+        }
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "._-/:@".contains(c);
+        if image != self.image
+            || !image.chars().all(allowed)
+            || !image.starts_with(|c: char| c.is_ascii_alphanumeric())
+        {
+            anyhow::bail!(
+                "--image {:?} is not an image reference (letters, digits and . _ - / : @); give one such as memcached:1.6 or registry.example.com/team/app@sha256:...",
+                self.image
+            );
+        }
+        if self.container_port == Some(0) {
+            anyhow::bail!("--image-container-port 0 is not a port; give a number from 1 to 65535");
+        }
+        if let Some(user) = self.run_as_user
+            && !(0..=i64::from(i32::MAX)).contains(&user)
+        {
+            anyhow::bail!(
+                "--run-as-user {user} is not a user id; give a number from 0 to {}",
+                i32::MAX
+            );
+        }
+        Ok(())
+    }
+
+    /// The manager's variable that overrides the image (`MEMCACHED_IMAGE`).
+    pub fn env_var(kind: &str) -> String {
+        format!("{}_IMAGE", heck::AsShoutySnakeCase(kind))
+    }
 }
 
 /// The webhooks of a kind.
@@ -125,6 +183,7 @@ impl Resource {
             finalizer: false,
             path: format!("{}::{}", known.rust_module(), known.kind),
             webhooks: None,
+            deploy_image: None,
         }
     }
 
@@ -291,6 +350,15 @@ impl Project {
                     resource.gvk()
                 );
             }
+            if let Some(deploy) = &resource.deploy_image {
+                if !resource.resource || !resource.controller || resource.builtin {
+                    anyhow::bail!(
+                        "{} has a deployImage but not both a type and a controller",
+                        resource.gvk()
+                    );
+                }
+                deploy.check()?;
+            }
             if !resource.resource && !resource.controller && !resource.webhooks().any() {
                 anyhow::bail!(
                     "{} has neither a type, a controller nor a webhook",
@@ -355,6 +423,7 @@ mod tests {
             finalizer: true,
             path: "database::api::zalando::v1::Database".into(),
             webhooks: None,
+            deploy_image: None,
         });
         project
     }

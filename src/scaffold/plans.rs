@@ -182,19 +182,30 @@ fn resource_files(
     let context = values.resource_context(&view)?;
     let group_module = names::group_module(&r.group);
     let kind_module = names::kind_module(&r.kind);
+    // A kind made with `--image` (kubebuilder's deploy-image plugin): its
+    // spec sizes a Deployment of the image, which its controller runs.
+    let deploy_image = r.deploy_image.is_some();
     if r.resource {
+        let (kind, sample) = if deploy_image {
+            (
+                "api/src/kind_deploy_image.rs",
+                "config/samples/sample_deploy_image.yaml",
+            )
+        } else {
+            ("api/src/kind.rs", "config/samples/sample.yaml")
+        };
         plan.file(
             api_file(&format!(
                 "src/{group_module}/{}/{kind_module}.rs",
                 r.version
             )),
-            renderer.render("api/src/kind.rs", &context)?,
+            renderer.render(kind, &context)?,
             Owner::User,
             type_policy,
         );
         plan.file(
             format!("config/samples/{}", view.sample_file),
-            renderer.render("config/samples/sample.yaml", &context)?,
+            renderer.render(sample, &context)?,
             Owner::User,
             type_policy,
         );
@@ -202,6 +213,8 @@ fn resource_files(
     if r.controller {
         let template = if r.builtin {
             "src/controller/builtin.rs"
+        } else if deploy_image {
+            "src/controller/deploy_image.rs"
         } else {
             "src/controller/custom.rs"
         };
@@ -218,7 +231,9 @@ fn resource_files(
         );
         // A built-in kind's test creates its sample (none for webhook
         // configurations, which the test's manager relies on).
-        let e2e_template = if !r.builtin {
+        let e2e_template = if deploy_image {
+            Some("tests/e2e_deploy_image.rs")
+        } else if !r.builtin {
             Some("tests/e2e_kind.rs")
         } else if webhooks::has_e2e_test(r) {
             Some("tests/e2e_builtin.rs")

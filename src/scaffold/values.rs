@@ -10,7 +10,7 @@ use heck::ToSnakeCase;
 use serde::Serialize;
 
 use crate::project::paths::crd_file;
-use crate::project::{License, Project, Resource, builtin_samples, names};
+use crate::project::{DeployImage, License, Project, Resource, builtin_samples, names};
 
 /// Short names of built-in kinds, which a generated short name must avoid.
 const BUILTIN_SHORT_NAMES: &[&str] = &[
@@ -117,6 +117,45 @@ pub struct ResourceValues {
     /// sit inside a `json!` in a test; None for kinds of the project and
     /// built-in kinds without a sample.
     e2e_sample: Option<String>,
+    /// The Deployment its controller runs, for a kind made with `--image`.
+    deploy_image: Option<DeployImageValues>,
+}
+
+/// The Deployment a kind's controller runs (`create api --image`), as
+/// `r.deploy_image`.
+#[derive(Debug, Serialize)]
+pub struct DeployImageValues {
+    image: String,
+    /// The manager's variable that overrides the image (`MEMCACHED_IMAGE`).
+    env_var: String,
+    /// The container's name: the kind in lowercase.
+    container: String,
+    /// The container port's name: the kind in lowercase, at most 15 characters.
+    port_name: String,
+    container_port: Option<u16>,
+    run_as_user: Option<i64>,
+}
+
+impl DeployImageValues {
+    fn new(kind: &str, deploy: &DeployImage) -> Self {
+        let container = kind.to_ascii_lowercase();
+        DeployImageValues {
+            image: deploy.image.clone(),
+            env_var: DeployImage::env_var(kind),
+            port_name: container.chars().take(15).collect(),
+            container,
+            container_port: deploy.container_port,
+            run_as_user: deploy.run_as_user,
+        }
+    }
+}
+
+/// An image the manager's Deployment names in its environment, for a kind
+/// scaffolded with `--image`.
+#[derive(Debug, Serialize)]
+struct ManagerImage {
+    env_var: String,
+    image: String,
 }
 
 /// The webhooks of one kind, as `w`.
@@ -141,6 +180,8 @@ pub struct Values {
     multi_version: bool,
     samples: Vec<String>,
     controllers: Vec<Controller>,
+    /// The images of the kinds made with `--image`, by variable name.
+    images: Vec<ManagerImage>,
     has_webhooks: bool,
     webhook_groups: Vec<WebhookGroup>,
 }
@@ -199,7 +240,17 @@ impl Values {
         let mut crds: BTreeMap<String, Vec<CrdVersion>> = BTreeMap::new();
         let mut samples = Vec::new();
         let mut controllers = BTreeMap::new();
+        let mut images = BTreeMap::new();
         for r in &project.resources {
+            if let Some(deploy) = &r.deploy_image {
+                images.insert(
+                    DeployImage::env_var(&r.kind),
+                    ManagerImage {
+                        env_var: DeployImage::env_var(&r.kind),
+                        image: deploy.image.clone(),
+                    },
+                );
+            }
             let view = ResourceValues::new(project, r);
             if r.resource {
                 let (_, versions) = groups
@@ -262,6 +313,7 @@ impl Values {
             multi_version,
             samples,
             controllers: controllers.into_values().collect(),
+            images: images.into_values().collect(),
             has_webhooks: project.has_webhooks(),
             webhook_groups,
         }
@@ -363,6 +415,10 @@ impl ResourceValues {
                 .then(|| builtin_samples::e2e_object(&r.api_group, &r.kind))
                 .flatten()
                 .map(|sample| indent_json(&sample)),
+            deploy_image: r
+                .deploy_image
+                .as_ref()
+                .map(|deploy| DeployImageValues::new(&r.kind, deploy)),
         }
     }
 }
