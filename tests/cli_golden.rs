@@ -236,3 +236,31 @@ fn helm_chart_turned_on_then_a_webhook_added() {
         ],
     );
 }
+
+#[test]
+fn a_kind_that_deploys_an_image_with_a_helm_chart() {
+    check(
+        "deploy-image",
+        "memcached-operator",
+        &[
+            &["init", "--domain", "example.com"],
+            &[
+                "create",
+                "api",
+                "--group",
+                "cache",
+                "--version",
+                "v1alpha1",
+                "--kind",
+                "Memcached",
+                "--image",
+                "memcached:1.6",
+                "--image-container-port",
+                "11211",
+                "--run-as-user",
+                "1001",
+            ],
+            &["edit", "--helm"],
+        ],
+    );
+}

@@ -7,6 +7,13 @@ use k8s_openapi::jiff::Timestamp;
 /// The condition type every scaffolded kind reports.
 pub const READY: &str = "Ready";
 
+/// The condition types of a kind scaffolded with `--image`, as kubebuilder's
+/// deploy-image plugin has them: its Deployment runs every replica asked for,
+/// is rolling out, or cannot be put in place.
+pub const AVAILABLE: &str = "Available";
+pub const PROGRESSING: &str = "Progressing";
+pub const DEGRADED: &str = "Degraded";
+
 /// A `Ready` condition for an object at `generation`.
 pub fn ready(
     ready: bool,
@@ -14,9 +21,20 @@ pub fn ready(
     message: impl Into<String>,
     generation: Option<i64>,
 ) -> Condition {
+    new(READY, ready, reason, message, generation)
+}
+
+/// A condition of `type_` for an object at `generation`.
+pub fn new(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: impl Into<String>,
+    generation: Option<i64>,
+) -> Condition {
     Condition {
-        type_: READY.to_owned(),
-        status: if ready { "True" } else { "False" }.to_owned(),
+        type_: type_.to_owned(),
+        status: if status { "True" } else { "False" }.to_owned(),
         reason: reason.to_owned(),
         message: message.into(),
         observed_generation: generation,
