@@ -155,7 +155,7 @@ fn the_settings_are_recorded_and_replayed() {
         assert!(controller.contains(line), "{line}");
     }
     let types = read(&dir, "api/src/cache/v1alpha1/memcached.rs");
-    assert!(types.contains("pub const DEFAULT_CONTAINER_PORT: i32 = 11211;"));
+    assert!(types.contains("    pub const DEFAULT_CONTAINER_PORT: i32 = 11211;"));
     let sample = read(&dir, "config/samples/cache_v1alpha1_memcached.yaml");
     assert!(sample.contains("  size: 1\n"), "{sample}");
     assert!(sample.contains("  containerPort: 11211\n"), "{sample}");

@@ -11,13 +11,6 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The fewest replicas a Memcached may ask for.
-pub const MIN_SIZE: i32 = 1;
-/// The most replicas a Memcached may ask for.
-pub const MAX_SIZE: i32 = 5;
-/// The port of the container when the spec names none.
-pub const DEFAULT_CONTAINER_PORT: i32 = 11211;
-
 /// The desired state of a Memcached: a Deployment of `memcached:1.6`.
 // More short names: `shortname = "..."`; more columns: `printcolumn(...)`;
 // CEL validation: `validation = "..."` (see the kube-derive documentation).
@@ -46,9 +39,10 @@ pub const DEFAULT_CONTAINER_PORT: i32 = 11211;
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MemcachedSpec {
-    /// How many replicas of the image the Deployment runs.
+    /// How many replicas of the image the Deployment runs (the bounds
+    /// are [`Self::MIN_SIZE`] and [`Self::MAX_SIZE`]).
     #[serde(default = "default_size")]
-    #[schemars(range(min = MIN_SIZE, max = MAX_SIZE))]
+    #[schemars(range(min = 1, max = 5))]
     pub size: i32,
 
     /// The port the container listens on.
@@ -57,12 +51,21 @@ pub struct MemcachedSpec {
     pub container_port: i32,
 }
 
+impl MemcachedSpec {
+    /// The fewest replicas a Memcached may ask for, and the default.
+    pub const MIN_SIZE: i32 = 1;
+    /// The most replicas a Memcached may ask for.
+    pub const MAX_SIZE: i32 = 5;
+    /// The port of the container when the spec names none.
+    pub const DEFAULT_CONTAINER_PORT: i32 = 11211;
+}
+
 fn default_size() -> i32 {
-    MIN_SIZE
+    MemcachedSpec::MIN_SIZE
 }
 
 fn default_container_port() -> i32 {
-    DEFAULT_CONTAINER_PORT
+    MemcachedSpec::DEFAULT_CONTAINER_PORT
 }
 
 impl Default for MemcachedSpec {
@@ -117,12 +120,15 @@ mod tests {
             let schema = &spec["properties"][field];
             (schema["minimum"].as_f64(), schema["maximum"].as_f64())
         };
-        let (min, max) = (f64::from(MIN_SIZE), f64::from(MAX_SIZE));
+        let min = f64::from(MemcachedSpec::MIN_SIZE);
+        let max = f64::from(MemcachedSpec::MAX_SIZE);
         assert_eq!(bounds("size"), (Some(min), Some(max)));
-        assert_eq!(spec["properties"]["size"]["default"], MIN_SIZE);
+        let default = MemcachedSpec::MIN_SIZE;
+        assert_eq!(spec["properties"]["size"]["default"], default);
         assert_eq!(bounds("containerPort"), (Some(1.0), Some(65535.0)));
         let port = &spec["properties"]["containerPort"];
-        assert_eq!(port["default"], DEFAULT_CONTAINER_PORT);
+        let default = MemcachedSpec::DEFAULT_CONTAINER_PORT;
+        assert_eq!(port["default"], default);
     }
 
     #[test]
@@ -130,14 +136,17 @@ mod tests {
         let spec = serde_json::from_str::<MemcachedSpec>("{}");
         let spec = spec.expect("parses");
         assert_eq!(spec, MemcachedSpec::default());
-        assert_eq!(spec.size, MIN_SIZE);
+        assert_eq!(spec.size, MemcachedSpec::MIN_SIZE);
     }
 
     #[test]
     fn the_sample_is_valid() {
         let sample: Memcached = crate::sample();
-        assert!((MIN_SIZE..=MAX_SIZE).contains(&sample.spec.size));
-        assert_eq!(sample.spec.container_port, DEFAULT_CONTAINER_PORT);
+        let min = MemcachedSpec::MIN_SIZE;
+        let max = MemcachedSpec::MAX_SIZE;
+        assert!((min..=max).contains(&sample.spec.size));
+        let port = MemcachedSpec::DEFAULT_CONTAINER_PORT;
+        assert_eq!(sample.spec.container_port, port);
         let json = serde_json::to_value(&sample).expect("serialises");
         assert_eq!(json["kind"], "Memcached");
     }
