@@ -1,0 +1,126 @@
+//! A project made with `opctl create api --image` (kubebuilder's
+//! deploy-image plugin) works: scaffolded in a fresh directory, `opctl
+//! manifests` (twice: nothing changes), then in the project `cargo fmt
+//! --all --check`, `cargo clippy --workspace --all-targets -- -D warnings`,
+//! `make test` (the types' and the controller's unit tests) and `make
+//! test-e2e` under `opctl envtest run`: the Memcached's Deployment is
+//! created with its replicas, image, port and security context, follows a
+//! new `size`, and the Memcached reports `Available=True`. A second kind
+//! without `--image-container-port` and `--run-as-user` builds beside it.
+//!
+//! It shares the workspace's target directory with the other generated and
+//! reference projects, so their dependencies are built once.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{opctl_bin, opctl_ok, project_dir, shared_target_dir, snapshot};
+
+/// Runs `program args` in `dir` with the shared target directory; its output.
+fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .output()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{program} {args:?}:\n{text}");
+    text
+}
+
+fn read(dir: &Path, path: &str) -> String {
+    std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
+    let (_tmp, dir) = project_dir("memcached-operator");
+    opctl_ok(&dir, &["init", "--domain", "example.com"]);
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Memcached",
+            "--image",
+            "memcached:1.6",
+            "--image-container-port",
+            "11211",
+            "--run-as-user",
+            "1001",
+        ],
+    );
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Busybox",
+            "--image",
+            "busybox:1.36",
+        ],
+    );
+    run(&dir, opctl_bin(), &["manifests"]);
+    let crd = read(&dir, "config/crd/bases/cache.example.com_memcacheds.yaml");
+    for field in ["default: 11211", "maximum: 5.0", "minimum: 1.0"] {
+        assert!(crd.contains(field), "{field}:\n{crd}");
+    }
+    let role = read(&dir, "config/rbac/role.yaml");
+    assert!(role.contains("  - deployments\n"), "{role}");
+    let before = snapshot(&dir);
+    run(&dir, opctl_bin(), &["manifests"]);
+    assert_eq!(
+        snapshot(&dir),
+        before,
+        "a second opctl manifests changed files"
+    );
+
+    run(&dir, "cargo", &["fmt", "--all", "--check"]);
+    run(
+        &dir,
+        "cargo",
+        &[
+            "clippy",
+            "--all-targets",
+            "--workspace",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    );
+    let opctl = format!("OPCTL={}", opctl_bin());
+    let unit = run(&dir, "make", &["test", &opctl]);
+    for test in [
+        "controller::memcached::tests::the_deployment_runs_the_image_with_the_size_and_is_owned ... ok",
+        "controller::memcached::tests::the_status_follows_the_rollout ... ok",
+        "cache::v1alpha1::memcached::tests::the_size_is_bounded_and_defaulted_by_the_crd ... ok",
+        "cache::v1alpha1::memcached::tests::the_sample_is_valid ... ok",
+        "cache::v1alpha1::busybox::tests::the_sample_is_valid ... ok",
+    ] {
+        assert!(unit.contains(test), "{test}:\n{unit}");
+    }
+    let e2e = run(&dir, "make", &["test-e2e", &opctl]);
+    for test in [
+        "a_memcached_runs_its_deployment_and_follows_its_size ... ok",
+        "a_busybox_runs_its_deployment_and_follows_its_size ... ok",
+    ] {
+        assert!(e2e.contains(test), "{test}:\n{e2e}");
+    }
+}
