@@ -3,6 +3,7 @@
 //! document it prints is a CustomResourceDefinition, and renders one YAML
 //! file per CRD.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -24,6 +25,8 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<CrdFile>> 
     if project.crd_resources().next().is_none() {
         return Ok(Vec::new());
     }
+    // A missing or doubled storage-version marker fails before the build.
+    let storage = super::storage::from_sources(root, project)?;
     let bin = format!("{}-crdgen", project.project_name);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("Generating CRDs: building and running {bin} (cargo run --bin {bin})");
@@ -43,14 +46,20 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<CrdFile>> 
             output.status
         );
     }
-    parse(&output.stdout).with_context(|| format!("{bin} printed something other than CRDs"))
+    parse(&output.stdout, &storage)
+        .with_context(|| format!("{bin} printed something other than CRDs"))
 }
 
-/// The CRDs in the generator's JSON output, sorted by file name.
-pub fn parse(json: &[u8]) -> anyhow::Result<Vec<CrdFile>> {
+/// The CRDs in the generator's JSON output, sorted by file name, each
+/// storing the version `storage` names for it (by CRD name).
+pub fn parse(json: &[u8], storage: &BTreeMap<String, String>) -> anyhow::Result<Vec<CrdFile>> {
     let crds: Vec<CustomResourceDefinition> = serde_json::from_slice(json)?;
     let mut files = Vec::new();
-    for crd in crds {
+    for mut crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        if let Some(version) = storage.get(&name) {
+            super::storage::set(&mut crd, version)?;
+        }
         let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
         let body = serde_saphyr::to_string(&crd).context("cannot render a CRD as YAML")?;
         let yaml =
@@ -102,14 +111,14 @@ mod tests {
 
     #[test]
     fn crds_become_yaml_files_that_parse_back() {
-        let files = parse(CRD.as_bytes()).expect("parses");
+        let files = parse(CRD.as_bytes(), &BTreeMap::new()).expect("parses");
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].file, "zalando.org_databases.yaml");
         let back: CustomResourceDefinition =
             serde_saphyr::from_str(&files[0].yaml).expect("YAML parses");
         assert_eq!(back.metadata.name.as_deref(), Some("databases.zalando.org"));
         assert_eq!(
-            parse(CRD.as_bytes()).expect("parses")[0].yaml,
+            parse(CRD.as_bytes(), &BTreeMap::new()).expect("parses")[0].yaml,
             files[0].yaml,
             "deterministic"
         );
@@ -117,7 +126,7 @@ mod tests {
 
     #[test]
     fn other_output_is_rejected() {
-        assert!(parse(b"[{\"kind\": \"Pod\"}]").is_err());
-        assert!(parse(b"hello").is_err());
+        assert!(parse(b"[{\"kind\": \"Pod\"}]", &BTreeMap::new()).is_err());
+        assert!(parse(b"hello", &BTreeMap::new()).is_err());
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod crd;
 pub mod rbac;
+pub mod storage;
 pub mod webhook;
 
 use std::path::Path;

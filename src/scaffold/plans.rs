@@ -13,7 +13,8 @@ use super::{IfExists, Owner, Plan};
 use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
 use crate::project::paths::{
-    CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file, pristine,
+    CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file, kind_file,
+    pristine,
 };
 use crate::project::{License, Project, Resource, names};
 
@@ -178,11 +179,10 @@ fn resource_files(
     let values = Values::new(project, webhooks::webhook_groups(project));
     let view = ResourceValues::new(project, r);
     let context = values.resource_context(&view)?;
-    let group_module = names::group_module(&r.group);
     let kind_module = names::kind_module(&r.kind);
     if r.resource {
         plan.file(
-            format!("src/api/{group_module}/{}/{kind_module}.rs", r.version),
+            kind_file(r),
             renderer.render("src/api/kind.rs", &context)?,
             Owner::User,
             type_policy,

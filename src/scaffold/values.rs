@@ -109,6 +109,9 @@ pub struct ResourceValues {
     /// Under config/samples.
     pub sample_file: String,
     shortname: Option<String>,
+    /// Whether the type module carries the storage-version marker: the
+    /// first version of a kind does, later ones do not.
+    storage_marker: bool,
     /// The e2e tests' sample object of a built-in kind, as JSON indented to
     /// sit inside a `json!` in a test; None for kinds of the project and
     /// built-in kinds without a sample.
@@ -240,7 +243,8 @@ impl Values {
             .into_iter()
             .map(|(name, versions)| Crd {
                 name,
-                // The first version recorded is the storage version.
+                // The generator needs one; `opctl manifests` then stores the
+                // version marked `+opctl:storageversion` (see manifests::storage).
                 storage: versions[0].version.clone(),
                 versions,
             })
@@ -349,6 +353,11 @@ impl ResourceValues {
             } else {
                 short_name(&r.kind)
             },
+            storage_marker: r.resource
+                && project
+                    .crd_resources()
+                    .find(|o| o.api_group == r.api_group && o.kind == r.kind)
+                    .is_none_or(|first| first.same_gvk(r)),
             e2e_sample: r
                 .builtin
                 .then(|| builtin_samples::e2e_object(&r.api_group, &r.kind))
