@@ -15,7 +15,6 @@ use cel::{Context, Program, Value as CelValue};
 use serde_json::Value;
 
 use super::attributes::AdmissionAttributes;
-use super::config::Webhook;
 use super::errors::forbidden;
 use crate::error::ApiResult;
 use crate::schema::cel::env;
@@ -73,10 +72,11 @@ impl MatchConditions {
 
     /// Whether every condition holds. A false condition skips the webhook at
     /// once; evaluation errors fail the request as 403 Forbidden under
-    /// `failurePolicy: Fail` and skip the webhook under `Ignore`.
+    /// `failurePolicy: Fail` and skip the webhook under `Ignore`
+    /// (`ignore_failures`).
     pub(crate) fn matches(
         &self,
-        hook: &Webhook,
+        ignore_failures: bool,
         attrs: &AdmissionAttributes,
         object: Option<&Value>,
     ) -> ApiResult<bool> {
@@ -123,7 +123,7 @@ impl MatchConditions {
         if errors.is_empty() {
             return Ok(true);
         }
-        if hook.ignore_failures {
+        if ignore_failures {
             return Ok(false);
         }
         // utilerrors.NewAggregate prints one error bare and several in brackets.

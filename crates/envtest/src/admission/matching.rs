@@ -107,7 +107,9 @@ pub(crate) fn should_call(
     namespace_match?;
     object_match?;
     let (view, object) = invocation.view(attrs, object);
-    let matched = hook.conditions.matches(hook, &view, object.as_deref())?;
+    let matched = hook
+        .conditions
+        .matches(hook.ignore_failures, &view, object.as_deref())?;
     Ok(matched.then_some(invocation))
 }
 

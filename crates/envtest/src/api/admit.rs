@@ -358,7 +358,8 @@ pub(crate) async fn mutate(
             // The account was found before the webhooks ran; one a webhook
             // named instead is taken as found (kube-apiserver would look
             // it up again).
-            let account = super::create::pod_service_account(app, kind, req.namespace, object);
+            let account =
+                super::service_account::pod_service_account(app, kind, req.namespace, object);
             crate::builtin::admit_create(kind, object, account.ok().flatten().as_deref());
         }
     };

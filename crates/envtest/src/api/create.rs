@@ -140,7 +140,7 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
     check_namespace_accepts_create(app, res, ns, &requested_name)?;
     // The server's own admission plugins run before the mutating webhooks.
     if let Some(kind) = res.builtin() {
-        let service_account = pod_service_account(app, kind, ns, &obj)?;
+        let service_account = super::service_account::pod_service_account(app, kind, ns, &obj)?;
         if (kind.group, kind.kind) == ("", "Pod") {
             // kube-apiserver's default plugin order: LimitRanger, then
             // ServiceAccount, then Priority.
@@ -157,43 +157,6 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
         warnings,
         requested_name,
     })
-}
-
-/// The ServiceAccount admission plugin's lookup of a Pod's account: 403
-/// Forbidden when the Pod names one that does not exist. A namespace's
-/// `default` account may trail the namespace by a moment (the serviceaccount
-/// controller makes it, and kube-apiserver waits for it), so a missing
-/// `default` counts as one with no settings.
-pub(crate) fn pod_service_account(
-    app: &App,
-    kind: &builtin::KindInfo,
-    ns: &str,
-    pod: &Value,
-) -> ApiResult<Option<Arc<Value>>> {
-    if (kind.group, kind.kind) != ("", "Pod") {
-        return Ok(None);
-    }
-    let name = builtin::pod_service_account_name(pod);
-    let key: crate::store::ResKey = Arc::from("serviceaccounts");
-    match app.store.get(&key, ns, name) {
-        Some(account) => Ok(Some(account)),
-        None if name == "default" => Ok(None),
-        None => {
-            // As admission names the object: its name, else its generateName.
-            let pod_name = match meta::name(pod) {
-                "" => meta::meta_str(pod, "generateName"),
-                named => named,
-            };
-            Err(ApiError::forbidden(
-                "",
-                "pods",
-                pod_name,
-                &format!(
-                    "error looking up service account {ns}/{name}: serviceaccount {name:?} not found"
-                ),
-            ))
-        }
-    }
 }
 
 /// The object ready to store.

@@ -11,16 +11,16 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::pods::delete_evicted;
+use super::pod_object::{check_preconditions, set_pod_condition};
 use super::update::{Change, Fail, update_once};
-use super::{App, WriteCtx, Written};
+use super::{App, WriteCtx, Written, not_found};
 use crate::controllers::APISERVER;
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::meta;
 use crate::registry::Resource;
 use crate::request::query::DeleteOptions;
 use crate::selectors::LabelSelector;
-use crate::store::ResKey;
+use crate::store::{ResKey, WriteError, parse_rv};
 
 pub(crate) const PDB_KEY: &str = "policy/poddisruptionbudgets";
 /// More unconfirmed evictions than this refuse further ones.
@@ -242,4 +242,50 @@ fn take_disruption(
     Err(ApiError::timeout(format!(
         "couldn't update PodDisruptionBudget {pdb_name:?} due to conflicts"
     )))
+}
+
+/// Deletes an evicted Pod: its DisruptionTarget condition first, then the
+/// Pod with the eviction's options (no admission webhooks run for it).
+pub(crate) fn delete_evicted(
+    app: &App,
+    pods: &Resource,
+    ns: &str,
+    name: &str,
+    options: &DeleteOptions,
+) -> ApiResult<()> {
+    if !options.dry_run
+        && let Some(stored) = app.store.get(&pods.store_key, ns, name)
+    {
+        let mut pod = (*pods.from_storage(&stored)).clone();
+        check_preconditions(
+            pods,
+            name,
+            &pod,
+            options.precondition_uid.as_deref().unwrap_or(""),
+            options.precondition_rv.as_deref().unwrap_or(""),
+        )?;
+        set_pod_condition(
+            &mut pod,
+            json!({"type": "DisruptionTarget", "status": "True",
+                "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}),
+        );
+        let rv = parse_rv(meta::resource_version(&pod));
+        if let Err(e) = app
+            .store
+            .update(&pods.store_key, ns, name, rv, pods.to_storage(pod))
+        {
+            return Err(match e {
+                WriteError::NotFound => not_found(pods, name),
+                _ => super::conflict(pods, name),
+            });
+        }
+    }
+    let mut options = options.clone();
+    // The condition write moved the resourceVersion a precondition names.
+    if options.precondition_rv.is_some()
+        && let Some(stored) = app.store.get(&pods.store_key, ns, name)
+    {
+        options.precondition_rv = Some(meta::resource_version(&stored).to_string());
+    }
+    super::delete::delete_internal(app, pods, ns, name, &options).map(|_| ())
 }

@@ -5,12 +5,12 @@
 
 use serde_json::{Map, Value, json};
 
+use super::pod_object::{check_preconditions, set_pod_condition};
 use super::{App, WriteCtx, Written, not_found};
 use crate::admission::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::registry::Resource;
-use crate::request::query::DeleteOptions;
 use crate::store::{WriteError, parse_rv};
 
 fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
@@ -190,55 +190,6 @@ pub async fn bind(
     Err(super::conflict(pods, name))
 }
 
-/// The uid and resourceVersion a Binding names must be the Pod's.
-fn check_preconditions(
-    pods: &Resource,
-    name: &str,
-    pod: &Value,
-    uid: &str,
-    rv: &str,
-) -> ApiResult<()> {
-    let (pod_uid, pod_rv) = (meta::uid(pod), meta::resource_version(pod));
-    let failed = if !uid.is_empty() && uid != pod_uid {
-        format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {pod_uid}")
-    } else if !rv.is_empty() && rv != pod_rv {
-        format!(
-            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {pod_rv}"
-        )
-    } else {
-        return Ok(());
-    };
-    Err(ApiError::conflict(&pods.group, &pods.plural, name, &failed))
-}
-
-/// `UpdatePodCondition`: adds or replaces the condition of its type; the
-/// transition time is now unless the status stays the same.
-pub(crate) fn set_pod_condition(pod: &mut Value, mut condition: Value) {
-    let now = json!(meta::now_rfc3339());
-    condition["lastProbeTime"] = Value::Null;
-    condition["lastTransitionTime"] = now;
-    let kind = condition["type"].clone();
-    if !pod.get("status").is_some_and(Value::is_object) {
-        pod["status"] = json!({});
-    }
-    let conditions = &mut pod["status"]["conditions"];
-    if !conditions.is_array() {
-        *conditions = json!([]);
-    }
-    let Some(list) = conditions.as_array_mut() else {
-        return;
-    };
-    match list.iter_mut().find(|c| c["type"] == kind) {
-        Some(existing) => {
-            if existing["status"] == condition["status"] {
-                condition["lastTransitionTime"] = existing["lastTransitionTime"].clone();
-            }
-            *existing = condition;
-        }
-        None => list.push(condition),
-    }
-}
-
 /// POST `pods/<name>/eviction`: deletes the Pod when that disrupts nothing
 /// its PodDisruptionBudget protects (see [`super::disruption`]).
 pub async fn evict(
@@ -296,50 +247,4 @@ pub async fn evict(
     };
     admit(app, pods, target, body, ctx).await?;
     super::disruption::evict(app, pods, ns, name, options).await
-}
-
-/// Deletes an evicted Pod: its DisruptionTarget condition first, then the
-/// Pod with the eviction's options (no admission webhooks run for it).
-pub(crate) fn delete_evicted(
-    app: &App,
-    pods: &Resource,
-    ns: &str,
-    name: &str,
-    options: &DeleteOptions,
-) -> ApiResult<()> {
-    if !options.dry_run
-        && let Some(stored) = app.store.get(&pods.store_key, ns, name)
-    {
-        let mut pod = (*pods.from_storage(&stored)).clone();
-        check_preconditions(
-            pods,
-            name,
-            &pod,
-            options.precondition_uid.as_deref().unwrap_or(""),
-            options.precondition_rv.as_deref().unwrap_or(""),
-        )?;
-        set_pod_condition(
-            &mut pod,
-            json!({"type": "DisruptionTarget", "status": "True",
-                "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}),
-        );
-        let rv = parse_rv(meta::resource_version(&pod));
-        if let Err(e) = app
-            .store
-            .update(&pods.store_key, ns, name, rv, pods.to_storage(pod))
-        {
-            return Err(match e {
-                WriteError::NotFound => not_found(pods, name),
-                _ => super::conflict(pods, name),
-            });
-        }
-    }
-    let mut options = options.clone();
-    // The condition write moved the resourceVersion a precondition names.
-    if options.precondition_rv.is_some()
-        && let Some(stored) = app.store.get(&pods.store_key, ns, name)
-    {
-        options.precondition_rv = Some(meta::resource_version(&stored).to_string());
-    }
-    super::delete::delete_internal(app, pods, ns, name, &options).map(|_| ())
 }
