@@ -73,8 +73,10 @@ pub fn parse(json: &[u8], storage: &BTreeMap<String, String>) -> anyhow::Result<
     Ok(files)
 }
 
-/// config/crd/kustomization.yaml listing `files` (names under config/crd/bases).
-pub fn kustomization(files: &[String]) -> String {
+/// config/crd/kustomization.yaml listing `files` (names under
+/// config/crd/bases) and `patches` (paths relative to config/crd: the
+/// conversion webhook of kinds that convert).
+pub fn kustomization(files: &[String], patches: &[String]) -> String {
     let mut out = String::from(
         "# The CRDs of this project: kubectl apply -k config/crd\n\
          # Written by `opctl manifests` from src/api. DO NOT EDIT.\n\
@@ -87,6 +89,12 @@ pub fn kustomization(files: &[String]) -> String {
         out.push_str("resources:\n");
         for file in files {
             out.push_str(&format!("- bases/{file}\n"));
+        }
+    }
+    if !patches.is_empty() {
+        out.push_str("patches:\n");
+        for patch in patches {
+            out.push_str(&format!("- path: {patch}\n"));
         }
     }
     out

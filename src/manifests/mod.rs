@@ -48,7 +48,7 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<Manifest>>
     files.sort();
     out.push(Manifest {
         path: CRD_KUSTOMIZATION.to_owned(),
-        contents: crd::kustomization(&files),
+        contents: crd::kustomization(&files, &crate::scaffold::webhooks::crd_patches(project)),
     });
     out.push(Manifest {
         path: ROLE_FILE.to_owned(),

@@ -14,7 +14,7 @@ use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
 use crate::project::paths::{
     CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file, kind_file,
-    pristine,
+    pristine, target,
 };
 use crate::project::{License, Project, Resource, names};
 
@@ -251,7 +251,7 @@ pub fn init(project: &Project) -> anyhow::Result<Plan> {
     scaffold_owned(project, &mut renderer, &mut plan)?;
     plan.file(
         CRD_KUSTOMIZATION,
-        crd_kustomization(&[]),
+        crd_kustomization(&[], &[]),
         Owner::Generated,
         IfExists::Overwrite,
     );
@@ -289,6 +289,22 @@ pub fn create_webhook(
     webhooks::handler_files(project, resource, requested, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
     webhooks::add_manifests(project, Some(root), &mut plan)?;
+    if requested.contains(&WebhookKind::Conversion) {
+        // The CRD patches take effect at once, for the CRDs already generated.
+        let mut files: Vec<String> = project
+            .crd_resources()
+            .map(crd_file)
+            .filter(|file| target(root, &crd_base(file)).is_file())
+            .collect();
+        files.sort();
+        files.dedup();
+        plan.file(
+            CRD_KUSTOMIZATION,
+            crd_kustomization(&files, &webhooks::crd_patches(project)),
+            Owner::Generated,
+            IfExists::Overwrite,
+        );
+    }
     add_chart_derived(project, root, &mut plan)?;
     Ok(plan)
 }

@@ -129,6 +129,11 @@ pub struct WebhookValues {
     pub marker_group: String,
     pub defaulting_module: String,
     pub validation_module: String,
+    /// The hub of a spoke's conversion module: its type's Rust path, version
+    /// and apiVersion (empty otherwise).
+    pub hub_path: String,
+    pub hub_version: String,
+    pub hub_api_version: String,
 }
 
 /// The values every template sees.
@@ -141,6 +146,11 @@ pub struct Values {
     samples: Vec<String>,
     controllers: Vec<Controller>,
     has_webhooks: bool,
+    /// Whether a kind converts between versions (`--conversion`).
+    has_conversion: bool,
+    /// The plurals of the CRDs with a conversion webhook (the e2e tests
+    /// point them at the local manager).
+    conversion_plurals: Vec<String>,
     webhook_groups: Vec<WebhookGroup>,
 }
 
@@ -258,6 +268,13 @@ impl Values {
             samples,
             controllers: controllers.into_values().collect(),
             has_webhooks: project.has_webhooks(),
+            has_conversion: project.has_conversion(),
+            conversion_plurals: project
+                .resources
+                .iter()
+                .filter(|r| r.webhooks().conversion)
+                .map(|r| r.plural.clone())
+                .collect(),
             webhook_groups,
         }
     }
