@@ -1,6 +1,5 @@
 //! opctl: scaffold, generate and test Kubernetes operators written in Rust.
 
-mod chart;
 mod cli;
 mod manifests;
 mod project;

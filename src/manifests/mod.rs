@@ -4,6 +4,7 @@
 //! `+opctl:webhook` markers, plus the kustomization listing the CRDs. This
 //! module computes them; the command writes them with the scaffold engine.
 
+pub mod chart;
 pub mod crd;
 pub mod rbac;
 pub mod storage;
@@ -66,7 +67,7 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<Manifest>>
             .iter()
             .map(|m| (m.path.clone(), m.contents.clone()))
             .collect();
-        out.extend(crate::chart::derived::generated(project, &config)?);
+        out.extend(chart::generated(project, &config)?);
     }
     Ok(out)
 }

@@ -24,6 +24,14 @@ pub fn pristine(relative: &str) -> String {
     format!("{PRISTINE_DIR}/{relative}")
 }
 
+/// Where the Helm chart lives in a project (`opctl edit --helm`).
+pub const CHART_DIR: &str = "dist/chart";
+
+/// `dist/chart/<relative>`: a file of the Helm chart.
+pub fn chart_file(relative: &str) -> String {
+    format!("{CHART_DIR}/{relative}")
+}
+
 /// `config/crd/bases/<file>`: where a CRD file is written.
 pub fn crd_base(file: &str) -> String {
     format!("config/crd/bases/{file}")

@@ -5,6 +5,7 @@
 //! place, and any failure puts the tree back as it was.
 
 mod apply;
+pub mod chart;
 pub mod markers;
 pub mod plans;
 pub mod pristine;

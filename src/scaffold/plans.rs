@@ -157,7 +157,7 @@ pub(super) fn scaffold_owned(
         }
     }
     webhooks::scaffold_owned(project, &values, renderer, plan)?;
-    crate::chart::scaffold_owned(project, &context, renderer, plan)?;
+    super::chart::scaffold_owned(project, &context, renderer, plan)?;
     Ok(())
 }
 
@@ -318,7 +318,7 @@ pub fn edit(project: &Project, root: &Path) -> anyhow::Result<Plan> {
     scaffold_owned(project, &mut renderer, &mut plan)?;
     if project.helm {
         let context = Values::new(project, webhooks::webhook_groups(project)).context()?;
-        crate::chart::user_files(&context, &mut renderer, &mut plan)?;
+        super::chart::user_files(&context, &mut renderer, &mut plan)?;
         add_chart_derived(project, root, &mut plan)?;
     }
     Ok(plan)
@@ -330,13 +330,13 @@ fn add_chart_derived(project: &Project, root: &Path, plan: &mut Plan) -> anyhow:
     if !project.helm {
         return Ok(());
     }
-    let mut config = crate::chart::derived::read_config(root, project)?;
+    let mut config = crate::manifests::chart::read_config(root, project)?;
     for file in plan.files() {
         if file.path.starts_with("config/") {
             config.insert(file.path.clone(), file.contents.clone());
         }
     }
-    for manifest in crate::chart::derived::generated(project, &config)? {
+    for manifest in crate::manifests::chart::generated(project, &config)? {
         plan.file(
             manifest.path,
             manifest.contents,
@@ -409,9 +409,9 @@ pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
     if project.helm {
         let context = Values::new(project, webhooks::webhook_groups(project)).context()?;
         let mut chart = Plan::default();
-        crate::chart::user_files(&context, &mut renderer, &mut chart)?;
+        super::chart::user_files(&context, &mut renderer, &mut chart)?;
         owners.extend(chart.owners());
-        for path in crate::chart::derived::paths(project) {
+        for path in crate::manifests::chart::paths(project) {
             owners.insert(path, Owner::Generated);
         }
     }

@@ -285,7 +285,7 @@ mod tests {
         let plans = [
             include_str!("plans.rs"),
             include_str!("webhooks.rs"),
-            include_str!("../chart/mod.rs"),
+            include_str!("chart.rs"),
         ]
         .concat();
         let names = names();

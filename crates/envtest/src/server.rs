@@ -105,7 +105,7 @@ pub struct Envtest {
 }
 
 /// The default of [`Config::request_timeout`].
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = crate::http::deadline::DEFAULT_REQUEST_TIMEOUT;
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = crate::request::DEFAULT_REQUEST_TIMEOUT;
 /// The default of [`Config::namespace_deletion_grace`].
 pub const DEFAULT_NAMESPACE_DELETION_GRACE: Duration = Duration::from_millis(100);
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(10);

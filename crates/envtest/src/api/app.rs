@@ -118,7 +118,7 @@ impl App {
             simulated_scheduler: false,
             root_ca: std::sync::RwLock::new(String::new()),
             identity: None,
-            request_timeout: crate::http::deadline::DEFAULT_REQUEST_TIMEOUT,
+            request_timeout: crate::request::DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }

@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::APISERVER;
 use super::pod_object::{check_preconditions, set_pod_condition};
 use super::update::{Change, Fail, update_once};
 use super::{App, WriteCtx, Written, not_found};
-use crate::controllers::APISERVER;
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::meta;
 use crate::registry::Resource;
@@ -48,7 +48,7 @@ pub(crate) fn is_ready(pod: &Value) -> bool {
         .any(|c| c["type"] == "Ready" && c["status"] == "True")
 }
 
-fn int_at(value: &Value, path: &[&str]) -> i64 {
+pub(crate) fn int_at(value: &Value, path: &[&str]) -> i64 {
     meta::get_path(value, path)
         .and_then(Value::as_i64)
         .unwrap_or(0)
@@ -165,7 +165,7 @@ fn take_disruption(
     pod_name: &str,
     dry_run: bool,
 ) -> ApiResult<()> {
-    let Some(res) = crate::controllers::resource_for(app, PDB_KEY) else {
+    let Some(res) = app.registry.load().by_store_key(PDB_KEY) else {
         return Ok(());
     };
     let key: ResKey = Arc::from(PDB_KEY);
@@ -215,7 +215,7 @@ fn take_disruption(
             json!(allowed - 1),
         );
         if allowed - 1 == 0 {
-            crate::controllers::disruption::set_allowed_condition(&mut new);
+            set_allowed_condition(&mut new);
         }
         meta::set_path(
             &mut new,
@@ -288,4 +288,47 @@ pub(crate) fn delete_evicted(
         options.precondition_rv = Some(meta::resource_version(&stored).to_string());
     }
     super::delete::delete_internal(app, pods, ns, name, &options).map(|_| ())
+}
+
+/// The DisruptionAllowed condition `status.disruptionsAllowed` calls for.
+pub(crate) fn expected_condition(pdb: &Value) -> (&'static str, &'static str) {
+    if int_at(pdb, &["status", "disruptionsAllowed"]) > 0 {
+        ("True", "SufficientPods")
+    } else {
+        ("False", "InsufficientPods")
+    }
+}
+
+/// `UpdateDisruptionAllowedCondition`: the DisruptionAllowed condition from
+/// `status.disruptionsAllowed`.
+pub(crate) fn set_allowed_condition(pdb: &mut Value) {
+    let (status, reason) = expected_condition(pdb);
+    set_condition(pdb, status, reason, "");
+}
+
+/// `meta.SetStatusCondition` of the DisruptionAllowed condition.
+pub(crate) fn set_condition(pdb: &mut Value, status: &str, reason: &str, message: &str) {
+    let generation = int_at(pdb, &["status", "observedGeneration"]);
+    let now = meta::now_rfc3339();
+    let conditions = &mut pdb["status"]["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let Some(list) = conditions.as_array_mut() else {
+        return;
+    };
+    let fresh = json!({
+        "type": "DisruptionAllowed", "status": status, "observedGeneration": generation,
+        "lastTransitionTime": now, "reason": reason, "message": message,
+    });
+    match list.iter_mut().find(|c| c["type"] == "DisruptionAllowed") {
+        Some(existing) => {
+            let mut updated = fresh;
+            if existing["status"] == status {
+                updated["lastTransitionTime"] = existing["lastTransitionTime"].clone();
+            }
+            *existing = updated;
+        }
+        None => list.push(fresh),
+    }
 }

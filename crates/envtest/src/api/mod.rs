@@ -30,6 +30,10 @@ mod errors;
 mod write;
 
 pub use app::{App, ClusterControllers};
+
+/// The manager name and event source of the writes kube-apiserver makes
+/// itself (budget status on eviction, quota usage).
+pub const APISERVER: &str = "kube-apiserver";
 pub use write::{Warnings, WriteCtx, Written, manager_from_user_agent};
 
 pub(crate) use alloc::{

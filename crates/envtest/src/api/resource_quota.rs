@@ -138,7 +138,7 @@ fn charge(
     ns: &str,
     charged: &[(Arc<Value>, Usage)],
 ) -> Result<(), Fail> {
-    let ctx = WriteCtx::internal(crate::controllers::APISERVER);
+    let ctx = WriteCtx::internal(super::APISERVER);
     for (stored, used) in charged {
         let name = meta::name(stored);
         let mut new = (**stored).clone();

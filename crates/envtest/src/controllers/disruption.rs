@@ -16,7 +16,9 @@ use serde_json::{Map, Value, json};
 
 use super::{CONTROLLER_MANAGER, modify, resource_for};
 use crate::api::App;
-use crate::api::disruption::{PDB_KEY, is_ready};
+use crate::api::disruption::{
+    PDB_KEY, expected_condition, int_at, is_ready, set_allowed_condition, set_condition,
+};
 use crate::meta;
 use crate::selectors::LabelSelector;
 use crate::store::{Event, ResKey};
@@ -45,12 +47,6 @@ pub fn sync_namespace(app: &App, ns: &str) {
     for (_, pdb) in budgets {
         sync(app, &pdb);
     }
-}
-
-fn int_at(value: &Value, path: &[&str]) -> i64 {
-    meta::get_path(value, path)
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
 }
 
 fn sync(app: &App, pdb: &Value) {
@@ -305,48 +301,6 @@ fn allowed_condition(pdb: &Value) -> Option<&Value> {
         .and_then(Value::as_array)?
         .iter()
         .find(|c| c["type"] == "DisruptionAllowed")
-}
-
-fn expected_condition(pdb: &Value) -> (&'static str, &'static str) {
-    if int_at(pdb, &["status", "disruptionsAllowed"]) > 0 {
-        ("True", "SufficientPods")
-    } else {
-        ("False", "InsufficientPods")
-    }
-}
-
-/// `UpdateDisruptionAllowedCondition`: the DisruptionAllowed condition from
-/// `status.disruptionsAllowed`.
-pub fn set_allowed_condition(pdb: &mut Value) {
-    let (status, reason) = expected_condition(pdb);
-    set_condition(pdb, status, reason, "");
-}
-
-/// `meta.SetStatusCondition` of the DisruptionAllowed condition.
-fn set_condition(pdb: &mut Value, status: &str, reason: &str, message: &str) {
-    let generation = int_at(pdb, &["status", "observedGeneration"]);
-    let now = meta::now_rfc3339();
-    let conditions = &mut pdb["status"]["conditions"];
-    if !conditions.is_array() {
-        *conditions = json!([]);
-    }
-    let Some(list) = conditions.as_array_mut() else {
-        return;
-    };
-    let fresh = json!({
-        "type": "DisruptionAllowed", "status": status, "observedGeneration": generation,
-        "lastTransitionTime": now, "reason": reason, "message": message,
-    });
-    match list.iter_mut().find(|c| c["type"] == "DisruptionAllowed") {
-        Some(existing) => {
-            let mut updated = fresh;
-            if existing["status"] == status {
-                updated["lastTransitionTime"] = existing["lastTransitionTime"].clone();
-            }
-            *existing = updated;
-        }
-        None => list.push(fresh),
-    }
 }
 
 /// `failSafe`: no disruptions allowed, and why.

@@ -35,7 +35,7 @@ use crate::registry::Resource;
 use crate::store::{Event, WatchFilter, WatcherTx};
 
 /// Manager names of the server's own writes, as on a real cluster.
-pub const APISERVER: &str = "kube-apiserver";
+pub use crate::api::APISERVER;
 pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 
 struct Controllers {

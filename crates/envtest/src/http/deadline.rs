@@ -12,9 +12,6 @@ use crate::error::ApiError;
 use crate::request::path::Route;
 use crate::request::query::Query;
 
-/// kube-apiserver's `--request-timeout` default.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// `BasicLongRunningRequestCheck` with kube-apiserver's sets: the verbs
 /// `watch` and `proxy`, the subresources `attach`, `exec`, `proxy`, `log`
 /// and `portforward`.

@@ -8,3 +8,6 @@ pub mod negotiate;
 pub mod path;
 pub mod protobuf;
 pub mod query;
+
+/// kube-apiserver's `--request-timeout` default: how long a request may take.
+pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);

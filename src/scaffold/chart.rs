@@ -4,17 +4,13 @@
 //! helpers and the templates of the fixed objects are regenerated from
 //! PROJECT by every command; the templates of the CRDs, the manager's role
 //! and the webhook configurations are derived from config/ (see
-//! [`derived`]) by `opctl edit --helm`, `opctl manifests` and the `create`
+//! [`crate::manifests::chart`]) by `opctl edit --helm`, `opctl manifests` and the `create`
 //! commands, whichever last wrote config/.
 
-pub mod derived;
-
+use super::templates::Renderer;
+use super::{IfExists, Owner, Plan};
 use crate::project::Project;
-use crate::scaffold::templates::Renderer;
-use crate::scaffold::{IfExists, Owner, Plan};
-
-/// Where the chart lives in a project.
-pub const CHART_DIR: &str = "dist/chart";
+use crate::project::paths::chart_file as path;
 
 /// Templates of every chart: (path under dist/chart, template).
 const SCAFFOLD_TEMPLATES: &[(&str, &str)] = &[
@@ -83,11 +79,6 @@ const USER_TEMPLATES: &[(&str, &str)] = &[
     ("Chart.yaml", "chart/Chart.yaml"),
     ("values.yaml", "chart/values.yaml"),
 ];
-
-/// `dist/chart/<relative>`.
-pub fn path(relative: &str) -> String {
-    format!("{CHART_DIR}/{relative}")
-}
 
 /// Adds the chart's scaffold-owned templates when the project has a chart.
 pub fn scaffold_owned(

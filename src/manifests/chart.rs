@@ -12,10 +12,11 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
-use super::path;
-use crate::manifests::Manifest;
+use super::Manifest;
 use crate::project::Project;
-use crate::project::paths::{ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file, target};
+use crate::project::paths::{
+    ROLE_FILE, WEBHOOK_MANIFESTS, chart_file as path, crd_base, crd_file, target,
+};
 
 /// The chart's copy of the manager's role.
 pub const ROLE_TEMPLATE: &str = "dist/chart/templates/rbac/role.yaml";
