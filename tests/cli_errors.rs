@@ -326,7 +326,7 @@ fn a_damaged_project_file() {
     // A layout this opctl does not know is not damage: another opctl made it.
     std::fs::write(
         &project,
-        good.replace("layout: opctl.rs/v1", "layout: someone-else/v3"),
+        good.replace("layout: opctl.rs/v2", "layout: someone-else/v3"),
     )
     .expect("write");
     let line = refused(&dir, &["manifests"]);
@@ -392,7 +392,7 @@ fn user_files_are_never_overwritten_without_force() {
     assert!(text.contains("The Guestbook controller"), "{text}");
 
     // Edits to user files survive later commands; scaffold files are rewritten.
-    let types = dir.join("src/api/web/v1/guestbook.rs");
+    let types = dir.join("api/src/web/v1/guestbook.rs");
     let edited = std::fs::read_to_string(&types)
         .expect("read")
         .replace("pub foo:", "pub bar:");
@@ -474,7 +474,7 @@ fn a_controller_for_a_kind_scaffolded_without_one_keeps_its_types() {
             "--controller=false",
         ],
     );
-    let types = dir.join("src/api/web/v1/guestbook.rs");
+    let types = dir.join("api/src/web/v1/guestbook.rs");
     let edited = std::fs::read_to_string(&types).expect("read") + "// mine\n";
     std::fs::write(&types, &edited).expect("write");
     opctl_ok(
@@ -644,8 +644,9 @@ fn the_file_listing_names_every_owner() {
             "Cargo.toml",
             "LICENSE",
             "README.md",
+            "api/Cargo.toml",
+            "api/src/web/v1/guestbook.rs",
             "config/samples/web_v1_guestbook.yaml",
-            "src/api/web/v1/guestbook.rs",
             "src/controller/deployment.rs",
             "src/controller/guestbook.rs",
             "src/lib.rs",
@@ -776,8 +777,8 @@ fn manifests_need_exactly_one_storage_version_of_a_kind_with_several() {
     };
     create("v1");
     create("v2");
-    let v1 = dir.join("src/api/web/v1/guestbook.rs");
-    let v2 = dir.join("src/api/web/v2/guestbook.rs");
+    let v1 = dir.join("api/src/web/v1/guestbook.rs");
+    let v2 = dir.join("api/src/web/v2/guestbook.rs");
     let marked = std::fs::read_to_string(&v1).expect("v1");
     let unmarked = std::fs::read_to_string(&v2).expect("v2");
     assert!(marked.contains("\n// +opctl:storageversion\n"), "{marked}");
@@ -802,7 +803,7 @@ fn manifests_need_exactly_one_storage_version_of_a_kind_with_several() {
     let line = refused(&dir, &["manifests"]);
     assert!(
         line.contains("has versions v1, v2 but none is marked")
-            && line.contains("src/api/web/v1/guestbook.rs"),
+            && line.contains("api/src/web/v1/guestbook.rs"),
         "{line}"
     );
 }

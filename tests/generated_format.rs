@@ -14,6 +14,9 @@ fn assert_rustfmt_clean(dir: &Path) {
     let files: Vec<String> = snapshot(dir)
         .into_keys()
         .filter(|p| p.ends_with(".rs"))
+        // The pristine copies are the user files as generated, checked
+        // where they live; rustfmt cannot resolve their modules.
+        .filter(|p| !p.starts_with(".opctl/"))
         .collect();
     assert!(!files.is_empty());
     let out = Command::new("rustfmt")

@@ -3,8 +3,9 @@
 //! defaulting and a validating
 //! webhook for the namespaced kind and a defaulting webhook for core/v1 Pod;
 //! `opctl manifests` (twice: nothing changes), then in the project `cargo
-//! test`, `cargo fmt --check` and `cargo clippy --all-targets -- -D
-//! warnings`; the webhook e2e tests pass under `opctl envtest run`; and
+//! test --workspace`, `cargo fmt --all --check` and `cargo clippy
+//! --workspace --all-targets -- -D warnings`; the API types' crate (api/)
+//! depends on neither kube's client nor its runtime; the webhook e2e tests pass under `opctl envtest run`; and
 //! every YAML file parses as the Kubernetes kind it claims, including what
 //! kustomize renders.
 //!
@@ -232,8 +233,12 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         "a second `opctl manifests` changed files"
     );
 
-    let (ok, out) = cargo(&dir, &["test"]);
+    let (ok, out) = cargo(&dir, &["test", "--workspace"]);
     assert!(ok, "cargo test failed:\n{out}");
+    assert!(
+        out.contains("guestbook::tests::the_sample_is_valid ... ok"),
+        "the API types' unit tests run:\n{out}"
+    );
     assert!(out.contains("test result: ok"), "{out}");
     assert!(
         out.contains("8 ignored"),
@@ -243,18 +248,51 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         out.contains("guestbook_defaulting::tests::a_missing_foo_gets_the_default ... ok"),
         "the webhook handlers' unit tests run:\n{out}"
     );
-    let (ok, out) = cargo(&dir, &["fmt", "--check"]);
+    let (ok, out) = cargo(&dir, &["fmt", "--all", "--check"]);
     assert!(ok, "cargo fmt --check:\n{out}");
-    let (ok, out) = cargo(&dir, &["clippy", "--all-targets", "--", "-D", "warnings"]);
+    let (ok, out) = cargo(
+        &dir,
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    );
     assert!(ok, "cargo clippy:\n{out}");
     assert!(!out.contains("warning"), "{out}");
+
+    // The API types' crate, all `opctl manifests` builds, stays small.
+    let api = format!("{PROJECT}-api");
+    let (ok, out) = cargo(
+        &dir,
+        &["tree", "-p", &api, "-e", "normal", "--prefix", "none"],
+    );
+    assert!(ok, "cargo tree:\n{out}");
+    for heavy in [
+        "kube-client ",
+        "kube-runtime ",
+        "hyper ",
+        "tokio ",
+        "rustls ",
+    ] {
+        assert!(
+            !out.lines().any(|l| l.starts_with(heavy)),
+            "{api} depends on {heavy}:\n{out}"
+        );
+    }
 
     // Every YAML file parses as the kind it claims.
     // Kustomize patches are partial objects: they are checked in what
     // kustomize renders below.
     let files: Vec<String> = snapshot(&dir)
         .into_keys()
+        // .opctl/ holds opctl's own records (history, pristine copies), no
+        // Kubernetes objects.
         .filter(|p| p.ends_with(".yaml") && !p.ends_with("_patch.yaml"))
+        .filter(|p| !p.starts_with(".opctl/"))
         .collect();
     let mut crds = Vec::new();
     for file in files.iter().filter(|f| f.starts_with("config/crd/bases/")) {
@@ -444,7 +482,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
 
     // A project that does not compile: cargo's errors, then one line from
     // opctl, and nothing written.
-    let types = dir.join("src/api/web/v1/guestbook.rs");
+    let types = dir.join("api/src/web/v1/guestbook.rs");
     let good = std::fs::read_to_string(&types).expect("read");
     std::fs::write(
         &types,
@@ -467,7 +505,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     let last = stderr.lines().last().unwrap_or_default();
     assert!(
         last.starts_with(
-            "error: the project does not compile: `cargo run --bin opctl-build-check-crdgen` failed"
+            "error: the project does not compile: `cargo run -p opctl-build-check-api --bin opctl-build-check-crdgen` failed"
         ),
         "{last}"
     );
@@ -485,7 +523,14 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     // The CRD generator is also usable by hand: YAML documents on stdout.
     let (ok, out) = cargo(
         &dir,
-        &["run", "--quiet", "--bin", &format!("{PROJECT}-crdgen")],
+        &[
+            "run",
+            "--quiet",
+            "-p",
+            &format!("{PROJECT}-api"),
+            "--bin",
+            &format!("{PROJECT}-crdgen"),
+        ],
     );
     assert!(ok, "{out}");
     let docs = documents(&out, "crdgen output");

@@ -188,13 +188,15 @@ fn builds_and_passes_its_tests(name: &str) {
     let dir = reference_dir(name);
     let opctl = format!("OPCTL={}", opctl_bin());
     let _turn = build_turn(&dir);
-    run_in(&dir, "cargo", &["fmt", "--check"]);
+    // Both crates of the workspace: the manager and its API types (api/).
+    run_in(&dir, "cargo", &["fmt", "--all", "--check"]);
     run_in(
         &dir,
         "cargo",
         &[
             "clippy",
             "--locked",
+            "--workspace",
             "--all-targets",
             "--",
             "-D",
@@ -234,6 +236,9 @@ reference_project!(sidecarset, "sidecarset");
 
 /// Every directory in testdata/ is a reference project covered above.
 const COVERED: &[&str] = &["simple-deployment", "database", "sidecarset"];
+/// testdata/ directories that are not reference projects: `upgrade` holds
+/// projects made by an earlier opctl, which tests/upgrade_project.rs upgrades.
+const NOT_REFERENCE_PROJECTS: &[&str] = &["upgrade"];
 
 #[test]
 fn every_reference_project_is_covered() {
@@ -243,6 +248,7 @@ fn every_reference_project_is_covered() {
         .filter_map(Result::ok)
         .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !NOT_REFERENCE_PROJECTS.contains(&name.as_str()))
         .collect();
     present.sort();
     let mut covered: Vec<String> = COVERED.iter().map(|s| s.to_string()).collect();

@@ -6,7 +6,7 @@ use crate::scaffold::{IfExists, Outcome, Owner, Plan};
 
 const EXAMPLES: &str = "\
 Examples:
-  opctl manifests        # after changing types in src/api, +opctl:rbac or +opctl:webhook markers
+  opctl manifests        # after changing types in api/src, +opctl:rbac or +opctl:webhook markers
   make manifests         # the same, through the project's Makefile";
 
 /// Regenerate CRDs (config/crd), RBAC (config/rbac/role.yaml) and webhook configurations (config/webhook/manifests.yaml) from the code.
@@ -32,6 +32,6 @@ pub fn run(_args: Args) -> anyhow::Result<()> {
     if changed == 0 {
         println!("Manifests are up to date.");
     }
-    println!("Next: cargo test, then `make install` (CRDs) or `make test-e2e`.");
+    println!("Next: make test, then `make install` (CRDs) or `make test-e2e`.");
     Ok(())
 }

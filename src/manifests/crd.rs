@@ -1,7 +1,9 @@
 //! CRDs from the Rust types: `opctl manifests` builds and runs the project's
 //! `<project>-crdgen` binary (cargo shows its progress), checks that every
 //! document it prints is a CustomResourceDefinition, and renders one YAML
-//! file per CRD.
+//! file per CRD. The generator lives in the API types' crate (api/), so only
+//! that crate is built, not the manager: seconds instead of a minute in a
+//! fresh project, a fraction of a second after a change to a type.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,10 +30,13 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<CrdFile>> 
     // A missing or doubled storage-version marker fails before the build.
     let storage = super::storage::from_sources(root, project)?;
     let bin = format!("{}-crdgen", project.project_name);
+    let package = project.api_package();
+    let command = format!("cargo run -p {package} --bin {bin}");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("Generating CRDs: building and running {bin} (cargo run --bin {bin})");
+    eprintln!("Generating CRDs: building and running {bin} ({command})");
+    // cargo finds the workspace and honours CARGO_TARGET_DIR by itself.
     let output = Command::new(&cargo)
-        .args(["run", "--bin", &bin, "--", "--json"])
+        .args(["run", "-p", &package, "--bin", &bin, "--", "--json"])
         .current_dir(root)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -42,7 +47,7 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<CrdFile>> 
         )?;
     if !output.status.success() {
         anyhow::bail!(
-            "the project does not compile: `cargo run --bin {bin}` failed ({}); fix the errors cargo printed above and run `opctl manifests` again",
+            "the project does not compile: `{command}` failed ({}); fix the errors cargo printed above and run `opctl manifests` again",
             output.status
         );
     }
@@ -63,7 +68,7 @@ pub fn parse(json: &[u8], storage: &BTreeMap<String, String>) -> anyhow::Result<
         let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
         let body = serde_saphyr::to_string(&crd).context("cannot render a CRD as YAML")?;
         let yaml =
-            format!("# Written by `opctl manifests` from src/api. DO NOT EDIT.\n---\n{body}");
+            format!("# Written by `opctl manifests` from api/src. DO NOT EDIT.\n---\n{body}");
         files.push(CrdFile { file, yaml });
     }
     files.sort_by(|a, b| a.file.cmp(&b.file));
@@ -79,7 +84,7 @@ pub fn parse(json: &[u8], storage: &BTreeMap<String, String>) -> anyhow::Result<
 pub fn kustomization(files: &[String], patches: &[String]) -> String {
     let mut out = String::from(
         "# The CRDs of this project: kubectl apply -k config/crd\n\
-         # Written by `opctl manifests` from src/api. DO NOT EDIT.\n\
+         # Written by `opctl manifests` from api/src. DO NOT EDIT.\n\
          apiVersion: kustomize.config.k8s.io/v1beta1\n\
          kind: Kustomization\n",
     );

@@ -140,7 +140,7 @@ mod tests {
         let project = project(&["v1", "v2"]);
         let err = choose(&project, |_| false).expect_err("none").to_string();
         assert!(err.contains("versions v1, v2 but none is marked"), "{err}");
-        assert!(err.contains("src/api/zalando/v1/database.rs") && !err.contains('\n'));
+        assert!(err.contains("api/src/zalando/v1/database.rs") && !err.contains('\n'));
         let err = choose(&project, |_| true).expect_err("both").to_string();
         assert!(err.contains("marks versions v1, v2"), "{err}");
         assert!(err.contains("in one of them only") && !err.contains('\n'));

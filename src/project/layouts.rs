@@ -17,7 +17,18 @@ struct Migration {
 }
 
 /// Every layout change, oldest first.
-const MIGRATIONS: &[Migration] = &[];
+const MIGRATIONS: &[Migration] = &[Migration {
+    // v2: the API types and the CRD generator are a crate of their own in
+    // api/, so that `opctl manifests` builds only them.
+    from: "opctl.rs/v1",
+    to: "opctl.rs/v2",
+    moves: &[
+        ("src/api/mod.rs", "api/src/lib.rs"),
+        ("src/crdgen.rs", "api/src/crdgen.rs"),
+        ("src/api/", "api/src/"),
+    ],
+    removed: &[],
+}];
 
 /// The layouts this opctl upgrades from, oldest first (without the current one).
 pub fn older_layouts() -> impl Iterator<Item = &'static str> {
@@ -69,4 +80,26 @@ pub fn removed(layout: &str) -> Vec<&'static str> {
         .iter()
         .flat_map(|s| s.removed.iter().copied())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_v1_project_keeps_its_types_and_generator_in_src() {
+        let old = |path| old_path("opctl.rs/v1", path);
+        assert_eq!(old("api/src/lib.rs"), "src/api/mod.rs");
+        assert_eq!(old("api/src/crdgen.rs"), "src/crdgen.rs");
+        assert_eq!(
+            old("api/src/web/v1/guestbook.rs"),
+            "src/api/web/v1/guestbook.rs"
+        );
+        assert_eq!(old("api/src/web/mod.rs"), "src/api/web/mod.rs");
+        // Files new in v2 and files that did not move are where they are.
+        assert_eq!(old("api/Cargo.toml"), "api/Cargo.toml");
+        assert_eq!(old("src/main.rs"), "src/main.rs");
+        assert_eq!(old_path(LAYOUT, "api/src/lib.rs"), "api/src/lib.rs");
+        assert_eq!(older_layouts().collect::<Vec<_>>(), ["opctl.rs/v1"]);
+    }
 }

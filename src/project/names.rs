@@ -219,6 +219,16 @@ pub fn crate_name(project: &str) -> String {
     project.to_snake_case()
 }
 
+/// The package of a project's API types, in api/ (`database-api`).
+pub fn api_package(project: &str) -> String {
+    format!("{project}-api")
+}
+
+/// The crate name of a project's API types (`simple_deployment_api`).
+pub fn api_crate(project: &str) -> String {
+    format!("{}_api", crate_name(project))
+}
+
 /// A project name derived from a directory name (`My_Operator` → `my-operator`).
 pub fn project_name_from_dir(dir: &str) -> String {
     dir.to_kebab_case()

@@ -12,6 +12,15 @@ pub const CRD_KUSTOMIZATION: &str = "config/crd/kustomization.yaml";
 /// The webhook configurations, from the `+opctl:webhook` markers.
 pub const WEBHOOK_MANIFESTS: &str = "config/webhook/manifests.yaml";
 
+/// The crate of the API types and the CRD generator; see [`api_file`].
+pub const API_DIR: &str = "api";
+
+/// `api/<relative>`: a file of the API types' crate (`src/lib.rs`,
+/// `src/<group>/<version>/<kind>.rs`).
+pub fn api_file(relative: &str) -> String {
+    format!("{API_DIR}/{relative}")
+}
+
 /// Where the pristine copies of user-owned files live: each as opctl last
 /// generated it, the common base `opctl upgrade` merges from.
 pub const PRISTINE_DIR: &str = ".opctl/pristine";
@@ -42,14 +51,14 @@ pub fn crd_file(r: &Resource) -> String {
     format!("{}_{}.yaml", r.api_group, r.plural)
 }
 
-/// `src/api/<group>/<version>/<kind>.rs`: the user-owned module of a kind's type.
+/// `api/src/<group>/<version>/<kind>.rs`: the user-owned module of a kind's type.
 pub fn kind_file(r: &Resource) -> String {
-    format!(
-        "src/api/{}/{}/{}.rs",
+    api_file(&format!(
+        "src/{}/{}/{}.rs",
         super::names::group_module(&r.group),
         r.version,
         super::names::kind_module(&r.kind)
-    )
+    ))
 }
 
 /// `root/relative` for a project path written with '/' separators.

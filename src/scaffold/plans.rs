@@ -13,8 +13,8 @@ use super::{IfExists, Owner, Plan};
 use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
 use crate::project::paths::{
-    CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, crd_base, crd_file, kind_file,
-    pristine, target,
+    CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base, crd_file,
+    kind_file, pristine, target,
 };
 use crate::project::{License, Project, Resource, names};
 
@@ -81,9 +81,9 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
         "config/samples/kustomization.yaml",
         "config/samples/kustomization.yaml",
     ),
-    ("src/api/mod.rs", "src/api/mod.rs"),
+    ("api/src/crdgen.rs", "api/src/crdgen.rs"),
+    ("api/src/lib.rs", "api/src/lib.rs"),
     ("src/controller/mod.rs", "src/controller/mod.rs"),
-    ("src/crdgen.rs", "src/crdgen.rs"),
     ("src/manager/backoff.rs", "src/manager/backoff.rs"),
     ("src/manager/cache.rs", "src/manager/cache.rs"),
     ("src/manager/conditions.rs", "src/manager/conditions.rs"),
@@ -107,6 +107,7 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
 /// User-owned files written once by `opctl init`.
 const INIT_USER_TEMPLATES: &[(&str, &str)] = &[
     ("Cargo.toml", "Cargo.toml"),
+    ("api/Cargo.toml", "api/Cargo.toml"),
     ("README.md", "README.md"),
     ("src/lib.rs", "src/lib.rs"),
     ("src/main.rs", "src/main.rs"),
@@ -140,8 +141,8 @@ pub(super) fn scaffold_owned(
         let module = &group.module;
         let context = values.group_context(group)?;
         plan.file(
-            format!("src/api/{module}/mod.rs"),
-            renderer.render("src/api/group.rs", &context)?,
+            api_file(&format!("src/{module}/mod.rs")),
+            renderer.render("api/src/group.rs", &context)?,
             Owner::Scaffold,
             IfExists::Overwrite,
         );
@@ -149,8 +150,8 @@ pub(super) fn scaffold_owned(
             let name = &version.version;
             let context = values.version_context(group, version)?;
             plan.file(
-                format!("src/api/{module}/{name}/mod.rs"),
-                renderer.render("src/api/version.rs", &context)?,
+                api_file(&format!("src/{module}/{name}/mod.rs")),
+                renderer.render("api/src/version.rs", &context)?,
                 Owner::Scaffold,
                 IfExists::Overwrite,
             );
@@ -183,7 +184,7 @@ fn resource_files(
     if r.resource {
         plan.file(
             kind_file(r),
-            renderer.render("src/api/kind.rs", &context)?,
+            renderer.render("api/src/kind.rs", &context)?,
             Owner::User,
             type_policy,
         );

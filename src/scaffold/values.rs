@@ -25,6 +25,9 @@ pub struct ProjectValues {
     name: String,
     #[serde(rename = "crate")]
     crate_name: String,
+    /// The package and crate of the API types (api/).
+    api_package: String,
+    api_crate: String,
     domain: String,
     namespace: String,
     namespaced: bool,
@@ -34,7 +37,7 @@ pub struct ProjectValues {
     owner_toml: Option<String>,
 }
 
-/// One API group of the project's kinds (`src/api/<module>/mod.rs`), as `g`.
+/// One API group of the project's kinds (`api/src/<module>/mod.rs`), as `g`.
 #[derive(Debug, Serialize)]
 pub struct ApiGroup {
     pub module: String,
@@ -42,7 +45,7 @@ pub struct ApiGroup {
     pub versions: Vec<ApiVersion>,
 }
 
-/// One version of an API group (`src/api/<group>/<version>/mod.rs`), as `v`.
+/// One version of an API group (`api/src/<group>/<version>/mod.rs`), as `v`.
 #[derive(Debug, Serialize)]
 pub struct ApiVersion {
     pub version: String,
@@ -59,6 +62,7 @@ struct Crd {
 
 #[derive(Debug, Serialize)]
 struct CrdVersion {
+    /// The type's path in the API crate, where the CRD generator runs.
     path: String,
     gvk: String,
     version: String,
@@ -192,6 +196,8 @@ impl Values {
         let p = ProjectValues {
             name: project.project_name.clone(),
             crate_name: project.crate_name(),
+            api_package: project.api_package(),
+            api_crate: project.api_crate(),
             domain: project.domain.clone(),
             namespace: format!("{}-system", project.project_name),
             namespaced: project.namespaced,
@@ -219,7 +225,10 @@ impl Values {
                 crds.entry(view.crd_name.clone())
                     .or_default()
                     .push(CrdVersion {
-                        path: r.path.clone(),
+                        path: format!(
+                            "{}::{}::{}::{}",
+                            p.api_crate, view.group_module, r.version, r.kind
+                        ),
                         gvk: r.gvk(),
                         version: r.version.clone(),
                     });

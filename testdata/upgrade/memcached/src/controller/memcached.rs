@@ -1,0 +1,188 @@
+//! The Memcached controller: reconciles `memcacheds.cache.example.com` objects.
+//!
+//! This file is yours: write what a Memcached means in [`apply`]. opctl
+//! never overwrites it without `--force`.
+//!
+//! Cache first: a reconcile reads the Memcached, and whatever else it
+//! needs, from the caches [`setup`] makes (the manager keeps them current
+//! with watches), never from the API server, and writes only what differs:
+//! reconciling an object that is already as it should be costs no request.
+//! Give what you create for a Memcached an ownerReference to it
+//! (`controller_owner_ref`): the garbage collector deletes it with the
+//! Memcached, with no finalizer. (Cleanup outside the cluster needs one:
+//! `opctl create api ... --finalizer` scaffolds it.)
+
+use std::sync::Arc;
+
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+
+use memcached::api::cache::v1alpha1::Memcached;
+use memcached::api::cache::v1alpha1::MemcachedStatus;
+use memcached::manager::{self, Manager, Scope, conditions};
+
+// What this controller may do; `opctl manifests` turns these lines into
+// config/rbac/role.yaml.
+// +opctl:rbac:groups=cache.example.com,resources=memcacheds,verbs=get;list;watch
+// +opctl:rbac:groups=cache.example.com,resources=memcacheds/status,verbs=get;patch;update
+
+/// The controller's name in logs and metrics.
+const NAME: &str = "memcached";
+
+/// What every reconcile can use: the manager's context, plus anything you
+/// add in [`setup`] (the stores of more caches, settings).
+pub struct Context {
+    /// Client, events and shutdown shared by the manager.
+    pub manager: manager::Context,
+}
+
+/// Why a reconcile failed; it is retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Kubernetes API call failed.
+    #[error("Kubernetes API call failed: {0}")]
+    Kube(#[from] kube::Error),
+    /// A namespaced object came without a namespace.
+    #[error("the object has no namespace")]
+    MissingNamespace,
+}
+
+/// Adds this controller to the manager (called from src/main.rs).
+pub fn register(manager: Manager) -> Manager {
+    manager.with_controller(NAME, setup, reconcile)
+}
+
+/// Sets up the controller for one watched scope: the caches reconciles read
+/// and what triggers a reconcile. To own children, cache their metadata
+/// and let their changes trigger their owner, for example Pods labelled as
+/// this operator's:
+///
+/// ```ignore
+/// let pods = scope.cache_metadata::<Pod>(watcher::Config::default().labels(SELECTOR));
+/// let context = Context { pods: pods.store(), .. };   // reconciles read it
+/// let controller = controller.owns_stream(pods.touched());
+/// ```
+///
+/// and write them with `ctx.manager.apply_owned`, which skips a child whose
+/// cached metadata shows it current.
+fn setup(scope: &Scope) -> (Controller<Memcached>, Context) {
+    let config = watcher::Config::default().any_semantic();
+    let objects = scope.cache::<Memcached>(config);
+    let context = Context {
+        manager: scope.context().clone(),
+    };
+    (objects.controller(), context)
+}
+
+/// Brings the cluster in line with one object, as cached: called on every
+/// change of it (or of what [`setup`] watches for it), every sync period,
+/// and after a failure (with backoff).
+async fn reconcile(
+    object: Arc<Memcached>, // as cached
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    if object.metadata.deletion_timestamp.is_some() {
+        // Being deleted: what it owns goes with it.
+        return Ok(Action::await_change());
+    }
+    let api = api_of(&object, &ctx)?;
+    // A hand-written step: say what size was asked for.
+    tracing::debug!(size = ?object.spec.size, "desired size");
+    apply(&object, &api, &ctx).await
+}
+
+/// Where `object` is written.
+fn api_of(
+    object: &Memcached, // read for its namespace
+    ctx: &Context,
+) -> Result<Api<Memcached>, Error> {
+    let namespace = object.namespace().ok_or(Error::MissingNamespace)?;
+    Ok(Api::namespaced(ctx.manager.client.clone(), &namespace))
+}
+
+/// Makes the world match the object's spec, then reports it in its status
+/// (written only when it changes).
+async fn apply(
+    object: &Memcached, // as cached
+    api: &Api<Memcached>,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    // TODO: create or update what the object stands for here, for example
+    // objects it owns, with `ctx.manager.apply_owned` (see [`setup`]).
+
+    let status = status_for(object);
+    if object.status.as_ref() != Some(&status) {
+        let written = ctx.manager.apply_status(api, object, &status).await?;
+        if written && !is_ready(object) {
+            let note = format!("{} is up to date", object.name_any());
+            ctx.manager
+                .publish(
+                    &object.object_ref(&()),
+                    EventType::Normal,
+                    "Ready",
+                    "Reconcile",
+                    Some(note),
+                )
+                .await;
+        }
+    }
+    Ok(Action::await_change())
+}
+
+/// The status [`apply`] writes: Ready at the current generation.
+fn status_for(obj: &Memcached) -> MemcachedStatus {
+    let generation = obj.metadata.generation;
+    let mut status = obj.status.clone().unwrap_or_default();
+    status.observed_generation = generation;
+    let ready = conditions::ready(true, "Reconciled", "up to date", generation);
+    conditions::set(&mut status.conditions, ready);
+    status
+}
+
+/// Whether the object's status already says Ready.
+fn is_ready(obj: &Memcached) -> bool {
+    let status = obj.status.as_ref();
+    status.is_some_and(|s| conditions::is_true(&s.conditions, conditions::READY))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object_at(generation: i64) -> Memcached {
+        let mut object = Memcached::new("test", Default::default());
+        object.metadata.namespace = Some("default".to_owned());
+        object.metadata.generation = Some(generation);
+        object
+    }
+
+    #[test]
+    fn the_status_reports_ready_at_the_observed_generation() {
+        let status = status_for(&object_at(3));
+        assert_eq!(status.observed_generation, Some(3));
+        let ready = conditions::find(&status.conditions, conditions::READY);
+        let ready = ready.expect("a Ready condition");
+        assert_eq!(ready.status, "True");
+        assert_eq!(ready.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn an_up_to_date_status_is_left_alone() {
+        let mut object = object_at(2);
+        assert!(!is_ready(&object));
+        object.status = Some(status_for(&object));
+        assert!(is_ready(&object));
+        assert_eq!(object.status, Some(status_for(&object)));
+    }
+
+    #[test]
+    fn a_new_generation_needs_a_new_status() {
+        let mut object = object_at(2);
+        object.status = Some(status_for(&object));
+        object.metadata.generation = Some(3);
+        assert_ne!(object.status, Some(status_for(&object)));
+    }
+}

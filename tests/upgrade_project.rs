@@ -1,0 +1,164 @@
+//! `opctl upgrade` of a project made by an earlier opctl: testdata/upgrade/
+//! memcached was scaffolded with the layout `opctl.rs/v1` (one crate, the
+//! API types under src/api) and changed by hand in its types and its
+//! reconciler. A copy is upgraded to the current layout (a workspace with
+//! the types in api/): the hand changes survive in their new places, the
+//! result builds, is clippy-clean and passes its unit and e2e tests, and a
+//! hand change that overlaps the templates' is reported as a conflict.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{opctl_bin, project_dir, shared_target_dir, snapshot};
+
+/// The old project and where each hand change lives after the upgrade.
+const OLD_PROJECT: &str = "testdata/upgrade/memcached";
+const TYPES: &str = "api/src/cache/v1alpha1/memcached.rs";
+const TYPES_BEFORE: &str = "src/api/cache/v1alpha1/memcached.rs";
+const CONTROLLER: &str = "src/controller/memcached.rs";
+
+/// A committed copy of the old project in a fresh directory.
+fn old_project() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (tmp, dir) = project_dir("memcached");
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(OLD_PROJECT);
+    for (rel, bytes) in snapshot(&from) {
+        let dest = dir.join(&rel);
+        std::fs::create_dir_all(dest.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(dest, bytes).expect("copy");
+    }
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by an earlier opctl"]);
+    (tmp, dir)
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// Runs `program args` in `dir` with the shared target directory; its output.
+fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .output()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{program} {args:?}:\n{text}");
+    text
+}
+
+fn read(dir: &Path, path: &str) -> String {
+    std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
+    let (_tmp, dir) = old_project();
+    // Other commands send the user to `opctl upgrade`.
+    let out = Command::new(opctl_bin())
+        .arg("manifests")
+        .current_dir(&dir)
+        .output()
+        .expect("opctl runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("run `opctl upgrade`"),
+        "{err}"
+    );
+
+    let plan = run(&dir, opctl_bin(), &["upgrade", "--dry-run"]);
+    for line in [
+        format!("removed      {TYPES_BEFORE}"),
+        "removed      src/crdgen.rs".to_owned(),
+        "created      api/Cargo.toml".to_owned(),
+        "updated      Cargo.toml".to_owned(),
+    ] {
+        assert!(plan.contains(&line), "{line}:\n{plan}");
+    }
+    assert!(plan.contains(&format!(" {TYPES}\n")), "{plan}");
+    assert!(!plan.contains("CONFLICT"), "{plan}");
+
+    let out = run(&dir, opctl_bin(), &["upgrade"]);
+    assert!(out.contains("Upgraded."), "{out}");
+    assert!(read(&dir, "PROJECT").contains("layout: opctl.rs/v2"));
+    assert!(!dir.join("src/api").exists() && !dir.join("src/crdgen.rs").exists());
+    let types = read(&dir, TYPES);
+    assert!(types.contains("pub size: Option<i32>,"), "{types}");
+    assert!(read(&dir, CONTROLLER).contains("\"desired size\""));
+    let crd = read(&dir, "config/crd/bases/cache.example.com_memcacheds.yaml");
+    assert!(
+        crd.contains("size:"),
+        "the CRD has the hand-written field:\n{crd}"
+    );
+    let again = run(&dir, opctl_bin(), &["upgrade", "--dry-run"]);
+    assert!(again.contains("up to date"), "{again}");
+
+    run(&dir, "cargo", &["fmt", "--all", "--check"]);
+    run(
+        &dir,
+        "cargo",
+        &[
+            "clippy",
+            "--all-targets",
+            "--workspace",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    );
+    let opctl = format!("OPCTL={}", opctl_bin());
+    run(&dir, "make", &["test", &opctl]);
+    let e2e = run(&dir, "make", &["test-e2e", &opctl]);
+    assert!(
+        e2e.contains("the_validating_webhook_of_memcached_v1alpha1_is_called ... ok"),
+        "{e2e}"
+    );
+}
+
+#[test]
+fn a_hand_change_where_the_templates_changed_is_a_conflict() {
+    let (_tmp, dir) = old_project();
+    // src/lib.rs is the user's; the current templates rewrote its first lines.
+    let lib = read(&dir, "src/lib.rs");
+    let (first, rest) = lib.split_once('\n').expect("lines");
+    assert!(first.starts_with("//! memcached:"), "{first}");
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        format!("//! memcached: the team's cache operator.\n{rest}"),
+    )
+    .expect("write");
+    git(&dir, &["commit", "-qam", "a hand change"]);
+
+    let out = run(&dir, opctl_bin(), &["upgrade"]);
+    assert!(out.contains("CONFLICT     src/lib.rs"), "{out}");
+    assert!(
+        out.contains("need your hand: resolve the conflict markers"),
+        "{out}"
+    );
+    let lib = read(&dir, "src/lib.rs");
+    for part in [
+        "<<<<<<<",
+        "the team's cache operator",
+        "=======",
+        "(`api`, the crate in api/)",
+        ">>>>>>>",
+    ] {
+        assert!(lib.contains(part), "{part}:\n{lib}");
+    }
+    // The rest went through: the types moved with their hand change.
+    assert!(read(&dir, TYPES).contains("pub size: Option<i32>,"));
+}
