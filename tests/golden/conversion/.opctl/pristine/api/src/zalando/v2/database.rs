@@ -1,4 +1,4 @@
-//! The `Database` kind: `databases.zalando.zalando.org`, version `v1`.
+//! The `Database` kind: `databases.zalando.zalando.org`, version `v2`.
 //!
 //! This file is yours: describe the desired state in [`DatabaseSpec`] and
 //! what the controller observes in [`DatabaseStatus`]. `opctl manifests`
@@ -12,12 +12,10 @@ use serde::{Deserialize, Serialize};
 /// The desired state of a Database.
 // More short names: `shortname = "..."`; more columns: `printcolumn(...)`;
 // CEL validation: `validation = "..."` (see the kube-derive documentation).
-// With several versions of the kind, the API server stores the one marked:
-// +opctl:storageversion
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[kube(
     group = "zalando.zalando.org",
-    version = "v1",
+    version = "v2",
     kind = "Database",
     plural = "databases",
     namespaced,
@@ -77,7 +75,7 @@ mod tests {
 
     #[test]
     fn the_sample_is_valid() {
-        let sample: Database = crate::api::sample();
+        let sample: Database = crate::sample();
         assert_eq!(sample.spec.foo.as_deref(), Some("example"));
         let json = serde_json::to_value(&sample).expect("serialises");
         assert_eq!(json["kind"], "Database");
