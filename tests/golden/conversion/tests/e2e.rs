@@ -492,6 +492,7 @@ async fn a_database_created_in_v1_reads_as_v2_and_back() {
     use kube::api::{Api, PostParams};
 
     use database::api::zalando::v1::Database;
+    // The hub, which every version converts through.
     use database::api::zalando::v2::Database as Hub;
 
     let client = kube::Client::try_default()

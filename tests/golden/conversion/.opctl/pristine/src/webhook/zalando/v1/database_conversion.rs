@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use database::api::zalando::v1::Database;
+// The hub, which every version converts through.
 use database::api::zalando::v2::Database as Hub;
 use database::manager::Manager;
 
