@@ -12,15 +12,18 @@ use kube::core::crd::merge_crds;
 /// Every CRD, sorted by name; a kind with several versions is one CRD.
 /// `opctl manifests` stores the version marked `+opctl:storageversion`.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
-    Ok(vec![merge_crds(
-        vec![
-            // zalando.org/v1 Database
-            database_api::zalando::v1::Database::crd(),
-            // zalando.org/v2 Database
-            database_api::zalando::v2::Database::crd(),
-        ],
-        "v1",
-    )?])
+    Ok(vec![
+        // databases.zalando.org: every version in one CRD
+        merge_crds(
+            vec![
+                // zalando.org/v1 Database
+                database_api::zalando::v1::Database::crd(),
+                // zalando.org/v2 Database
+                database_api::zalando::v2::Database::crd(),
+            ],
+            "v1",
+        )?,
+    ])
 }
 
 fn main() -> anyhow::Result<()> {

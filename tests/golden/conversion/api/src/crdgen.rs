@@ -13,6 +13,7 @@ use kube::core::crd::merge_crds;
 /// `opctl manifests` stores the version marked `+opctl:storageversion`.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
+        // databases.zalando.zalando.org: every version in one CRD
         merge_crds(
             vec![
                 // zalando.zalando.org/v1 Database

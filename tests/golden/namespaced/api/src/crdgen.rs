@@ -13,6 +13,7 @@ use kube::core::crd::merge_crds;
 /// `opctl manifests` stores the version marked `+opctl:storageversion`.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
+        // networkpolicies.web.example.com: every version in one CRD
         merge_crds(
             vec![
                 // web.example.com/v1 NetworkPolicy
