@@ -237,6 +237,31 @@ fn a_kind_made_with_an_image_gets_no_scaffolded_webhook() {
         "{line}"
     );
     assert_eq!(snapshot(&dir), before);
+    // Nor a conversion through another version of it.
+    let mut v1 = MEMCACHED.to_vec();
+    v1[5] = "v1";
+    v1.push("--controller=false");
+    opctl_ok(&dir, &v1);
+    let before = snapshot(&dir);
+    let line = opctl_fails(
+        &dir,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "cache",
+            "--version",
+            "v1",
+            "--kind",
+            "Memcached",
+            "--conversion",
+        ],
+    );
+    assert!(
+        line.contains("cache.example.com/v1alpha1 Memcached was scaffolded with --image"),
+        "{line}"
+    );
+    assert_eq!(snapshot(&dir), before);
 }
 
 #[test]

@@ -758,3 +758,52 @@ fn help_version_and_completion() {
     let run = opctl(&dir, &["completion", "tcsh"]);
     assert!(!run.ok && run.stderr.contains("tcsh"), "{}", run.stderr);
 }
+
+#[test]
+fn manifests_need_exactly_one_storage_version_of_a_kind_with_several() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    let create = |version: &str| {
+        let version = format!("--version={version}");
+        let args = [
+            "create",
+            "api",
+            "--group=web",
+            &version,
+            "--kind=Guestbook",
+            "--controller=false",
+        ];
+        opctl_ok(&dir, &args);
+    };
+    create("v1");
+    create("v2");
+    let v1 = dir.join("api/src/web/v1/guestbook.rs");
+    let v2 = dir.join("api/src/web/v2/guestbook.rs");
+    let marked = std::fs::read_to_string(&v1).expect("v1");
+    let unmarked = std::fs::read_to_string(&v2).expect("v2");
+    assert!(marked.contains("\n// +opctl:storageversion\n"), "{marked}");
+    assert!(!unmarked.contains("+opctl:storageversion"), "{unmarked}");
+
+    // Both marked: refused before anything is built.
+    let both = unmarked.replace(
+        "#[derive(CustomResource",
+        "// +opctl:storageversion\n#[derive(CustomResource",
+    );
+    std::fs::write(&v2, both).expect("mark v2");
+    let line = refused(&dir, &["manifests"]);
+    assert!(
+        line.contains("guestbooks.web.example.com marks versions v1, v2 as the storage version")
+            && line.contains("in one of them only"),
+        "{line}"
+    );
+
+    // None marked.
+    std::fs::write(&v1, marked.replace("// +opctl:storageversion\n", "")).expect("unmark v1");
+    std::fs::write(&v2, &unmarked).expect("unmark v2");
+    let line = refused(&dir, &["manifests"]);
+    assert!(
+        line.contains("has versions v1, v2 but none is marked")
+            && line.contains("api/src/web/v1/guestbook.rs"),
+        "{line}"
+    );
+}

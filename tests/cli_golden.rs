@@ -238,6 +238,46 @@ fn helm_chart_turned_on_then_a_webhook_added() {
 }
 
 #[test]
+fn two_versions_of_a_kind_converting_through_the_hub() {
+    let api = |version: &'static str, controller: &'static str| -> Vec<&'static str> {
+        vec![
+            "create",
+            "api",
+            "--group",
+            "zalando",
+            "--version",
+            version,
+            "--kind",
+            "Database",
+            controller,
+        ]
+    };
+    let v1 = api("v1", "--controller=true");
+    let v2 = api("v2", "--controller=false");
+    check(
+        "conversion",
+        "database",
+        &[
+            &["init", "--domain", "zalando.org"],
+            &v1,
+            &v2,
+            // v2 is the hub; v1 (the storage version, marked) is its spoke.
+            &[
+                "create",
+                "webhook",
+                "--group",
+                "zalando",
+                "--version",
+                "v2",
+                "--kind",
+                "Database",
+                "--conversion",
+            ],
+        ],
+    );
+}
+
+#[test]
 fn a_kind_that_deploys_an_image_with_a_helm_chart() {
     check(
         "deploy-image",

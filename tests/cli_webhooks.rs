@@ -85,7 +85,7 @@ fn bad_input_is_refused_with_one_line() {
 
     let line = refused(&dir, "web", "v1", "Guestbook", &[]);
     assert!(
-        line.contains("nothing to scaffold: pass --defaulting, --programmatic-validation or both"),
+        line.contains("nothing to scaffold: pass --defaulting, --programmatic-validation, --conversion or several"),
         "{line}"
     );
     for (group, version, kind, expected) in [
@@ -780,4 +780,118 @@ fn help_names_the_flags_with_examples() {
     ] {
         assert!(run.stdout.contains(text), "{text}:\n{}", run.stdout);
     }
+}
+
+/// A project with Guestbook in v1 and v2 (v1 with the controller).
+fn two_versions(dir: &Path) {
+    init(dir);
+    api(dir, "web", "v1", "Guestbook", &[]);
+    api(dir, "web", "v2", "Guestbook", &["--controller=false"]);
+}
+
+#[test]
+fn conversion_needs_a_kind_of_the_project_with_another_version_and_one_hub() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    api(&dir, "web", "v1", "Guestbook", &[]);
+    let line = refused(&dir, "web", "v1", "Guestbook", &["--conversion"]);
+    assert!(
+        line.contains("has one version only")
+            && line.contains("opctl create api --group web --version <version> --kind Guestbook"),
+        "{line}"
+    );
+    let line = refused(&dir, "core", "v1", "Pod", &["--conversion"]);
+    assert!(line.contains("is not defined in this project"), "{line}");
+    api(&dir, "web", "v2", "Guestbook", &["--controller=false"]);
+    opctl_ok(
+        &dir,
+        &webhook_args("web", "v2", "Guestbook", &["--conversion"]),
+    );
+    for hub in ["v1", "v2"] {
+        let line = refused(&dir, "web", hub, "Guestbook", &["--conversion"]);
+        assert!(
+            line.contains("Guestbook already converts through its hub v2"),
+            "{line}"
+        );
+    }
+    let line = refused(&dir, "web", "v1", "Guestbook", &["--conversion", "--force"]);
+    assert!(line.contains("its hub v2"), "{line}");
+}
+
+#[test]
+fn conversion_scaffolds_a_module_per_spoke_and_patches_the_crd() {
+    let (_tmp, dir) = project_dir("demo");
+    two_versions(&dir);
+    api(&dir, "web", "v3", "Guestbook", &["--controller=false"]);
+    // A CRD as `opctl manifests` writes it (its generator is not built here).
+    std::fs::create_dir_all(dir.join("config/crd/bases")).expect("bases");
+    std::fs::write(
+        dir.join("config/crd/bases/web.example.com_guestbooks.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+         metadata:\n  name: guestbooks.web.example.com\nspec:\n  group: web.example.com\n  \
+         names:\n    kind: Guestbook\n    plural: guestbooks\n  scope: Namespaced\n  versions: []\n",
+    )
+    .expect("a CRD");
+    opctl_ok(
+        &dir,
+        &webhook_args("web", "v2", "Guestbook", &["--conversion"]),
+    );
+
+    let project = read(&dir, "PROJECT");
+    assert!(
+        project.contains("  webhooks:\n    conversion: true\n"),
+        "{project}"
+    );
+    for spoke in ["v1", "v3"] {
+        let module = read(
+            &dir,
+            &format!("src/webhook/web/{spoke}/guestbook_conversion.rs"),
+        );
+        assert!(module.contains("pub fn to_hub(") && module.contains("pub fn from_hub("));
+        assert!(
+            module.contains("use demo::api::web::v2::Guestbook as Hub;"),
+            "{module}"
+        );
+    }
+    assert!(
+        !dir.join("src/webhook/web/v2").exists(),
+        "the hub has no module"
+    );
+    let e2e = read(&dir, "tests/e2e.rs");
+    assert!(e2e.contains("fn a_guestbook_created_in_v1_reads_as_v2_and_back()"));
+    assert!(e2e.contains("fn a_guestbook_created_in_v3_reads_as_v2_and_back()"));
+
+    // config/crd turns the conversion on, through the Service config/default names.
+    let crds = kustomize(&dir, "config/crd");
+    let crd = &crds[0];
+    assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook");
+    let webhook = &crd["spec"]["conversion"]["webhook"];
+    assert_eq!(
+        webhook["conversionReviewVersions"],
+        serde_json::json!(["v1"])
+    );
+    let service = &webhook["clientConfig"]["service"];
+    assert_eq!(service["name"], "demo-webhook-service");
+    assert_eq!(service["namespace"], "demo-system");
+    assert_eq!(service["path"], "/convert");
+    assert_eq!(
+        crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "demo-system/demo-serving-cert"
+    );
+    let deployed = kustomize(&dir, "config/default");
+    let crd = deployed
+        .iter()
+        .find(|d| d["kind"] == "CustomResourceDefinition")
+        .expect("the CRD is deployed");
+    let service = &crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"];
+    assert_eq!(service["name"], "demo-webhook-service");
+    assert_eq!(service["namespace"], "demo-system");
+    let services: Vec<&Value> = deployed.iter().filter(|d| d["kind"] == "Service").collect();
+    assert!(
+        services
+            .iter()
+            .any(|s| s["metadata"]["name"] == "demo-webhook-service"
+                && s["metadata"]["namespace"] == "demo-system"),
+        "{services:?}"
+    );
 }

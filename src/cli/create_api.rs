@@ -124,11 +124,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("Next:");
     if resource.resource {
         println!(
-            "  edit api/src/{}/{}/{}.rs (the spec and status), then",
-            names::group_module(&resource.group),
-            resource.version,
-            names::kind_module(&resource.kind)
+            "  edit {} (the spec and status), then",
+            crate::project::paths::kind_file(&resource)
         );
+        let versions = project
+            .crd_resources()
+            .filter(|r| r.api_group == resource.api_group && r.kind == resource.kind)
+            .count();
+        if versions > 1 {
+            println!(
+                "  the API server stores the version marked `// +opctl:storageversion` (the first one scaffolded; move the line to change it)"
+            );
+            println!(
+                "  to convert between the versions: opctl create webhook --group {} --version <hub> --kind {} --conversion",
+                resource.group, resource.kind
+            );
+        }
         println!("  opctl manifests          # CRD and RBAC from the code");
     } else {
         println!("  opctl manifests          # RBAC from the controller's markers");

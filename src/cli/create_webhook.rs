@@ -1,5 +1,6 @@
 //! `opctl create webhook`: adds admission webhooks (defaulting, validation)
-//! for a kind of the project or a built-in kind.
+//! for a kind of the project or a built-in kind, or the conversion webhook
+//! of a kind with several versions.
 
 use crate::project::{Project, Resource, builtin, names};
 use crate::scaffold::replay::Step;
@@ -14,6 +15,8 @@ Examples:
   opctl create webhook --group web --version v1 --kind Guestbook --defaulting
   # A defaulting webhook for a built-in kind:
   opctl create webhook --group core --version v1 --kind Pod --defaulting
+  # Conversion between the versions of a kind, through the hub version v2:
+  opctl create webhook --group zalando --version v2 --kind Database --conversion
 
 Then: opctl manifests (config/webhook from the `+opctl:webhook` markers), cargo test,
 make test-e2e (the webhooks are called under opctl envtest).";
@@ -42,6 +45,10 @@ pub struct Args {
     #[arg(long)]
     pub programmatic_validation: bool,
 
+    /// Scaffold the conversion webhook of a kind with several versions; the version given is the hub, every other version converts to and from it.
+    #[arg(long)]
+    pub conversion: bool,
+
     /// Scaffold a webhook the kind already has again, overwriting its handler file.
     #[arg(long)]
     pub force: bool,
@@ -67,19 +74,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     )?;
     report.print();
     println!();
-    let added: Vec<&str> = requested.iter().map(|k| k.describe()).collect();
+    let added: Vec<String> = requested
+        .iter()
+        .map(|k| format!("a {}", k.describe()))
+        .collect();
     println!(
-        "Added a {} webhook for {}.",
-        added.join(" and a "),
+        "Added {} webhook for {}.",
+        added.join(" and "),
         resource.gvk()
     );
     println!("Next:");
     for kind in &requested {
-        println!(
-            "  edit {} ({}), then",
-            plan_webhooks::handler_file(&resource, *kind),
-            kind.what_to_edit()
-        );
+        let files = match kind {
+            WebhookKind::Conversion => project
+                .spokes(&resource)
+                .map(|spoke| plan_webhooks::handler_file(spoke, *kind))
+                .collect(),
+            _ => vec![plan_webhooks::handler_file(&resource, *kind)],
+        };
+        for file in files {
+            println!("  edit {file} ({}), then", kind.what_to_edit());
+        }
     }
     println!("  opctl manifests          # config/webhook from the +opctl:webhook markers");
     println!("  cargo test && make test-e2e");
@@ -109,16 +124,28 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<(Resource, Vec<Webh
     if args.programmatic_validation {
         requested.push(WebhookKind::Validation);
     }
+    if args.conversion {
+        requested.push(WebhookKind::Conversion);
+    }
     if requested.is_empty() {
-        anyhow::bail!("nothing to scaffold: pass --defaulting, --programmatic-validation or both");
+        anyhow::bail!(
+            "nothing to scaffold: pass --defaulting, --programmatic-validation, --conversion or several"
+        );
     }
 
     let mut resource = find_kind(project, args)?;
-    if resource.deploy_image.is_some() {
+    // Any version of the kind made with --image: the example handlers and
+    // conversions use spec.foo, which its spec does not have.
+    if let Some(deployed) = project.crd_resources().find(|r| {
+        r.deploy_image.is_some() && r.api_group == resource.api_group && r.kind == resource.kind
+    }) {
         anyhow::bail!(
             "{} was scaffolded with --image, and opctl scaffolds no webhooks for such kinds yet (the example handlers use spec.foo, which its spec does not have); write the handler by hand after the pattern of a kind made without --image",
-            resource.gvk()
+            deployed.gvk()
         );
+    }
+    if args.conversion {
+        check_conversion(project, &resource, args.force)?;
     }
     let existing = resource.webhooks();
     for kind in &requested {
@@ -137,6 +164,35 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<(Resource, Vec<Webh
     resource.webhooks = Some(webhooks);
     plan_webhooks::check_names(project, &resource)?;
     Ok((resource, requested))
+}
+
+/// Checks that `hub`'s kind can convert through it: a kind of the project
+/// with another version and no hub yet (the same hub again with `--force`).
+fn check_conversion(project: &Project, hub: &Resource, force: bool) -> anyhow::Result<()> {
+    if hub.builtin || !hub.resource {
+        anyhow::bail!(
+            "{} is not defined in this project: only kinds of this project (opctl create api) convert between versions",
+            hub.gvk()
+        );
+    }
+    if project.spokes(hub).next().is_none() {
+        anyhow::bail!(
+            "{} has one version only, nothing to convert; add another first with `opctl create api --group {} --version <version> --kind {} --controller=false`",
+            hub.gvk(),
+            hub.group,
+            hub.kind
+        );
+    }
+    if let Some(existing) = project.hub_of(hub)
+        && (!existing.same_gvk(hub) || !force)
+    {
+        anyhow::bail!(
+            "{} already converts through its hub {}; pass --force on that version to scaffold the conversion modules again",
+            hub.kind,
+            existing.version
+        );
+    }
+    Ok(())
 }
 
 /// The kind the webhooks are for: one of this project's kinds (or a

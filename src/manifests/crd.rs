@@ -5,6 +5,7 @@
 //! that crate is built, not the manager: seconds instead of a minute in a
 //! fresh project, a fraction of a second after a change to a type.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -26,6 +27,8 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<CrdFile>> 
     if project.crd_resources().next().is_none() {
         return Ok(Vec::new());
     }
+    // A missing or doubled storage-version marker fails before the build.
+    let storage = super::storage::from_sources(root, project)?;
     let bin = format!("{}-crdgen", project.project_name);
     let package = project.api_package();
     let command = format!("cargo run -p {package} --bin {bin}");
@@ -48,14 +51,20 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<CrdFile>> 
             output.status
         );
     }
-    parse(&output.stdout).with_context(|| format!("{bin} printed something other than CRDs"))
+    parse(&output.stdout, &storage)
+        .with_context(|| format!("{bin} printed something other than CRDs"))
 }
 
-/// The CRDs in the generator's JSON output, sorted by file name.
-pub fn parse(json: &[u8]) -> anyhow::Result<Vec<CrdFile>> {
+/// The CRDs in the generator's JSON output, sorted by file name, each
+/// storing the version `storage` names for it (by CRD name).
+pub fn parse(json: &[u8], storage: &BTreeMap<String, String>) -> anyhow::Result<Vec<CrdFile>> {
     let crds: Vec<CustomResourceDefinition> = serde_json::from_slice(json)?;
     let mut files = Vec::new();
-    for crd in crds {
+    for mut crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        if let Some(version) = storage.get(&name) {
+            super::storage::set(&mut crd, version)?;
+        }
         let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
         let body = serde_saphyr::to_string(&crd).context("cannot render a CRD as YAML")?;
         let yaml =
@@ -69,8 +78,10 @@ pub fn parse(json: &[u8]) -> anyhow::Result<Vec<CrdFile>> {
     Ok(files)
 }
 
-/// config/crd/kustomization.yaml listing `files` (names under config/crd/bases).
-pub fn kustomization(files: &[String]) -> String {
+/// config/crd/kustomization.yaml listing `files` (names under
+/// config/crd/bases) and `patches` (paths relative to config/crd: the
+/// conversion webhook of kinds that convert).
+pub fn kustomization(files: &[String], patches: &[String]) -> String {
     let mut out = String::from(
         "# The CRDs of this project: kubectl apply -k config/crd\n\
          # Written by `opctl manifests` from api/src. DO NOT EDIT.\n\
@@ -83,6 +94,12 @@ pub fn kustomization(files: &[String]) -> String {
         out.push_str("resources:\n");
         for file in files {
             out.push_str(&format!("- bases/{file}\n"));
+        }
+    }
+    if !patches.is_empty() {
+        out.push_str("patches:\n");
+        for patch in patches {
+            out.push_str(&format!("- path: {patch}\n"));
         }
     }
     out
@@ -107,14 +124,14 @@ mod tests {
 
     #[test]
     fn crds_become_yaml_files_that_parse_back() {
-        let files = parse(CRD.as_bytes()).expect("parses");
+        let files = parse(CRD.as_bytes(), &BTreeMap::new()).expect("parses");
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].file, "zalando.org_databases.yaml");
         let back: CustomResourceDefinition =
             serde_saphyr::from_str(&files[0].yaml).expect("YAML parses");
         assert_eq!(back.metadata.name.as_deref(), Some("databases.zalando.org"));
         assert_eq!(
-            parse(CRD.as_bytes()).expect("parses")[0].yaml,
+            parse(CRD.as_bytes(), &BTreeMap::new()).expect("parses")[0].yaml,
             files[0].yaml,
             "deterministic"
         );
@@ -122,7 +139,7 @@ mod tests {
 
     #[test]
     fn other_output_is_rejected() {
-        assert!(parse(b"[{\"kind\": \"Pod\"}]").is_err());
-        assert!(parse(b"hello").is_err());
+        assert!(parse(b"[{\"kind\": \"Pod\"}]", &BTreeMap::new()).is_err());
+        assert!(parse(b"hello", &BTreeMap::new()).is_err());
     }
 }

@@ -7,6 +7,7 @@
 pub mod chart;
 pub mod crd;
 pub mod rbac;
+pub mod storage;
 pub mod webhook;
 
 use std::path::Path;
@@ -48,7 +49,7 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<Manifest>>
     files.sort();
     out.push(Manifest {
         path: CRD_KUSTOMIZATION.to_owned(),
-        contents: crd::kustomization(&files),
+        contents: crd::kustomization(&files, &crate::scaffold::webhooks::crd_patches(project)),
     });
     out.push(Manifest {
         path: ROLE_FILE.to_owned(),

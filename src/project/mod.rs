@@ -158,12 +158,16 @@ pub struct Webhooks {
     /// A validating webhook (`--programmatic-validation`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation: bool,
+    /// The conversion webhook (`--conversion`): recorded on the hub version,
+    /// the one every other version (spoke) of the kind converts through.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversion: bool,
 }
 
 impl Webhooks {
     /// Whether any webhook is recorded.
     pub fn any(&self) -> bool {
-        self.defaulting || self.validation
+        self.defaulting || self.validation || self.conversion
     }
 }
 
@@ -344,6 +348,14 @@ impl Project {
             if resource.webhooks.as_ref().is_some_and(|w| !w.any()) {
                 anyhow::bail!("{} lists webhooks but neither kind of them", resource.gvk());
             }
+            if resource.webhooks().conversion
+                && (resource.builtin || self.spokes(resource).next().is_none())
+            {
+                anyhow::bail!(
+                    "{} is a conversion hub but its kind has no other version",
+                    resource.gvk()
+                );
+            }
             if resource.finalizer && (!resource.controller || resource.builtin) {
                 anyhow::bail!(
                     "{} has a finalizer but no controller of a kind opctl scaffolds finalizers for",
@@ -381,6 +393,25 @@ impl Project {
     /// Whether any kind of the project has a webhook.
     pub fn has_webhooks(&self) -> bool {
         self.resources.iter().any(|r| r.webhooks().any())
+    }
+
+    /// Whether any kind converts between versions (`--conversion`).
+    pub fn has_conversion(&self) -> bool {
+        self.resources.iter().any(|r| r.webhooks().conversion)
+    }
+
+    /// The other versions of `hub`'s kind defined in this project, in the
+    /// order they were scaffolded: the spokes when `hub` is the hub.
+    pub fn spokes<'a>(&'a self, hub: &'a Resource) -> impl Iterator<Item = &'a Resource> + 'a {
+        self.crd_resources().filter(move |r| {
+            r.api_group == hub.api_group && r.kind == hub.kind && r.version != hub.version
+        })
+    }
+
+    /// The hub of `r`'s kind, if it converts.
+    pub fn hub_of(&self, r: &Resource) -> Option<&Resource> {
+        self.crd_resources()
+            .find(|h| h.api_group == r.api_group && h.kind == r.kind && h.webhooks().conversion)
     }
 
     /// The resources that define a CRD of this project.

@@ -51,6 +51,16 @@ pub fn crd_file(r: &Resource) -> String {
     format!("{}_{}.yaml", r.api_group, r.plural)
 }
 
+/// `api/src/<group>/<version>/<kind>.rs`: the user-owned module of a kind's type.
+pub fn kind_file(r: &Resource) -> String {
+    api_file(&format!(
+        "src/{}/{}/{}.rs",
+        super::names::group_module(&r.group),
+        r.version,
+        super::names::kind_module(&r.kind)
+    ))
+}
+
 /// `root/relative` for a project path written with '/' separators.
 pub fn target(root: &Path, relative: &str) -> PathBuf {
     relative

@@ -14,7 +14,7 @@ use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
 use crate::project::paths::{
     CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base, crd_file,
-    pristine,
+    kind_file, pristine, target,
 };
 use crate::project::{License, Project, Resource, names};
 
@@ -180,7 +180,6 @@ fn resource_files(
     let values = Values::new(project, webhooks::webhook_groups(project));
     let view = ResourceValues::new(project, r);
     let context = values.resource_context(&view)?;
-    let group_module = names::group_module(&r.group);
     let kind_module = names::kind_module(&r.kind);
     // A kind made with `--image` (kubebuilder's deploy-image plugin): its
     // spec sizes a Deployment of the image, which its controller runs.
@@ -195,10 +194,7 @@ fn resource_files(
             ("api/src/kind.rs", "config/samples/sample.yaml")
         };
         plan.file(
-            api_file(&format!(
-                "src/{group_module}/{}/{kind_module}.rs",
-                r.version
-            )),
+            kind_file(r),
             renderer.render(kind, &context)?,
             Owner::User,
             type_policy,
@@ -271,7 +267,7 @@ pub fn init(project: &Project) -> anyhow::Result<Plan> {
     scaffold_owned(project, &mut renderer, &mut plan)?;
     plan.file(
         CRD_KUSTOMIZATION,
-        crd_kustomization(&[]),
+        crd_kustomization(&[], &[]),
         Owner::Generated,
         IfExists::Overwrite,
     );
@@ -309,6 +305,22 @@ pub fn create_webhook(
     webhooks::handler_files(project, resource, requested, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
     webhooks::add_manifests(project, Some(root), &mut plan)?;
+    if requested.contains(&WebhookKind::Conversion) {
+        // The CRD patches take effect at once, for the CRDs already generated.
+        let mut files: Vec<String> = project
+            .crd_resources()
+            .map(crd_file)
+            .filter(|file| target(root, &crd_base(file)).is_file())
+            .collect();
+        files.sort();
+        files.dedup();
+        plan.file(
+            CRD_KUSTOMIZATION,
+            crd_kustomization(&files, &webhooks::crd_patches(project)),
+            Owner::Generated,
+            IfExists::Overwrite,
+        );
+    }
     add_chart_derived(project, root, &mut plan)?;
     Ok(plan)
 }

@@ -16,7 +16,13 @@ use crate::project::paths::{HISTORY_FILE, pristine, target};
 /// the pristine copy of every user-owned file of `project` under `root`.
 pub fn record(root: &Path, project: &Project, step: Option<Step>) -> anyhow::Result<()> {
     let mut history = load_history(root);
-    history.extend(step);
+    // The same command again (`--force` twice) makes the same files: one
+    // record of it is enough, and the project stays unchanged.
+    if let Some(step) = step
+        && history.last() != Some(&step)
+    {
+        history.push(step);
+    }
     write(root, project, &history)
 }
 

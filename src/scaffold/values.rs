@@ -113,6 +113,9 @@ pub struct ResourceValues {
     /// Under config/samples.
     pub sample_file: String,
     shortname: Option<String>,
+    /// Whether the type module carries the storage-version marker: the
+    /// first version of a kind does, later ones do not.
+    storage_marker: bool,
     /// The e2e tests' sample object of a built-in kind, as JSON indented to
     /// sit inside a `json!` in a test; None for kinds of the project and
     /// built-in kinds without a sample.
@@ -169,6 +172,11 @@ pub struct WebhookValues {
     pub marker_group: String,
     pub defaulting_module: String,
     pub validation_module: String,
+    /// The hub of a spoke's conversion module: its type's Rust path, version
+    /// and apiVersion (empty otherwise).
+    pub hub_path: String,
+    pub hub_version: String,
+    pub hub_api_version: String,
 }
 
 /// The values every template sees.
@@ -183,6 +191,11 @@ pub struct Values {
     /// The images of the kinds made with `--image`, by variable name.
     images: Vec<ManagerImage>,
     has_webhooks: bool,
+    /// Whether a kind converts between versions (`--conversion`).
+    has_conversion: bool,
+    /// The plurals of the CRDs with a conversion webhook (the e2e tests
+    /// point them at the local manager).
+    conversion_plurals: Vec<String>,
     webhook_groups: Vec<WebhookGroup>,
 }
 
@@ -300,7 +313,8 @@ impl Values {
             .into_iter()
             .map(|(name, versions)| Crd {
                 name,
-                // The first version recorded is the storage version.
+                // The generator needs one; `opctl manifests` then stores the
+                // version marked `+opctl:storageversion` (see manifests::storage).
                 storage: versions[0].version.clone(),
                 versions,
             })
@@ -315,6 +329,13 @@ impl Values {
             controllers: controllers.into_values().collect(),
             images: images.into_values().collect(),
             has_webhooks: project.has_webhooks(),
+            has_conversion: project.has_conversion(),
+            conversion_plurals: project
+                .resources
+                .iter()
+                .filter(|r| r.webhooks().conversion)
+                .map(|r| r.plural.clone())
+                .collect(),
             webhook_groups,
         }
     }
@@ -410,6 +431,11 @@ impl ResourceValues {
             } else {
                 short_name(&r.kind)
             },
+            storage_marker: r.resource
+                && project
+                    .crd_resources()
+                    .find(|o| o.api_group == r.api_group && o.kind == r.kind)
+                    .is_none_or(|first| first.same_gvk(r)),
             e2e_sample: r
                 .builtin
                 .then(|| builtin_samples::e2e_object(&r.api_group, &r.kind))

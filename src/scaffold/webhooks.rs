@@ -14,23 +14,33 @@ use crate::manifests::webhook as webhook_manifests;
 use crate::project::paths::WEBHOOK_MANIFESTS;
 use crate::project::{Project, Resource, Webhooks, builtin_samples, names};
 
-/// The two kinds of webhook `opctl create webhook` scaffolds.
+/// The kinds of webhook `opctl create webhook` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WebhookKind {
     /// Mutating: fills in defaults (`--defaulting`).
     Defaulting,
     /// Validating: allows or denies (`--programmatic-validation`).
     Validation,
+    /// Conversion between the versions of a kind through its hub
+    /// (`--conversion`, given on the hub): one module per spoke.
+    Conversion,
 }
 
 impl WebhookKind {
-    pub const ALL: [WebhookKind; 2] = [WebhookKind::Defaulting, WebhookKind::Validation];
+    pub const ALL: [WebhookKind; 3] = [
+        WebhookKind::Defaulting,
+        WebhookKind::Validation,
+        WebhookKind::Conversion,
+    ];
+    /// The admission webhooks, named in a webhook configuration.
+    const ADMISSION: [WebhookKind; 2] = [WebhookKind::Defaulting, WebhookKind::Validation];
 
     /// `defaulting` or `validation`: in messages and module names.
     pub fn describe(self) -> &'static str {
         match self {
             WebhookKind::Defaulting => "defaulting",
             WebhookKind::Validation => "validation",
+            WebhookKind::Conversion => "conversion",
         }
     }
 
@@ -39,6 +49,7 @@ impl WebhookKind {
         match self {
             WebhookKind::Defaulting => "the defaults",
             WebhookKind::Validation => "what is valid",
+            WebhookKind::Conversion => "how the version converts to and from the hub",
         }
     }
 
@@ -46,6 +57,7 @@ impl WebhookKind {
         match self {
             WebhookKind::Defaulting => webhooks.defaulting,
             WebhookKind::Validation => webhooks.validation,
+            WebhookKind::Conversion => webhooks.conversion,
         }
     }
 
@@ -53,6 +65,7 @@ impl WebhookKind {
         match self {
             WebhookKind::Defaulting => webhooks.defaulting = true,
             WebhookKind::Validation => webhooks.validation = true,
+            WebhookKind::Conversion => webhooks.conversion = true,
         }
     }
 
@@ -60,6 +73,7 @@ impl WebhookKind {
         match self {
             WebhookKind::Defaulting => "src/webhook/defaulting.rs",
             WebhookKind::Validation => "src/webhook/validation.rs",
+            WebhookKind::Conversion => "src/webhook/conversion.rs",
         }
     }
 
@@ -67,6 +81,7 @@ impl WebhookKind {
         match self {
             WebhookKind::Defaulting => "tests/e2e_defaulting.rs",
             WebhookKind::Validation => "tests/e2e_validation.rs",
+            WebhookKind::Conversion => "tests/e2e_conversion.rs",
         }
     }
 }
@@ -116,7 +131,8 @@ pub fn handler_module(r: &Resource, kind: WebhookKind) -> String {
     format!("{}_{}", names::kind_module(&r.kind), kind.describe())
 }
 
-/// `src/webhook/apps/v1alpha1/sidecar_set_defaulting.rs`.
+/// `src/webhook/apps/v1alpha1/sidecar_set_defaulting.rs`; for
+/// [`WebhookKind::Conversion`], `r` is a spoke.
 pub fn handler_file(r: &Resource, kind: WebhookKind) -> String {
     format!(
         "src/webhook/{}/{}/{}.rs",
@@ -135,11 +151,13 @@ fn path_group(r: &Resource) -> String {
     }
 }
 
-/// The URL path of one webhook: `/mutate-apps-kruise-io-v1alpha1-sidecarset`.
+/// The URL path of one webhook: `/mutate-apps-kruise-io-v1alpha1-sidecarset`;
+/// `/convert` for every conversion (the review names the kind).
 pub fn webhook_path(r: &Resource, kind: WebhookKind) -> String {
     let verb = match kind {
         WebhookKind::Defaulting => "mutate",
         WebhookKind::Validation => "validate",
+        WebhookKind::Conversion => return "/convert".to_owned(),
     };
     format!(
         "/{verb}-{}-{}-{}",
@@ -155,6 +173,7 @@ pub fn webhook_name(project: &Project, r: &Resource, kind: WebhookKind) -> Strin
     let letter = match kind {
         WebhookKind::Defaulting => 'm',
         WebhookKind::Validation => 'v',
+        WebhookKind::Conversion => 'c',
     };
     format!(
         "{letter}{}-{}.{}.{}",
@@ -168,7 +187,7 @@ pub fn webhook_name(project: &Project, r: &Resource, kind: WebhookKind) -> Strin
 /// Checks that the webhooks of `resource` can be named and placed: a name
 /// Kubernetes accepts, and no handler module shared with another kind.
 pub fn check_names(project: &Project, resource: &Resource) -> anyhow::Result<()> {
-    for kind in WebhookKind::ALL {
+    for kind in WebhookKind::ADMISSION {
         let name = webhook_name(project, resource, kind);
         if !names::is_dns1123_subdomain(&name) {
             anyhow::bail!(
@@ -191,9 +210,13 @@ pub fn check_names(project: &Project, resource: &Resource) -> anyhow::Result<()>
     Ok(())
 }
 
-/// What the webhook templates see about one kind, as `w`.
-fn webhook_values(project: &Project, r: &Resource) -> WebhookValues {
+/// What the webhook templates see about one kind, as `w`; `hub` is the
+/// hub of a spoke's conversion module.
+fn webhook_values(project: &Project, r: &Resource, hub: Option<&Resource>) -> WebhookValues {
     WebhookValues {
+        hub_path: hub.map(|h| h.path.clone()).unwrap_or_default(),
+        hub_version: hub.map(|h| h.version.clone()).unwrap_or_default(),
+        hub_api_version: hub.map(Resource::api_version).unwrap_or_default(),
         mutate_path: webhook_path(r, WebhookKind::Defaulting),
         validate_path: webhook_path(r, WebhookKind::Validation),
         mutating_name: webhook_name(project, r, WebhookKind::Defaulting),
@@ -220,7 +243,17 @@ pub fn webhook_groups(project: &Project) -> Vec<WebhookGroup> {
     let mut groups: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
     for r in &project.resources {
         let webhooks = r.webhooks();
-        for kind in WebhookKind::ALL {
+        if webhooks.conversion {
+            for spoke in project.spokes(r) {
+                groups
+                    .entry(names::group_module(&spoke.group))
+                    .or_default()
+                    .entry(spoke.version.clone())
+                    .or_default()
+                    .push(handler_module(spoke, WebhookKind::Conversion));
+            }
+        }
+        for kind in WebhookKind::ADMISSION {
             if kind.is_in(&webhooks) {
                 groups
                     .entry(names::group_module(&r.group))
@@ -265,6 +298,26 @@ pub(super) fn scaffold_owned(
             IfExists::Overwrite,
         );
     }
+    if project.has_conversion() {
+        plan.file(
+            "src/manager/webhook/convert.rs",
+            renderer.render("src/manager/webhook/convert.rs", &context)?,
+            Owner::Scaffold,
+            IfExists::Overwrite,
+        );
+    }
+    for hub in project.resources.iter().filter(|r| r.webhooks().conversion) {
+        let view = ResourceValues::new(project, hub);
+        let context = values.resource_context(&view)?;
+        for (file, template) in CRD_PATCHES {
+            plan.file(
+                crd_patch(hub, file),
+                renderer.render(template, &context)?,
+                Owner::Scaffold,
+                IfExists::Overwrite,
+            );
+        }
+    }
     for group in values.webhook_groups() {
         let module = &group.module;
         let context = values.group_context(group)?;
@@ -302,7 +355,7 @@ pub fn handler_files(
     }
     let values = Values::new(project, webhook_groups(project));
     let view = ResourceValues::new(project, r);
-    let context = values.webhook_context(&view, &webhook_values(project, r))?;
+    let context = values.webhook_context(&view, &webhook_values(project, r, None))?;
     plan.insert("src/main.rs", "modules", "mod webhook;\n");
     plan.insert(
         "src/main.rs",
@@ -316,6 +369,10 @@ pub fn handler_files(
         "webhooks::serve_locally(&mut command);\n",
     );
     for kind in kinds {
+        if *kind == WebhookKind::Conversion {
+            conversion_files(project, r, &values, renderer, plan)?;
+            continue;
+        }
         plan.file(
             handler_file(r, *kind),
             renderer.render(kind.template(), &context)?,
@@ -329,6 +386,58 @@ pub fn handler_files(
                 renderer.render(kind.e2e_template(), &context)?,
             );
         }
+    }
+    Ok(())
+}
+
+/// The patches of config/crd for a kind that converts, and their templates.
+const CRD_PATCHES: &[(&str, &str)] = &[
+    ("webhook_in", "config/crd/patches/webhook_in.yaml"),
+    ("cainjection_in", "config/crd/patches/cainjection_in.yaml"),
+];
+
+/// `patches/webhook_in_databases.yaml`: a patch of config/crd, relative to it.
+pub fn crd_patch_name(hub: &Resource, file: &str) -> String {
+    format!("patches/{file}_{}.yaml", hub.plural)
+}
+
+fn crd_patch(hub: &Resource, file: &str) -> String {
+    format!("config/crd/{}", crd_patch_name(hub, file))
+}
+
+/// The config/crd patches of every kind that converts (relative to config/crd).
+pub fn crd_patches(project: &Project) -> Vec<String> {
+    let hubs = project.resources.iter().filter(|r| r.webhooks().conversion);
+    hubs.flat_map(|hub| {
+        CRD_PATCHES
+            .iter()
+            .map(|(file, _)| crd_patch_name(hub, file))
+    })
+    .collect()
+}
+
+/// The user-owned conversion module of each spoke of `hub`, and their e2e tests.
+fn conversion_files(
+    project: &Project,
+    hub: &Resource,
+    values: &Values,
+    renderer: &mut Renderer,
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
+    for spoke in project.spokes(hub) {
+        let view = ResourceValues::new(project, spoke);
+        let context = values.webhook_context(&view, &webhook_values(project, spoke, Some(hub)))?;
+        plan.file(
+            handler_file(spoke, WebhookKind::Conversion),
+            renderer.render(WebhookKind::Conversion.template(), &context)?,
+            Owner::User,
+            IfExists::Error,
+        );
+        plan.insert(
+            "tests/e2e.rs",
+            "e2e",
+            renderer.render(WebhookKind::Conversion.e2e_template(), &context)?,
+        );
     }
     Ok(())
 }

@@ -9,4 +9,7 @@ set -eu
 
 opctl init --domain org --project-name database
 opctl create api --group zalando --version v1 --kind Database
+
+opctl create api --group zalando --version v2 --kind Database --controller=false
+opctl create webhook --group zalando --version v1 --kind Database --conversion
 opctl manifests

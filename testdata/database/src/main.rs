@@ -2,9 +2,12 @@
 //!
 //! This file is yours: change flags and defaults here and hand settings to
 //! the controllers. `opctl create api` registers new controllers at the
-//! `+opctl:scaffold:controllers` marker.
+//! `+opctl:scaffold:controllers` marker, `opctl create webhook` webhooks
+//! (here the conversion between v1 and v2) at `+opctl:scaffold:webhooks`.
 
 mod controller;
+mod webhook;
+// +opctl:scaffold:modules
 
 use clap::Parser;
 
@@ -30,6 +33,8 @@ async fn main() -> anyhow::Result<()> {
     let manager = manager::Manager::new(cli.manager, scope).await?;
     let manager = controller::database::register(manager);
     // +opctl:scaffold:controllers
+    let manager = webhook::register(manager);
+    // +opctl:scaffold:webhooks
     manager.run().await
 }
 

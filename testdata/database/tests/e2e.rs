@@ -12,6 +12,7 @@
 //! `+opctl:scaffold:e2e` marker.
 
 mod support;
+// +opctl:scaffold:e2e-modules
 
 #[allow(unused_imports)] // what tests added at the scaffold marker use
 use std::time::{Duration, Instant};
@@ -189,8 +190,15 @@ async fn the_crd_is_installed_and_established() {
         crd.spec.names.short_names,
         Some(vec!["db".to_owned(), "dbs".to_owned()])
     );
-    let versions: Vec<&str> = crd.spec.versions.iter().map(|v| v.name.as_str()).collect();
-    assert_eq!(versions, ["v1"]);
+    // Both versions are served; v1 is stored (and converted to v2 by the
+    // manager's webhook).
+    let versions: Vec<(&str, bool, bool)> = crd
+        .spec
+        .versions
+        .iter()
+        .map(|v| (v.name.as_str(), v.served, v.storage))
+        .collect();
+    assert_eq!(versions, [("v1", true, true), ("v2", true, false)]);
     let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
     let established = conditions.iter().find(|c| c.type_ == "Established");
     assert_eq!(
@@ -799,7 +807,7 @@ async fn the_finalizer_of_earlier_versions_is_removed() {
 
 #[tokio::test]
 #[ignore = "needs a cluster: run `make test-e2e`"]
-async fn kubectl_get_dbs_shows_type_phase_and_age() {
+async fn kubectl_get_dbs_shows_the_preferred_versions_columns() {
     let fixture = Fixture::start("kubectl").await;
     create(&fixture, "reports", DatabaseType::Mysql).await;
     ready(&fixture, "reports").await;
@@ -814,10 +822,27 @@ async fn kubectl_get_dbs_shows_type_phase_and_age() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
+    // kubectl shows the preferred version, v2 (the highest), with its
+    // columns; the Database has no engine version, so that cell is empty.
     assert_eq!(rows.len(), 2, "{stdout}");
-    assert_eq!(rows[0], ["NAME", "TYPE", "PHASE", "AGE"], "{stdout}");
+    assert_eq!(
+        rows[0],
+        ["NAME", "ENGINE", "VERSION", "PHASE", "AGE"],
+        "{stdout}"
+    );
     assert_eq!(rows[1][..3], ["reports", "mysql", "Ready"], "{stdout}");
     assert_eq!(rows[1].len(), 4, "{stdout}");
+
+    // v1 by name shows its own columns.
+    let output = kubectl(&["get", "databases.v1.zalando.org", "-n", &fixture.namespace]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let header: Vec<&str> = stdout
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "TYPE", "PHASE", "AGE"], "{stdout}");
 
     // The singular short name works too.
     let output = kubectl(&[
@@ -834,4 +859,60 @@ async fn kubectl_get_dbs_shows_type_phase_and_age() {
     assert_stops_cleanly(fixture);
 }
 
+/// Objects written in v2 are stored in v1 through the manager's conversion
+/// webhook (the API server calls its `/convert`), run by the controller as
+/// any v1 Database, and read back in v2 as written, with the status the
+/// controller wrote in v1; a v1 object reads in v2 without a version.
+#[tokio::test]
+#[ignore = "needs a cluster: run `make test-e2e`"]
+async fn a_database_created_in_v2_reads_as_v1_and_back() {
+    use database::api::zalando::v2;
+
+    let fixture = Fixture::start("convert").await;
+    let v2s = fixture.api::<v2::Database>();
+    let engine = v2::Engine {
+        name: DatabaseType::Mysql,
+        version: Some("8.0".to_owned()),
+    };
+    let object = v2::Database::new("inventory", v2::DatabaseSpec { engine });
+    let created = v2s
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("create the Database in v2");
+    assert_eq!(created.spec, object.spec, "the create answers in v2");
+
+    // The controller reconciles it in v1, where the version is an annotation.
+    let v1 = ready(&fixture, "inventory").await;
+    assert_eq!(v1.metadata.uid, created.metadata.uid);
+    assert_eq!(v1.spec.type_, DatabaseType::Mysql);
+    let annotations = v1.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get("zalando.org/engine-version")
+            .map(String::as_str),
+        Some("8.0")
+    );
+    let pod = child(&fixture.api::<Pod>(), "inventory", |_| true).await;
+    assert_eq!(image_and_ports(&pod).0.as_deref(), Some("mysql:8.0"));
+
+    // Read in v2 again: the spec as written, the status as v1 has it, and
+    // the annotation back in its field.
+    let back = v2s.get("inventory").await.expect("read the Database in v2");
+    assert_eq!(back.spec, object.spec, "nothing lost");
+    assert_eq!(back.metadata.annotations, None);
+    let status = back.status.clone().unwrap_or_default();
+    assert_eq!(status.phase, Some(DatabasePhase::Ready));
+    assert_eq!(status.observed_generation, back.metadata.generation);
+
+    // A Database written in v1 has no version in v2.
+    create(&fixture, "ledger", DatabaseType::Mongo).await;
+    let ledger = v2s.get("ledger").await.expect("read the v1 Database in v2");
+    assert_eq!(ledger.spec.engine.name, DatabaseType::Mongo);
+    assert_eq!(ledger.spec.engine.version, None);
+    let listed = v2s.list(&ListParams::default()).await.expect("list in v2");
+    let mut names: Vec<String> = listed.items.iter().map(|d| d.name_any()).collect();
+    names.sort();
+    assert_eq!(names, ["inventory", "ledger"]);
+    assert_stops_cleanly(fixture);
+}
 // +opctl:scaffold:e2e

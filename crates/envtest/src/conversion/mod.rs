@@ -188,6 +188,11 @@ pub(crate) async fn for_read(app: &App, res: &Resource, obj: Arc<Value>) -> ApiR
     if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
         return Ok(obj);
     }
+    // The Status a delete answers with once the object is gone is no custom
+    // resource: kube-apiserver never sends it to the webhook.
+    if obj.get("kind").and_then(Value::as_str) != Some(res.kind.as_str()) {
+        return Ok(obj);
+    }
     let mut converted = webhook
         .convert(app, &obj, &api_version)
         .await

@@ -7,13 +7,22 @@ use std::io::Write;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+use kube::core::crd::merge_crds;
 
-/// Every CRD, sorted by name; a kind with several versions is one CRD that
-/// stores the version scaffolded first.
+/// Every CRD, sorted by name; a kind with several versions is one CRD.
+/// `opctl manifests` stores the version marked `+opctl:storageversion`.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
-        // zalando.org/v1 Database
-        database_api::zalando::v1::Database::crd(),
+        // databases.zalando.org: every version in one CRD
+        merge_crds(
+            vec![
+                // zalando.org/v1 Database
+                database_api::zalando::v1::Database::crd(),
+                // zalando.org/v2 Database
+                database_api::zalando::v2::Database::crd(),
+            ],
+            "v1",
+        )?,
     ])
 }
 

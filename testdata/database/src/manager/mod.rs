@@ -20,6 +20,7 @@ pub mod self_signed;
 mod shutdown;
 mod telemetry;
 mod tls;
+pub mod webhook;
 pub mod writes;
 
 pub use backoff::Backoff;
@@ -41,11 +42,12 @@ use tokio::task::JoinSet;
 /// The name this manager uses as field manager, event reporter and leader-election lease.
 pub const NAME: &str = "database";
 
-/// Runs registered controllers until SIGTERM or SIGINT.
+/// Runs registered controllers and admission webhooks until SIGTERM or SIGINT.
 pub struct Manager {
     options: Options,
     context: Context,
     controllers: Vec<(&'static str, controller::Task)>,
+    webhooks: webhook::Webhooks,
 }
 
 impl Manager {
@@ -65,6 +67,7 @@ impl Manager {
             options,
             context,
             controllers: Vec::new(),
+            webhooks: webhook::Webhooks::default(),
         })
     }
 
@@ -99,7 +102,40 @@ impl Manager {
         self
     }
 
-    /// Serves the probes and metrics, fills the caches, reconciles
+    /// Registers an admission webhook served at `path`: `handle` answers
+    /// each request of the API server (see [`webhook`]).
+    pub fn with_webhook<K, F, Fut>(mut self, path: &'static str, handle: F) -> Self
+    where
+        K: kube::Resource + serde::de::DeserializeOwned + Send + 'static,
+        F: Fn(Context, webhook::AdmissionRequest<K>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = webhook::AdmissionResponse> + Send + 'static,
+    {
+        self.webhooks.add(path, handle);
+        self
+    }
+
+    /// Registers the conversion of spoke version `S` of a kind to and from
+    /// its hub version `H` (see [`webhook::convert`]).
+    pub fn with_conversion<S, H>(
+        mut self,
+        to_hub: fn(S) -> Result<H, String>,
+        from_hub: fn(H) -> Result<S, String>,
+    ) -> Self
+    where
+        S: kube::Resource<DynamicType = ()>
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + 'static,
+        H: kube::Resource<DynamicType = ()>
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + 'static,
+    {
+        self.webhooks.add_conversion(to_hub, from_hub);
+        self
+    }
+
+    /// Serves the probes and metrics (and the webhooks), fills the caches, reconciles
     /// (once it leads, under `--leader-elect`) and returns once the
     /// controllers have stopped after a signal.
     pub async fn run(self) -> anyhow::Result<()> {
@@ -107,6 +143,7 @@ impl Manager {
             options,
             context,
             controllers,
+            webhooks,
         } = self;
         let shutdown = context.shutdown.clone();
         shutdown.trigger_on_signals()?;
@@ -122,6 +159,21 @@ impl Manager {
             .await?,
         );
         servers.spawn(http::serve_metrics(&options, context.clone()).await?);
+        // The webhook server is listening (and, with --webhook-self-signed,
+        // its CA injected) before the manager reports ready. It stops after
+        // the controllers, whose last writes may still need it.
+        let webhooks_stop = Shutdown::default();
+        if !webhooks.is_empty() && options.webhook.enable_webhooks {
+            servers.spawn(
+                webhook::serve(
+                    &options.webhook,
+                    webhooks,
+                    context.clone(),
+                    webhooks_stop.clone(),
+                )
+                .await?,
+            );
+        }
 
         // Every replica fills its caches: the controllers set them up now,
         // all of them before readiness is judged, and reconcile once
@@ -187,6 +239,7 @@ impl Manager {
             // Gives up waiting for the Lease (it sees the shutdown).
             let _ = elected.await;
         }
+        webhooks_stop.trigger();
         stop_servers(servers).await?;
         match failure {
             Some(err) => Err(err),

@@ -79,6 +79,10 @@ pub struct Options {
     /// Seconds to wait for in-flight reconciles after SIGTERM or SIGINT.
     #[arg(long, env = "SHUTDOWN_TIMEOUT_SECONDS", default_value_t = 5)]
     pub shutdown_timeout_seconds: u64,
+
+    /// The admission webhook server.
+    #[command(flatten)]
+    pub webhook: super::webhook::Options,
 }
 
 impl Options {

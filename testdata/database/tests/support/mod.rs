@@ -7,6 +7,12 @@
 
 #![allow(dead_code)] // each test target uses a different part
 
+// The conversion webhook's set-up (scaffolded by opctl): every manager the
+// tests start serves it, since the API server calls it to read or write a
+// Database in v2.
+#[path = "../webhooks/mod.rs"]
+pub mod webhooks;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus, Output};
@@ -124,6 +130,11 @@ impl Manager {
             Some(user) => command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user),
             None => command.env_remove("KUBE_RS_DEBUG_IMPERSONATE_USER"),
         };
+        // Installs the conversion webhook's Service and CRD patch, pointed
+        // at this manager, unless the caller runs it without webhooks.
+        if !args.contains(&"--enable-webhooks=false") {
+            webhooks::serve_locally(&mut command);
+        }
         let process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))

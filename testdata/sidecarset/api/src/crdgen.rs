@@ -8,8 +8,8 @@ use std::io::Write;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-/// Every CRD, sorted by name; a kind with several versions is one CRD that
-/// stores the version scaffolded first.
+/// Every CRD, sorted by name; a kind with several versions is one CRD.
+/// `opctl manifests` stores the version marked `+opctl:storageversion`.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
         // apps.kruise.io/v1alpha1 SidecarSet

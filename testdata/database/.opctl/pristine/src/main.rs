@@ -6,6 +6,7 @@
 //! webhooks at `+opctl:scaffold:webhooks`.
 
 mod controller;
+mod webhook;
 // +opctl:scaffold:modules
 
 use clap::Parser;
@@ -32,6 +33,7 @@ async fn main() -> anyhow::Result<()> {
     let manager = manager::Manager::new(cli.manager, scope).await?;
     let manager = controller::database::register(manager);
     // +opctl:scaffold:controllers
+    let manager = webhook::register(manager);
     // +opctl:scaffold:webhooks
     manager.run().await
 }

@@ -9,10 +9,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
 
-/// Every CRD, sorted by name; a kind with several versions is one CRD that
-/// stores the version scaffolded first.
+/// Every CRD, sorted by name; a kind with several versions is one CRD.
+/// `opctl manifests` stores the version marked `+opctl:storageversion`.
 fn crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
     Ok(vec![
+        // networkpolicies.web.example.com: every version in one CRD
         merge_crds(
             vec![
                 // web.example.com/v1 NetworkPolicy

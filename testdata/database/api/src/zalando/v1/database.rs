@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 // The name becomes the name of a Service (and a label value), so it must be
 // a DNS-1035 label: the API server checks it at creation, not the controller
 // later.
+// v1 is the version the API server stores (v2 is served too and converted
+// by the manager's webhook):
+// +opctl:storageversion
 #[derive(CustomResource, Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[kube(
     group = "zalando.org",

@@ -28,7 +28,26 @@ use super::super::Shutdown;
 use super::super::context::is_transient;
 use super::Options;
 
-/// A webhook configuration kind: its webhooks' client configurations.
+/// Where a webhook is called: the Service (name, namespace), if any, and
+/// the bundle of CAs the API server trusts for it.
+struct Target<'a> {
+    service: Option<(&'a str, &'a str)>,
+    ca_bundle: &'a mut Option<ByteString>,
+}
+
+impl<'a> Target<'a> {
+    fn of(config: &'a mut WebhookClientConfig) -> Self {
+        let WebhookClientConfig {
+            service, ca_bundle, ..
+        } = config;
+        let service = service
+            .as_ref()
+            .map(|s| (s.name.as_str(), s.namespace.as_str()));
+        Target { service, ca_bundle }
+    }
+}
+
+/// A kind that holds webhook client configurations.
 trait Configuration:
     kube::Resource<DynamicType = ()>
     + Clone
@@ -39,20 +58,20 @@ trait Configuration:
     + Sync
     + 'static
 {
-    fn client_configs(&mut self) -> Vec<&mut WebhookClientConfig>;
+    fn targets(&mut self) -> Vec<Target<'_>>;
 }
 
 impl Configuration for MutatingWebhookConfiguration {
-    fn client_configs(&mut self) -> Vec<&mut WebhookClientConfig> {
+    fn targets(&mut self) -> Vec<Target<'_>> {
         let webhooks = self.webhooks.iter_mut().flatten();
-        webhooks.map(|w| &mut w.client_config).collect()
+        webhooks.map(|w| Target::of(&mut w.client_config)).collect()
     }
 }
 
 impl Configuration for ValidatingWebhookConfiguration {
-    fn client_configs(&mut self) -> Vec<&mut WebhookClientConfig> {
+    fn targets(&mut self) -> Vec<Target<'_>> {
         let webhooks = self.webhooks.iter_mut().flatten();
-        webhooks.map(|w| &mut w.client_config).collect()
+        webhooks.map(|w| Target::of(&mut w.client_config)).collect()
     }
 }
 
@@ -106,15 +125,15 @@ impl Injector {
     fn set_ca<K: Configuration>(&self, config: &mut K) -> (usize, bool) {
         let mut calling = 0;
         let mut changed = false;
-        for client_config in config.client_configs() {
-            let ours = client_config.service.as_ref().is_some_and(|s| {
-                s.name == self.service_name && s.namespace == self.service_namespace
+        for target in config.targets() {
+            let ours = target.service.is_some_and(|(name, namespace)| {
+                name == self.service_name && namespace == self.service_namespace
             });
             if ours {
                 calling += 1;
-                let current = client_config.ca_bundle.as_ref().map(|b| b.0.as_slice());
+                let current = target.ca_bundle.as_ref().map(|b| b.0.as_slice());
                 if let Some(bundle) = with_ca(current.unwrap_or_default(), &self.ca_bundle.0) {
-                    client_config.ca_bundle = Some(ByteString(bundle));
+                    *target.ca_bundle = Some(ByteString(bundle));
                     changed = true;
                 }
             }

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 /// The desired state of a Memcached: a Deployment of `memcached:1.6`.
 // More short names: `shortname = "..."`; more columns: `printcolumn(...)`;
 // CEL validation: `validation = "..."` (see the kube-derive documentation).
+// With several versions of the kind, the API server stores the one marked:
+// +opctl:storageversion
 #[derive(CustomResource, Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[kube(
     group = "cache.example.com",

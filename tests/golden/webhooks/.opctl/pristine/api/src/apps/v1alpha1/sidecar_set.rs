@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 /// The desired state of a SidecarSet.
 // More short names: `shortname = "..."`; more columns: `printcolumn(...)`;
 // CEL validation: `validation = "..."` (see the kube-derive documentation).
+// With several versions of the kind, the API server stores the one marked:
+// +opctl:storageversion
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[kube(
     group = "apps.kruise.io",

@@ -1,0 +1,58 @@
+//! The database manager: runs this operator's controllers.
+//!
+//! This file is yours: change flags and defaults here and hand settings to
+//! the controllers. `opctl create api` registers new controllers at the
+//! `+opctl:scaffold:controllers` marker, `opctl create webhook` admission
+//! webhooks at `+opctl:scaffold:webhooks`.
+
+mod controller;
+mod webhook;
+// +opctl:scaffold:modules
+
+use clap::Parser;
+
+use database::manager;
+
+/// database: a Kubernetes operator.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Namespaces to watch (repeat the flag or separate with commas); all
+    /// namespaces when none is given.
+    #[arg(long = "namespace", env = "WATCH_NAMESPACE", value_delimiter = ',')]
+    namespaces: Vec<String>,
+
+    #[command(flatten)]
+    manager: manager::Options,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let scope = manager::WatchScope::from_namespaces(cli.namespaces);
+    let manager = manager::Manager::new(cli.manager, scope).await?;
+    let manager = controller::database::register(manager);
+    // +opctl:scaffold:controllers
+    let manager = webhook::register(manager);
+    // +opctl:scaffold:webhooks
+    manager.run().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn all_namespaces_by_default() {
+        let cli = Cli::try_parse_from(["manager"]).expect("parses");
+        assert!(cli.namespaces.is_empty());
+        let cli = Cli::try_parse_from(["manager", "--namespace=a,b"]).expect("parses");
+        assert_eq!(cli.namespaces, ["a", "b"]);
+    }
+}
