@@ -93,6 +93,12 @@ fn every_pristine_copy_is_what_the_commands_wrote() {
     }
     let run = opctl_ok(&dir, &["upgrade", "--dry-run"]);
     assert!(run.stdout.contains("up to date"), "{}", run.stdout);
+    // Applied, it changes nothing and says so (no "Upgraded.").
+    let before = snapshot(&dir);
+    let run = opctl_ok(&dir, &["upgrade", "--force"]);
+    assert!(run.stdout.contains("up to date"), "{}", run.stdout);
+    assert!(!run.stdout.contains("Upgraded."), "{}", run.stdout);
+    assert_eq!(snapshot(&dir), before);
 }
 
 #[test]

@@ -5,8 +5,8 @@
 //! objects as dist/install.yaml, with every value switch matched by the
 //! kustomization it stands for. The projects are copies of the reference
 //! projects in testdata/ (sidecarset: a kind, its controller and both
-//! webhooks, plus a Pod webhook; database: a kind and its controller, no
-//! webhook).
+//! webhooks, plus a Pod webhook; database: a kind with two versions, its
+//! controller and a conversion webhook).
 
 mod common;
 mod helm;
@@ -230,6 +230,7 @@ fn the_names_follow_the_release_and_values_reach_the_deployment() {
             ("manager.image.tag", json!("v1.2.3")),
             ("rbac.enable", json!(false)),
             ("metrics.enable", json!(false)),
+            ("webhook.enable", json!(false)),
         ],
     );
     let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
@@ -252,6 +253,55 @@ fn the_names_follow_the_release_and_values_reach_the_deployment() {
             "--log-format=json"
         ])
     );
+}
+
+#[test]
+fn a_crd_that_converts_calls_the_charts_webhook_service() {
+    let (_tmp, dir) = reference_copy("database");
+    opctl_ok(&dir, &["edit", "--helm"]);
+    let crd = |set: &[(&str, Value)]| {
+        render(&dir, "prod", set)
+            .into_iter()
+            .find(|d| d["kind"] == "CustomResourceDefinition")
+            .expect("the CRD")
+    };
+    // cert-manager (the default) injects the CA of the chart's certificate;
+    // CRDs are kept on uninstall by default.
+    let with_cert_manager = crd(&[]);
+    assert_eq!(
+        with_cert_manager["metadata"]["annotations"],
+        json!({
+            "cert-manager.io/inject-ca-from": "prod-system/prod-serving-cert",
+            "helm.sh/resource-policy": "keep",
+        })
+    );
+    let conversion = &with_cert_manager["spec"]["conversion"];
+    assert_eq!(conversion["strategy"], "Webhook");
+    assert_eq!(
+        conversion["webhook"],
+        json!({
+            "clientConfig": {"service": {
+                "name": "prod-webhook-service", "namespace": "prod-system",
+                "path": "/convert", "port": 443,
+            }},
+            "conversionReviewVersions": ["v1"],
+        })
+    );
+    // Without cert-manager, the CA comes from the values.
+    let without = crd(&[
+        ("certManager.enable", json!(false)),
+        ("webhook.caBundle", json!("Q0E=")),
+    ]);
+    assert_eq!(
+        without["metadata"]["annotations"],
+        json!({"helm.sh/resource-policy": "keep"})
+    );
+    let client = &without["spec"]["conversion"]["webhook"]["clientConfig"];
+    assert_eq!(client["caBundle"], "Q0E=");
+    // Without the chart's webhooks nothing serves /convert: no conversion.
+    let off = crd(&[("webhook.enable", json!(false)), ("crd.keep", json!(false))]);
+    assert_eq!(off["spec"]["conversion"], Value::Null);
+    assert_eq!(off["metadata"]["annotations"], Value::Null);
 }
 
 #[test]

@@ -64,7 +64,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("\nFiles you removed stay removed ({removed}).");
     }
     println!();
+    // Even with no scaffold change, the manifests may lag the code.
     super::manifests::run(super::manifests::Args {})?;
-    println!("Upgraded. Review with `git diff`, then cargo test && make test-e2e.");
+    if !plan.changes.is_empty() {
+        println!("Upgraded. Review with `git diff`, then cargo test && make test-e2e.");
+    }
     Ok(())
 }

@@ -60,10 +60,14 @@ pub fn generated(
     files.dedup();
     for file in files {
         let source = crd_base(&file);
+        let converts = project
+            .crd_resources()
+            .any(|r| crd_file(r) == file && project.hub_of(r).is_some());
         if let Some(text) = config.get(&source) {
             out.push(Manifest {
                 path: crd_template(&file),
-                contents: crd(text, &source).with_context(|| format!("cannot read {source}"))?,
+                contents: crd(text, &source, converts)
+                    .with_context(|| format!("cannot read {source}"))?,
             });
         }
     }
@@ -144,22 +148,65 @@ fn escape(text: &str) -> String {
     text.replace("{{", "{{`{{`}}")
 }
 
-fn crd(text: &str, source: &str) -> anyhow::Result<String> {
+/// The chart's template of a CRD; with `converts`, its conversion webhook
+/// (the chart's Service, `/convert`) and CA as for the admission webhooks,
+/// while the chart's webhooks are enabled.
+fn crd(text: &str, source: &str, converts: bool) -> anyhow::Result<String> {
     let doc = single(text)?;
     let name = str_at(&doc, "/metadata/name")?;
     let spec = doc.get("spec").context("spec is missing")?;
+    let (annotations, conversion) = if converts {
+        (
+            format!(
+                "  {{{{- if or .Values.crd.keep (and .Values.webhook.enable .Values.certManager.enable) }}}}\n  \
+                 annotations:\n    \
+                 {{{{- if .Values.crd.keep }}}}\n    \
+                 helm.sh/resource-policy: keep\n    \
+                 {{{{- end }}}}\n    \
+                 {{{{- if and .Values.webhook.enable .Values.certManager.enable }}}}\n    \
+                 cert-manager.io/inject-ca-from: {NAMESPACE}/{FULLNAME}-serving-cert\n    \
+                 {{{{- end }}}}\n  \
+                 {{{{- end }}}}\n"
+            ),
+            format!(
+                "  {{{{- if .Values.webhook.enable }}}}\n  \
+                 conversion:\n    \
+                 strategy: Webhook\n    \
+                 webhook:\n      \
+                 clientConfig:\n        \
+                 {{{{- if not .Values.certManager.enable }}}}\n        \
+                 caBundle: {{{{ .Values.webhook.caBundle | quote }}}}\n        \
+                 {{{{- end }}}}\n        \
+                 service:\n          \
+                 name: {FULLNAME}-webhook-service\n          \
+                 namespace: {NAMESPACE}\n          \
+                 path: /convert\n          \
+                 port: 443\n      \
+                 conversionReviewVersions:\n      \
+                 - v1\n  \
+                 {{{{- end }}}}\n"
+            ),
+        )
+    } else {
+        (
+            "  {{- if .Values.crd.keep }}\n  \
+             annotations:\n    \
+             helm.sh/resource-policy: keep\n  \
+             {{- end }}\n"
+                .to_owned(),
+            String::new(),
+        )
+    };
     Ok(format!(
         "{}{{{{- if .Values.crd.enable }}}}\n\
          apiVersion: apiextensions.k8s.io/v1\n\
          kind: CustomResourceDefinition\n\
-         metadata:\n  \
-         {{{{- if .Values.crd.keep }}}}\n  \
-         annotations:\n    \
-         helm.sh/resource-policy: keep\n  \
-         {{{{- end }}}}\n\
+         metadata:\n\
+         {annotations}\
          {LABELS}  \
          name: {}\n\
          {}\
+         {conversion}\
          {{{{- end }}}}\n",
         header(source),
         escape(name),
@@ -245,6 +292,11 @@ fn webhook_list(doc: &Value) -> anyhow::Result<String> {
         configs.push(service);
         webhook["clientConfig"] = json!(placeholder(i));
     }
+    // kustomize leaves out an empty list (a project whose only webhook
+    // converts has a configuration without webhooks): so does the chart.
+    if list.is_empty() {
+        return Ok(String::new());
+    }
     let mut text = yaml(&json!({ "webhooks": list }))?;
     for (i, service) in configs.iter().enumerate() {
         let token = format!("clientConfig: {}", placeholder(i));
@@ -306,7 +358,7 @@ mod tests {
     #[test]
     fn other_documents_are_refused() {
         assert!(role("kind: Pod\nmetadata:\n  name: x\n").is_err());
-        assert!(crd("a: [\n", "x.yaml").is_err());
+        assert!(crd("a: [\n", "x.yaml", false).is_err());
         assert!(webhooks("kind: Pod\nmetadata:\n  name: x\n").is_err());
     }
 }

@@ -6,9 +6,10 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 use super::attributes::AdmissionAttributes;
+use super::cluster::ClusterView;
 use super::config::{HookSet, HookType, Webhook};
 use super::errors::{HookError, calling_failure, denial, dry_run_unsupported, internal_error};
-use super::matching::{ClusterView, should_call};
+use super::matching::should_call;
 use super::patching;
 use super::review::{ResponseError, ReviewResponse, ReviewVersion, read_response, request_body};
 use super::routes::WebhookRoutes;

@@ -3,43 +3,17 @@
 //! with the errors of kube-apiserver's generic webhook plugin.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use super::attributes::{AdmissionAttributes, GroupVersionResource, Operation, convert};
+use super::cluster::ClusterView;
+#[cfg(test)]
+use super::cluster::EmptyCluster;
 use super::config::{Rule, Scope, Webhook};
 use super::errors::{internal_error, namespace_not_found};
 use crate::error::ApiResult;
 use crate::selectors::LabelSelector;
-
-/// What the dispatcher needs to know about the rest of the cluster. The
-/// server implements it over its store; calls must be cheap and must not
-/// block on I/O.
-pub trait ClusterView: Send + Sync {
-    /// The labels of namespace `name`, `None` when there is no such namespace.
-    fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
-
-    /// The stored `Service` `namespace/name`, if any. Used to route webhook
-    /// Service references to the Service's `targetPort` on the loopback
-    /// interface (see [`super::WebhookRoutes`]).
-    fn service(&self, namespace: &str, name: &str) -> Option<Value> {
-        let _ = (namespace, name);
-        None
-    }
-}
-
-/// A cluster with no namespaces and no Services (for callers that have none).
-#[derive(Debug, Default, Clone, Copy)]
-#[cfg(test)]
-pub struct EmptyCluster;
-
-#[cfg(test)]
-impl ClusterView for EmptyCluster {
-    fn namespace_labels(&self, _name: &str) -> Option<BTreeMap<String, String>> {
-        None
-    }
-}
 
 /// For which version of a request a webhook is called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

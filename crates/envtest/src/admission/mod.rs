@@ -65,6 +65,7 @@
 //!   how they are resolved (and `docs/envtest-webhooks.md`).
 
 mod attributes;
+mod cluster;
 mod conditions;
 mod config;
 mod dispatch;
@@ -86,9 +87,9 @@ mod validation_tests;
 pub use attributes::{
     AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
 };
+pub use cluster::ClusterView;
 pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
-pub use matching::ClusterView;
 pub use policy::{
     ParamScope, PolicyCluster, PolicyRegistry, default_binding, default_policy, validate_binding,
     validate_policy,

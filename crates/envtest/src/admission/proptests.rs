@@ -6,9 +6,10 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value, json};
 
 use super::attributes::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
+use super::cluster::EmptyCluster;
 use super::config::{HookSet, HookType};
 use super::errors::denial;
-use super::matching::{EmptyCluster, should_call};
+use super::matching::should_call;
 use super::patching;
 use super::review::{ReviewVersion, read_response};
 use super::routes::WebhookRoute;

@@ -17,7 +17,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use super::matching::ClusterView;
+use super::cluster::ClusterView;
 
 /// One explicit route: the Service port `namespace/name:port` is served at `target` (`host:port`).
 #[derive(Debug, Clone, PartialEq, Eq)]

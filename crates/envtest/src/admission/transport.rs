@@ -19,8 +19,8 @@ use tokio_rustls::TlsConnector;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::prelude::FromDer;
 
+use super::cluster::ClusterView;
 use super::goverify::{GoTlsError, GoVerifier};
-use super::matching::ClusterView;
 use super::routes::WebhookRoutes;
 
 /// The system's trusted roots, read once: used by webhooks without a caBundle.

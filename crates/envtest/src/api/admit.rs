@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::store_view::StoreView;
 use super::{App, WriteCtx};
 use crate::admission::{
     AdmissionAttributes, ClusterView, GroupVersionKind, GroupVersionResource, Operation,
@@ -23,55 +24,13 @@ use crate::error::ApiResult;
 use crate::meta;
 use crate::registry::Resource;
 use crate::request::query::{DeleteOptions, Propagation, WriteOptions};
-use crate::store::{ResKey, Store};
+use crate::store::ResKey;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 const MUTATING: &str = "mutatingwebhookconfigurations";
 const VALIDATING: &str = "validatingwebhookconfigurations";
 const POLICIES: &str = "validatingadmissionpolicies";
 const BINDINGS: &str = "validatingadmissionpolicybindings";
-
-/// What the webhooks see of the cluster: namespace labels and Services, read
-/// from the store (each look-up takes the store lock briefly).
-pub struct StoreView {
-    store: Arc<Store>,
-    pub(crate) namespaces: ResKey,
-    services: ResKey,
-}
-
-impl StoreView {
-    pub fn new(store: Arc<Store>) -> StoreView {
-        StoreView {
-            store,
-            namespaces: Arc::from("namespaces"),
-            services: Arc::from("services"),
-        }
-    }
-}
-
-impl ClusterView for StoreView {
-    fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
-        let ns = self.store.get(&self.namespaces, "", name)?;
-        Some(
-            meta::metadata(&ns)
-                .and_then(|m| m.get("labels"))
-                .and_then(Value::as_object)
-                .map(|labels| {
-                    labels
-                        .iter()
-                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        )
-    }
-
-    fn service(&self, namespace: &str, name: &str) -> Option<Value> {
-        self.store
-            .get(&self.services, namespace, name)
-            .map(|s| (*s).clone())
-    }
-}
 
 /// Whether `res` is a webhook configuration, an admission policy or a binding.
 pub(crate) fn is_admission_configuration(res: &Resource) -> bool {
@@ -225,7 +184,7 @@ impl Request<'_> {
         let res = self.res;
         // A /scale request is admitted as the autoscaling/v1 Scale it writes.
         let (kind, view) = if self.is_scale() {
-            let scale = |o: &Value| super::scale::to_scale(res, o);
+            let scale = |o: &Value| super::scale_view::to_scale(res, o);
             (
                 GroupVersionKind::new("autoscaling", "v1", "Scale"),
                 (object.map(scale).transpose()?, old.map(scale).transpose()?),
@@ -389,7 +348,7 @@ fn scale_back(res: &Resource, mut object: Value, scale: &Value) -> ApiResult<Val
             json_type(&replicas)
         )));
     }
-    super::scale::set_replicas(res, &mut object, replicas.as_i64().unwrap_or(0))?;
+    super::scale_view::set_replicas(res, &mut object, replicas.as_i64().unwrap_or(0))?;
     Ok(object)
 }
 

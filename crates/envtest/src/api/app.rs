@@ -8,8 +8,6 @@ use crate::builtin;
 use crate::registry::SharedRegistry;
 use crate::store::Store;
 
-use super::admit;
-
 /// The server's state: storage, served resources, allocators and webhooks.
 pub struct App {
     pub store: Arc<Store>,
@@ -18,7 +16,7 @@ pub struct App {
     pub webhooks: WebhookRegistry,
     /// The stored ValidatingAdmissionPolicies with their bindings, compiled.
     pub policies: crate::admission::PolicyRegistry,
-    /// Serialises [`admit::refresh_configurations`], so that the last refresh
+    /// Serialises [`super::admit::refresh_configurations`], so that the last refresh
     /// always hands over the newest stored configurations.
     pub(crate) webhook_refresh: Mutex<()>,
     pub allocator: Mutex<builtin::Allocator>,
@@ -101,7 +99,7 @@ impl App {
     /// older resourceVersion reach back `read_history` (see [`Store::with_windows`]).
     pub fn with_history(watch_history: usize, read_history: usize) -> App {
         let store = Arc::new(Store::with_windows(watch_history, read_history));
-        let cluster = Arc::new(admit::StoreView::new(Arc::clone(&store)));
+        let cluster = Arc::new(super::store_view::StoreView::new(Arc::clone(&store)));
         App {
             store,
             registry: SharedRegistry::new(crate::registry::Registry::new(Vec::new())),

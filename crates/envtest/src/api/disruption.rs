@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::APISERVER;
 use super::pod_object::{check_preconditions, set_pod_condition};
-use super::update::{Change, Fail, update_once};
+use super::update_steps::{Change, Fail, update_once};
 use super::{App, WriteCtx, Written, not_found};
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::meta;

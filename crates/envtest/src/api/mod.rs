@@ -14,9 +14,12 @@ pub mod priority;
 pub mod read;
 pub(crate) mod resource_quota;
 pub mod scale;
+mod scale_view;
 pub(crate) mod service_account;
 pub(crate) mod storage_limit;
+mod store_view;
 pub mod update;
+pub(crate) mod update_steps;
 pub mod watch;
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::update::{Change, Fail, update_once};
+use super::update_steps::{Change, Fail, update_once};
 use super::{App, WriteCtx};
 use crate::error::{ApiError, ApiResult};
 use crate::meta;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::resource_for;
-use crate::api::update::{Change, Fail, update_once, with_retries};
+use crate::api::update_steps::{Change, Fail, update_once, with_retries};
 use crate::api::{App, WriteCtx};
 use crate::meta;
 use crate::patch::{ApplyRequest, server_side_apply};

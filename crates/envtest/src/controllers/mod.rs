@@ -28,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::api::update::{Change, Fail, update_once, with_retries};
+use crate::api::update_steps::{Change, Fail, update_once, with_retries};
 use crate::api::{App, WriteCtx};
 use crate::error::ApiResult;
 use crate::registry::Resource;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::api::create::{Input, create};
-use crate::api::update::{Attempt, Change, Fail, with_retries_admitted};
+use crate::api::update::{Attempt, with_retries_admitted};
+use crate::api::update_steps::{Change, Fail};
 use crate::api::{App, WriteCtx};
 use crate::controllers::resource_for;
 use crate::error::{ApiError, ApiResult};

@@ -8,9 +8,10 @@
 use serde_json::Value;
 
 use crate::admission::attributes::AdmissionAttributes;
+use crate::admission::cluster::ClusterView;
 use crate::admission::config::{Rule, compile_rule, strings};
 use crate::admission::matching::{
-    ClusterView, Invocation, match_namespace, match_object, rule_matches_resource,
+    Invocation, match_namespace, match_object, rule_matches_resource,
 };
 use crate::error::ApiResult;
 use crate::selectors::LabelSelector;

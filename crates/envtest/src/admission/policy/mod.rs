@@ -42,7 +42,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::{Map, Value, json};
 
 use super::attributes::AdmissionAttributes;
-use super::matching::ClusterView;
+use super::cluster::ClusterView;
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::schema::celvalues::untyped;
 use crate::selectors::LabelSelector;

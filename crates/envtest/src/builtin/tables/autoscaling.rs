@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::columns::{AGE, Column, NAME};
+use super::column::{AGE, Column, NAME};
 use crate::builtin::KindInfo;
 
 const fn string(name: &'static str, description: &'static str) -> Column {

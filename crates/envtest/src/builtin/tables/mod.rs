@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 mod autoscaling;
+mod column;
 mod columns;
 mod control_plane;
 mod nodes;

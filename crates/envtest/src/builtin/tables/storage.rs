@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::columns::{AGE, Column, NAME};
+use super::column::{AGE, Column, NAME};
 use crate::builtin::KindInfo;
 use crate::quantity::Quantity;
 
