@@ -148,11 +148,14 @@ impl Injector {
         let name = config.name_any();
         let mut delay = std::time::Duration::from_millis(100);
         for _ in 0..8 {
-            let (calling, changed) = self.set_ca(&mut config);
+            // The CA goes into a copy: after a failed write, `config` is
+            // still what the server holds, and the next try writes again.
+            let mut updated = config.clone();
+            let (calling, changed) = self.set_ca(&mut updated);
             if !changed {
                 return Ok(calling);
             }
-            match api.replace(&name, &PostParams::default(), &config).await {
+            match api.replace(&name, &PostParams::default(), &updated).await {
                 Ok(_) => {
                     tracing::info!(configuration = %name, webhooks = calling, "injected the webhook CA");
                     return Ok(calling);
