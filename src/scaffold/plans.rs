@@ -245,7 +245,7 @@ fn resource_files(
 
 /// The plan of `opctl init`.
 pub fn init(project: &Project) -> anyhow::Result<Plan> {
-    let mut renderer = Renderer::default();
+    let mut renderer = Renderer;
     let mut plan = Plan::default();
     let context = Values::new(project, webhooks::webhook_groups(project)).context()?;
     for (path, template) in INIT_USER_TEMPLATES {
@@ -283,7 +283,7 @@ pub fn create_api(
     keep_type: bool,
     root: &Path,
 ) -> anyhow::Result<Plan> {
-    let mut renderer = Renderer::default();
+    let mut renderer = Renderer;
     let mut plan = Plan::default();
     resource_files(project, resource, keep_type, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
@@ -300,7 +300,7 @@ pub fn create_webhook(
     requested: &[WebhookKind],
     root: &Path,
 ) -> anyhow::Result<Plan> {
-    let mut renderer = Renderer::default();
+    let mut renderer = Renderer;
     let mut plan = Plan::default();
     webhooks::handler_files(project, resource, requested, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
@@ -329,7 +329,7 @@ pub fn create_webhook(
 /// chart, its user files are written once and its derived templates made
 /// from config/ as it is.
 pub fn edit(project: &Project, root: &Path) -> anyhow::Result<Plan> {
-    let mut renderer = Renderer::default();
+    let mut renderer = Renderer;
     let mut plan = Plan::default();
     scaffold_owned(project, &mut renderer, &mut plan)?;
     if project.helm {
@@ -391,7 +391,7 @@ fn add_role(project: &Project, root: Option<&Path>, plan: &mut Plan) -> anyhow::
 /// Every file of `project` and its owner, as the commands recorded in
 /// PROJECT would leave them after `opctl manifests`.
 pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
-    let mut renderer = Renderer::default();
+    let mut renderer = Renderer;
     let mut plan = Plan::default();
     for (path, _) in INIT_USER_TEMPLATES {
         plan.file(*path, String::new(), Owner::User, IfExists::Error);

@@ -3,6 +3,8 @@
 //! `__name__` parts of the path are filled in by the plan. A template that
 //! names a value its context lacks does not render.
 
+use std::sync::{Mutex, PoisonError};
+
 use anyhow::Context as _;
 use include_dir::{Dir, include_dir};
 use serde_json::Value;
@@ -10,36 +12,37 @@ use tera::ast::{Expr, ExprVal, FunctionCall, Node};
 
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
-/// Renders embedded templates, parsing each one the first time it is used.
-pub struct Renderer {
-    tera: tera::Tera,
-}
+/// The templates parsed so far in this process. Every [`Renderer`] shares
+/// them: a command renders through several plans (and replays its history
+/// for the pristine copies), and parsing is most of what rendering costs.
+static PARSED: Mutex<Option<tera::Tera>> = Mutex::new(None);
 
-impl Default for Renderer {
-    fn default() -> Self {
-        let mut tera = tera::Tera::default();
-        tera.autoescape_on(Vec::new());
-        Self { tera }
-    }
-}
+/// Renders embedded templates, parsing each one the first time the process
+/// uses it.
+#[derive(Default)]
+pub struct Renderer;
 
 impl Renderer {
     /// Renders `templates/<name>.tera` with `context`.
     pub fn render(&mut self, name: &str, context: &tera::Context) -> anyhow::Result<String> {
         let file = format!("{name}.tera");
-        if !self.tera.get_template_names().any(|n| n == file) {
+        let mut parsed = PARSED.lock().unwrap_or_else(PoisonError::into_inner);
+        let tera = parsed.get_or_insert_with(|| {
+            let mut tera = tera::Tera::default();
+            tera.autoescape_on(Vec::new());
+            tera
+        });
+        if !tera.get_template_names().any(|n| n == file) {
             let source = TEMPLATES
                 .get_file(&file)
                 .and_then(|f| f.contents_utf8())
                 .with_context(|| format!("opctl is missing its template {file}"))?;
-            self.tera
-                .add_raw_template(&file, source)
+            tera.add_raw_template(&file, source)
                 .with_context(|| format!("opctl's template {file} is broken"))?;
         }
-        let template = self.tera.get_template(&file)?;
+        let template = tera.get_template(&file)?;
         check_defined(&file, &template.ast, &context.clone().into_json())?;
-        self.tera
-            .render(&file, context)
+        tera.render(&file, context)
             .map_err(|err| anyhow::anyhow!("cannot render {file}: {}", error_chain(&err)))
     }
 }
