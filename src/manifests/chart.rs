@@ -173,18 +173,14 @@ fn crd(text: &str, source: &str, converts: bool) -> anyhow::Result<String> {
                  conversion:\n    \
                  strategy: Webhook\n    \
                  webhook:\n      \
-                 clientConfig:\n        \
-                 {{{{- if not .Values.certManager.enable }}}}\n        \
-                 caBundle: {{{{ .Values.webhook.caBundle | quote }}}}\n        \
-                 {{{{- end }}}}\n        \
-                 service:\n          \
-                 name: {FULLNAME}-webhook-service\n          \
-                 namespace: {NAMESPACE}\n          \
-                 path: /convert\n          \
-                 port: 443\n      \
+                 {}\n      \
                  conversionReviewVersions:\n      \
                  - v1\n  \
-                 {{{{- end }}}}\n"
+                 {{{{- end }}}}\n",
+                client_config(
+                    &" ".repeat(8),
+                    &[("path", "/convert".to_owned()), ("port", "443".to_owned())]
+                )
             ),
         )
     } else {
@@ -305,27 +301,38 @@ fn webhook_list(doc: &Value) -> anyhow::Result<String> {
             .map_or(0, |n| n + 1);
         let at = text[line_start..].find(&token).unwrap_or(0);
         let pad = " ".repeat(at + 2);
-        let mut block = format!(
-            "clientConfig:\n\
-             {pad}{{{{- if not .Values.certManager.enable }}}}\n\
-             {pad}caBundle: {{{{ .Values.webhook.caBundle | quote }}}}\n\
-             {pad}{{{{- end }}}}\n\
-             {pad}service:\n\
-             {pad}  name: {FULLNAME}-webhook-service\n\
-             {pad}  namespace: {NAMESPACE}"
-        );
-        for key in ["path", "port"] {
-            if let Some(value) = service.get(key) {
-                let value = match value {
+        let fields: Vec<(&str, String)> = ["path", "port"]
+            .into_iter()
+            .filter_map(|key| {
+                let value = match service.get(key)? {
                     Value::String(s) => escape(s),
                     other => other.to_string(),
                 };
-                block.push_str(&format!("\n{pad}  {key}: {value}"));
-            }
-        }
-        text = text.replacen(&token, &block, 1);
+                Some((key, value))
+            })
+            .collect();
+        text = text.replacen(&token, &client_config(&pad, &fields), 1);
     }
     Ok(text)
+}
+
+/// A `clientConfig:` calling the chart's webhook Service, its CA from
+/// cert-manager or from the values; its lines after the first indented by
+/// `pad`, the Service's `fields` (path, port) last.
+fn client_config(pad: &str, fields: &[(&str, String)]) -> String {
+    let mut block = format!(
+        "clientConfig:\n\
+         {pad}{{{{- if not .Values.certManager.enable }}}}\n\
+         {pad}caBundle: {{{{ .Values.webhook.caBundle | quote }}}}\n\
+         {pad}{{{{- end }}}}\n\
+         {pad}service:\n\
+         {pad}  name: {FULLNAME}-webhook-service\n\
+         {pad}  namespace: {NAMESPACE}"
+    );
+    for (key, value) in fields {
+        block.push_str(&format!("\n{pad}  {key}: {value}"));
+    }
+    block
 }
 
 fn placeholder(i: usize) -> String {
