@@ -9,15 +9,14 @@
 //! The controller runs the image its engine names (`mongo:4.0`,
 //! `mysql:8.0`); the version is recorded, not acted on.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Where a Database stands: the same as in v1.
-pub use crate::zalando::v1::DatabasePhase;
 /// The servers an engine can be: the same as v1's `spec.type`.
 pub use crate::zalando::v1::DatabaseType as EngineName;
+/// Where a Database stands and its observed state: the same as in v1.
+pub use crate::zalando::v1::{DatabasePhase, DatabaseStatus};
 
 /// The desired state of a Database.
 // Short names, scope and the name rule are those of v1: one CRD serves both.
@@ -62,30 +61,6 @@ pub struct Engine {
     /// The server version asked for (for example `8.0`); recorded only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-}
-
-/// The observed state of a Database, written by its controller: the same
-/// fields as in v1.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DatabaseStatus {
-    /// Where the Database stands.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<DatabasePhase>,
-
-    /// What the controller did last, for humans.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-
-    /// The `metadata.generation` this status describes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-
-    /// The latest observations, one per type (`Ready` among them).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map"))]
-    #[schemars(extend("x-kubernetes-list-map-keys" = ["type"]))]
-    pub conditions: Vec<Condition>,
 }
 
 #[cfg(test)]

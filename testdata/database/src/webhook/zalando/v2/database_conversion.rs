@@ -7,14 +7,12 @@
 //! v2's `spec.engine.name` is v1's `spec.type`. v1 has no field for
 //! `spec.engine.version`: it travels in the [`ENGINE_VERSION`] annotation,
 //! so that a v2 object stored as v1 reads back as it was written. The
-//! status has the same fields in both versions.
+//! status is the same type in both versions.
 
 use std::collections::BTreeMap;
 
-use database::api::zalando::v1::{
-    Database as Hub, DatabaseSpec as HubSpec, DatabaseStatus as HubStatus,
-};
-use database::api::zalando::v2::{Database, DatabaseSpec, DatabaseStatus, Engine};
+use database::api::zalando::v1::{Database as Hub, DatabaseSpec as HubSpec};
+use database::api::zalando::v2::{Database, DatabaseSpec, Engine};
 use database::manager::Manager;
 
 /// Where a v2 Database's engine version is kept while it is held as v1.
@@ -38,12 +36,8 @@ pub fn to_hub(spoke: Database) -> Result<Hub, String> {
         None => annotations.remove(ENGINE_VERSION),
     };
     hub.metadata.annotations = non_empty(annotations);
-    hub.status = spoke.status.map(|status| HubStatus {
-        phase: status.phase,
-        message: status.message,
-        observed_generation: status.observed_generation,
-        conditions: status.conditions,
-    });
+    // The status has the same type in both versions.
+    hub.status = spoke.status;
     Ok(hub)
 }
 
@@ -60,12 +54,7 @@ pub fn from_hub(hub: Hub) -> Result<Database, String> {
     };
     let mut spoke = Database::new("", DatabaseSpec { engine });
     spoke.metadata = metadata;
-    spoke.status = hub.status.map(|status| DatabaseStatus {
-        phase: status.phase,
-        message: status.message,
-        observed_generation: status.observed_generation,
-        conditions: status.conditions,
-    });
+    spoke.status = hub.status;
     Ok(spoke)
 }
 
@@ -77,7 +66,7 @@ fn non_empty(annotations: BTreeMap<String, String>) -> Option<BTreeMap<String, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use database::api::zalando::v1::{DatabasePhase, DatabaseType};
+    use database::api::zalando::v1::{DatabasePhase, DatabaseStatus, DatabaseType};
 
     fn spoke(version: Option<&str>) -> Database {
         let engine = Engine {
