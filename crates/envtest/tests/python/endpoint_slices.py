@@ -41,6 +41,18 @@ def pod(name, image):
 for name in ("api-a", "api-b"):
     core.create_namespaced_pod(ns, pod(name, "nginx:1.27"))
 core.create_namespaced_pod(ns, pod("api-crashing", "example.com/api:envtest-crashloop"))
+
+
+def all_have_ips():
+    pods = core.list_namespaced_pod(ns).items
+    return len(pods) == 3 and all(p.status.pod_ip for p in pods)
+
+
+# The Service comes once its Pods have addresses. Before that its only slice
+# is the placeholder, whose `endpoints` is null as on a real cluster, and
+# this client refuses to read such a slice ("Invalid value for `endpoints`,
+# must not be `None`").
+eventually("three Pods with addresses", all_have_ips)
 service = core.create_namespaced_service(
     ns,
     client.V1Service(
