@@ -464,6 +464,8 @@ async fn a_second_replica_is_ready_at_once_and_takes_over_when_the_first_stops()
     assert_is_the_pod_of(&pod, &web, "ubi8");
     let exit = second.terminate(STOP_WITHIN).await;
     assert!(exit.success(), "the second replica exited with {exit}");
+    // Given up on the way out, so that a next replica need not wait it out.
+    assert_eq!(lease_holder(&client, &lease).await, None);
 }
 
 #[tokio::test]
