@@ -10,7 +10,8 @@
 
 use serde_json::{Map, Value, json};
 
-/// Taints of the node lifecycle controller, each `NoSchedule`.
+/// Taints of the node lifecycle controller (`NoSchedule`; the first two
+/// also `NoExecute`).
 pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
 pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 pub const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
@@ -89,46 +90,75 @@ fn desired_taints(node: &Value) -> Vec<&'static str> {
     keys
 }
 
-/// The node lifecycle controller's NoSchedule pass: condition taints and
-/// the unschedulable taint added or removed to match the node; other taints
-/// are left alone. Returns whether anything changed.
+/// The status of a node's Ready condition (`None` when it has none).
+pub fn ready_status(node: &Value) -> Option<&str> {
+    node.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))?
+        .get("status")
+        .and_then(Value::as_str)
+}
+
+/// The NoExecute taint a node's Ready condition calls for (the lifecycle
+/// controller's NoExecute pass): `not-ready` while False, `unreachable`
+/// while Unknown, none while True. Pods that do not tolerate it are evicted.
+fn desired_no_execute(node: &Value) -> Option<&'static str> {
+    match ready_status(node) {
+        Some("False") => Some(NOT_READY),
+        Some("Unknown") => Some(UNREACHABLE),
+        _ => None,
+    }
+}
+
+/// The node lifecycle controller's tainting passes: the NoSchedule
+/// condition taints and the unschedulable taint, and the NoExecute
+/// `not-ready` or `unreachable` taint (with its `timeAdded`), added or
+/// removed to match the node; other taints are left alone. Returns whether
+/// anything changed.
 pub fn condition_taints(node: &mut Value) -> bool {
     let desired = desired_taints(node);
-    let managed = |t: &Value| {
-        t.get("effect").and_then(Value::as_str) == Some("NoSchedule")
-            && t.get("key").and_then(Value::as_str).is_some_and(|k| {
-                k == UNSCHEDULABLE || CONDITION_TAINTS.iter().any(|(_, _, key)| *key == k)
-            })
+    let desired_no_execute = desired_no_execute(node);
+    let key_of = |t: &Value| t.get("key").and_then(Value::as_str).map(str::to_owned);
+    let effect_of = |t: &Value| t.get("effect").and_then(Value::as_str).map(str::to_owned);
+    let managed = |t: &Value| match (key_of(t), effect_of(t).as_deref()) {
+        (Some(k), Some("NoSchedule")) => {
+            k == UNSCHEDULABLE || CONDITION_TAINTS.iter().any(|(_, _, key)| *key == k)
+        }
+        (Some(k), Some("NoExecute")) => k == NOT_READY || k == UNREACHABLE,
+        _ => false,
+    };
+    let wanted = |t: &Value| match (key_of(t), effect_of(t).as_deref()) {
+        (Some(k), Some("NoSchedule")) => desired.contains(&k.as_str()),
+        (Some(k), Some("NoExecute")) => desired_no_execute == Some(k.as_str()),
+        _ => false,
     };
     let current: Vec<Value> = node
         .pointer("/spec/taints")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let stale = current.iter().any(|t| {
-        managed(t)
-            && !desired
-                .iter()
-                .any(|k| t.get("key").and_then(Value::as_str) == Some(k))
-    });
-    let missing: Vec<&str> = desired
+    let stale = current.iter().any(|t| managed(t) && !wanted(t));
+    let mut missing: Vec<Value> = desired
         .iter()
-        .copied()
         .filter(|k| !has_taint(&current, k, "NoSchedule"))
+        .map(|k| no_schedule(k))
         .collect();
+    if let Some(key) = desired_no_execute
+        && !has_taint(&current, key, "NoExecute")
+    {
+        missing.push(json!({
+            "key": key, "effect": "NoExecute", "timeAdded": crate::meta::now_rfc3339(),
+        }));
+    }
     if !stale && missing.is_empty() {
         return false;
     }
     let Some(taints) = taints_mut(node) else {
         return false;
     };
-    taints.retain(|t| {
-        !managed(t)
-            || desired
-                .iter()
-                .any(|k| t.get("key").and_then(Value::as_str) == Some(k))
-    });
-    taints.extend(missing.into_iter().map(no_schedule));
+    taints.retain(|t| !managed(t) || wanted(t));
+    taints.extend(missing);
     if taints.is_empty()
         && let Some(spec) = node.get_mut("spec").and_then(Value::as_object_mut)
     {
@@ -365,7 +395,12 @@ mod tests {
             {"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}});
         Registration::default().register(&mut node, NOW);
         assert!(condition_taints(&mut node));
-        assert_eq!(taint_keys(&node), ["dedicated", NOT_READY]);
+        assert_eq!(taint_keys(&node), ["dedicated", NOT_READY, NOT_READY]);
+        assert_eq!(
+            node.pointer("/spec/taints/2/effect"),
+            Some(&json!("NoExecute"))
+        );
+        assert!(node.pointer("/spec/taints/2/timeAdded").is_some());
         assert!(
             !condition_taints(&mut node),
             "a second pass changes nothing"
@@ -376,6 +411,42 @@ mod tests {
         assert_eq!(taint_keys(&node), ["dedicated", UNSCHEDULABLE]);
         node["spec"]["unschedulable"] = json!(false);
         node["spec"]["taints"] = json!([no_schedule(UNSCHEDULABLE)]);
+        assert!(condition_taints(&mut node));
+        assert_eq!(node.pointer("/spec/taints"), None);
+    }
+
+    #[test]
+    fn an_unknown_ready_condition_means_unreachable_for_eviction() {
+        let mut node = json!({"metadata": {"name": "n1"}});
+        Registration::default().register(&mut node, NOW);
+        set_ready(&mut node, true, NOW);
+        assert!(!condition_taints(&mut node));
+        node["status"]["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .filter(|c| c["type"] == "Ready")
+            .for_each(|c| c["status"] = json!("Unknown"));
+        assert!(condition_taints(&mut node));
+        let taints: Vec<(String, String)> = node["spec"]["taints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["key"].as_str().unwrap().into(),
+                    t["effect"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            taints,
+            [
+                (UNREACHABLE.to_owned(), "NoSchedule".to_owned()),
+                (UNREACHABLE.to_owned(), "NoExecute".to_owned()),
+            ]
+        );
+        set_ready(&mut node, true, NOW);
         assert!(condition_taints(&mut node));
         assert_eq!(node.pointer("/spec/taints"), None);
     }

@@ -5,7 +5,8 @@
 //! it reports), the Deployment, ReplicaSet, ReplicationController and Job
 //! controllers (`kubectl rollout status`, `kubectl wait --for=condition=...`)
 //! the Endpoints and EndpointSlices of Services, PersistentVolume binding
-//! StatefulSets, DaemonSets, CronJobs and HorizontalPodAutoscalers, and `kubectl get`'s columns for
+//! StatefulSets, DaemonSets, CronJobs and HorizontalPodAutoscalers, Nodes that
+//! fail (taint eviction, Pod garbage collection), and `kubectl get`'s columns for
 //! claims, volumes, StorageClasses and EndpointSlices.
 //!
 //! All tests share one server with two Nodes, the second tainted
@@ -29,6 +30,8 @@ mod cronjobs;
 mod daemonsets;
 #[path = "workloads/logs.rs"]
 mod logs;
+#[path = "workloads/node_failures.rs"]
+mod node_failures;
 #[path = "workloads/pods.rs"]
 mod pods;
 #[path = "workloads/replication.rs"]

@@ -260,6 +260,9 @@ pub(crate) fn modify(
                 warnings: Vec::new(),
             });
         }
+        // The edit was made on what was just read: without a resourceVersion
+        // a concurrent write makes it read and edit again, not fail.
+        crate::meta::remove_meta(&mut obj, "resourceVersion");
         update_once(app, &change, obj, &[], &old)
     });
     match result {

@@ -157,6 +157,9 @@ pub async fn modify(
         if !edit(&mut obj) {
             return Err(Fail::Api(unchanged()));
         }
+        // The edit was made on what was just read: without a resourceVersion
+        // a concurrent write makes it read and edit again, not fail.
+        meta::remove_meta(&mut obj, "resourceVersion");
         Ok(Attempt::Update { new: obj, old })
     })
     .await;

@@ -115,6 +115,12 @@ pub struct Timing {
     /// How often the HorizontalPodAutoscaler controller looks at each
     /// autoscaler again (kube-controller-manager's sync period).
     pub autoscaler_sync: Duration,
+    /// How long a Node's kubelet may post nothing before the node lifecycle
+    /// controller marks the Node `Unknown` (50 s on a cluster).
+    pub node_monitor_grace: Duration,
+    /// How long a Pod bound to a Node that does not exist waits before the
+    /// Pod garbage collector deletes it (40 s, as on a cluster).
+    pub pod_gc_quarantine: Duration,
 }
 
 impl Default for Timing {
@@ -126,6 +132,8 @@ impl Default for Timing {
             stop: Duration::from_millis(20),
             lease_renew: Duration::from_secs(10),
             autoscaler_sync: Duration::from_secs(15),
+            node_monitor_grace: Duration::from_millis(500),
+            pod_gc_quarantine: Duration::from_secs(40),
         }
     }
 }

@@ -486,6 +486,31 @@ fn unfinished(list: &[Value], statuses: &[Value], done: impl Fn(&Value) -> bool)
 }
 
 /// The Pod's status from its containers' statuses: phase and conditions as the kubelet derives them.
+/// The status a kubelet posts again for a Pod it runs whose Ready
+/// condition disagrees with its containers (the node lifecycle controller
+/// marked it not Ready while the Node was not Ready); `None` when they agree.
+pub fn restated(pod: &Value) -> Option<Value> {
+    if meta::is_deleting(pod) || client::str_at(pod, &["status", "podIP"]).is_empty() {
+        return None;
+    }
+    let spec = pod.get("spec").cloned().unwrap_or_default();
+    let status = pod_status(
+        pod,
+        &names(&spec, "initContainers"),
+        &status_list(pod, "initContainerStatuses"),
+        &names(&spec, "containers"),
+        &status_list(pod, "containerStatuses"),
+    );
+    let ready = |v: &Value| {
+        v.get("conditions")
+            .and_then(Value::as_array)
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+            .and_then(|c| c.get("status"))
+            .cloned()
+    };
+    (ready(&status) != pod.get("status").and_then(ready)).then_some(status)
+}
+
 fn pod_status(
     pod: &Value,
     inits: &[Value],

@@ -22,6 +22,7 @@ pub mod endpoints;
 pub mod endpointslice;
 pub mod job;
 pub mod kubelet;
+pub mod node_lifecycle;
 pub mod nodes;
 pub mod pods;
 pub mod replicaset;
@@ -91,6 +92,10 @@ enum Key {
     Claim(String, String),
     /// A PersistentVolume whose claim may be gone.
     Volume(String),
+    /// A Node's kubelet health, and what its condition and taints mean for its Pods.
+    Node(String),
+    /// The Pod garbage collector's pass over Pods of Nodes that are gone.
+    Orphans,
     /// Lease renewal of every simulated Node.
     Heartbeat,
 }
@@ -109,6 +114,8 @@ struct Engine {
     /// What was told once in an event: claims waiting for a first consumer,
     /// Jobs a CronJob did not make, bad schedules (by uid).
     announced: HashSet<String>,
+    /// What the node lifecycle remembers between looks.
+    lifecycle: node_lifecycle::Memory,
 }
 
 /// Registers the simulated Nodes, then starts the simulation. `None` when every part is off.
@@ -143,6 +150,7 @@ pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<Join
         kubelet_clock: HashMap::new(),
         next_ip: HashMap::new(),
         announced: HashSet::new(),
+        lifecycle: node_lifecycle::Memory::default(),
     };
     engine.seed();
     Ok(Some(tokio::spawn(async move {
@@ -179,6 +187,12 @@ impl Engine {
             }
         }
         self.due.insert(Key::Schedule);
+        for node in client::list(&self.app, NODES, None) {
+            self.due.insert(Key::Node(meta::name(&node).to_string()));
+        }
+        if self.sim.controllers {
+            self.due.insert(Key::Orphans);
+        }
         if !self.sim.nodes.is_empty() {
             self.after(self.sim.timing.lease_renew, Key::Heartbeat);
         }
@@ -211,6 +225,22 @@ impl Engine {
         let key = &*ev.resource;
         if key == NODES {
             self.due.insert(Key::Schedule);
+            if ev.kind == crate::store::EventType::Deleted {
+                if self.sim.controllers {
+                    self.after(self.sim.timing.pod_gc_quarantine, Key::Orphans);
+                }
+            } else {
+                self.due.insert(Key::Node(ev.name.to_string()));
+            }
+            // Its kubelet may start, stop or post its Pods' readiness again.
+            if self.sim.kubelet {
+                for pod in client::list(&self.app, PODS, None) {
+                    if client::str_at(&pod, &["spec", "nodeName"]) == &*ev.name {
+                        let (ns, name) = (meta::namespace(&pod), meta::name(&pod));
+                        self.due.insert(Key::Pod(ns.to_string(), name.to_string()));
+                    }
+                }
+            }
             // Which Nodes a DaemonSet runs on may have changed.
             if self.sim.controllers {
                 for ds in client::list(&self.app, DAEMONSETS, None) {
@@ -257,8 +287,22 @@ impl Engine {
                 if deleted == Some(true) {
                     self.kubelet_clock.remove(meta::uid(obj));
                     self.due.insert(Key::Schedule);
-                } else if self.sim.kubelet {
-                    self.due.insert(Key::Pod(ns.clone(), name));
+                } else {
+                    if self.sim.kubelet {
+                        self.due.insert(Key::Pod(ns.clone(), name));
+                    }
+                    if controllers && node_lifecycle::is_orphan(&self.app, obj) {
+                        self.after(self.sim.timing.pod_gc_quarantine, Key::Orphans);
+                    }
+                    // A Pod bound to a failed Node meets its lifecycle.
+                    let node = client::str_at(obj, &["spec", "nodeName"]);
+                    if controllers
+                        && !node.is_empty()
+                        && client::get(&self.app, NODES, "", node)
+                            .is_some_and(|n| node_lifecycle::concerns_pods(&n))
+                    {
+                        self.due.insert(Key::Node(node.to_string()));
+                    }
                 }
                 if self.sim.scheduler {
                     self.due.insert(Key::Schedule);
@@ -425,6 +469,17 @@ impl Engine {
                         .map(|()| None),
                     "persistentvolume controller",
                 ),
+                Key::Node(name) => self.node(name).await,
+                Key::Orphans if self.sim.controllers => retry(
+                    node_lifecycle::collect_orphans(
+                        &self.app,
+                        self.sim.timing.pod_gc_quarantine,
+                        &mut self.lifecycle,
+                    )
+                    .await,
+                    "pod garbage collector",
+                ),
+                Key::Orphans => None,
                 Key::Heartbeat => {
                     nodes::heartbeat(&self.app).await;
                     Some(self.sim.timing.lease_renew)
@@ -434,6 +489,33 @@ impl Engine {
                 self.after(delay, key);
             }
         }
+    }
+
+    /// One look at a Node: its simulated kubelet's health, then the node
+    /// lifecycle and taint eviction controllers; returns when to look again.
+    async fn node(&mut self, name: &str) -> Option<Duration> {
+        let node = client::get(&self.app, NODES, "", name)?;
+        let mut next = None;
+        if self.sim.kubelet && nodes::is_simulated(&node) {
+            let health = node_lifecycle::kubelet_health(
+                &self.app,
+                &node,
+                &self.sim.timing,
+                &mut self.lifecycle,
+            )
+            .await;
+            next = retry(health, "kubelet");
+        }
+        if self.sim.controllers {
+            let node = client::get(&self.app, NODES, "", name)?;
+            let pods = node_lifecycle::reconcile(&self.app, &node, &mut self.lifecycle).await;
+            let later = retry(pods, "node lifecycle controller");
+            next = match (next, later) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        next
     }
 
     /// One look of the kubelet at a Pod; returns when to look again.
@@ -446,6 +528,13 @@ impl Engine {
         let node = client::get(&self.app, NODES, "", node_name)?;
         if !nodes::is_simulated(&node) {
             return None;
+        }
+        // A stopped kubelet does nothing; one that is not ready starts
+        // nothing, but still stops the Pods deleted.
+        match nodes::kubelet_mode(&node) {
+            nodes::KubeletMode::Stopped => return None,
+            nodes::KubeletMode::NotReady if !meta::is_deleting(&pod) => return None,
+            _ => {}
         }
         if self.sim.controllers && self.waits_for_volumes(&pod) {
             return None;
@@ -461,7 +550,17 @@ impl Engine {
             host_ip: &host_ip,
             pod_ip: &pod_ip,
         };
-        match kubelet::plan(&pod, &self.sim.timing, now - since, &site) {
+        let plan = match kubelet::plan(&pod, &self.sim.timing, now - since, &site) {
+            kubelet::Plan::Idle => match kubelet::restated(&pod) {
+                Some(status) => kubelet::Plan::Write {
+                    status,
+                    events: Vec::new(),
+                },
+                None => kubelet::Plan::Idle,
+            },
+            plan => plan,
+        };
+        match plan {
             kubelet::Plan::Idle => None,
             kubelet::Plan::After(d) => Some(d),
             kubelet::Plan::Remove => {

@@ -18,6 +18,31 @@ use crate::meta;
 
 /// Marks a Node whose kubelet the simulation plays.
 pub const SIMULATED: &str = "envtest.opctl.dev/simulated";
+/// How a simulated Node's kubelet behaves: `running` (the default),
+/// `not-ready` (it posts `Ready=False` and starts no Pods) or `stopped` (it
+/// posts nothing and moves no Pod, as when its machine is unreachable).
+pub const KUBELET_MODE: &str = "envtest.opctl.dev/kubelet";
+
+/// What [`KUBELET_MODE`] asks of a simulated kubelet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeletMode {
+    Running,
+    NotReady,
+    Stopped,
+}
+
+/// The mode a Node's annotation asks for (anything else is `running`).
+pub fn kubelet_mode(node: &Value) -> KubeletMode {
+    let mode = meta::metadata(node)
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(KUBELET_MODE))
+        .and_then(Value::as_str);
+    match mode {
+        Some("not-ready") => KubeletMode::NotReady,
+        Some("stopped") => KubeletMode::Stopped,
+        _ => KubeletMode::Running,
+    }
+}
 /// The namespace of the kubelets' heartbeat Leases.
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
 const LEASE_SECONDS: i64 = 40;
@@ -78,6 +103,9 @@ fn node_object(spec: &NodeSpec, index: usize) -> Value {
     });
     if !taints.is_empty() {
         node["spec"]["taints"] = json!(taints);
+    }
+    if !spec.ready {
+        node["metadata"]["annotations"][KUBELET_MODE] = json!("not-ready");
     }
     node
 }
@@ -180,7 +208,10 @@ pub async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
 /// Renews the Leases of every simulated Node.
 pub async fn heartbeat(app: &App) {
     for node in client::list(app, NODES, None) {
-        if is_simulated(&node) && !meta::is_deleting(&node) {
+        if is_simulated(&node)
+            && !meta::is_deleting(&node)
+            && kubelet_mode(&node) != KubeletMode::Stopped
+        {
             let _ = renew_lease(app, meta::name(&node)).await;
         }
     }
