@@ -3,6 +3,7 @@
 //! `__name__` parts of the path are filled in by the plan. A template that
 //! names a value its context lacks does not render.
 
+use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use anyhow::Context as _;
@@ -10,12 +11,20 @@ use include_dir::{Dir, include_dir};
 use serde_json::Value;
 use tera::ast::{Expr, ExprVal, FunctionCall, Node};
 
+use super::lifted_text;
+
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
 /// The templates parsed so far in this process. Every [`Renderer`] shares
 /// them: a command renders through several plans (and replays its history
 /// for the pristine copies), and parsing is most of what rendering costs.
-static PARSED: Mutex<Option<tera::Tera>> = Mutex::new(None);
+static PARSED: Mutex<Option<Parsed>> = Mutex::new(None);
+
+/// Parsed templates, with the text lifted out of each ([`lifted_text`]).
+struct Parsed {
+    tera: tera::Tera,
+    texts: HashMap<String, Vec<String>>,
+}
 
 /// Renders embedded templates, parsing each one the first time the process
 /// uses it.
@@ -26,25 +35,50 @@ impl Renderer {
     /// Renders `templates/<name>.tera` with `context`.
     pub fn render(&mut self, name: &str, context: &tera::Context) -> anyhow::Result<String> {
         let file = format!("{name}.tera");
+        let source = TEMPLATES
+            .get_file(&file)
+            .and_then(|f| f.contents_utf8())
+            .with_context(|| format!("opctl is missing its template {file}"))?;
+        // A template without tera syntax renders as itself: parsing it would
+        // cost most of a command's time (the parser goes character by
+        // character) for nothing.
+        if is_plain(source) {
+            return Ok(source.to_owned());
+        }
         let mut parsed = PARSED.lock().unwrap_or_else(PoisonError::into_inner);
-        let tera = parsed.get_or_insert_with(|| {
+        let parsed = parsed.get_or_insert_with(|| {
             let mut tera = tera::Tera::default();
             tera.autoescape_on(Vec::new());
-            tera
+            Parsed {
+                tera,
+                texts: HashMap::new(),
+            }
         });
-        if !tera.get_template_names().any(|n| n == file) {
-            let source = TEMPLATES
-                .get_file(&file)
-                .and_then(|f| f.contents_utf8())
-                .with_context(|| format!("opctl is missing its template {file}"))?;
-            tera.add_raw_template(&file, source)
+        if !parsed.texts.contains_key(&file) {
+            let lifted = lifted_text::lift(source);
+            parsed
+                .tera
+                .add_raw_template(&file, &lifted.source)
                 .with_context(|| format!("opctl's template {file} is broken"))?;
+            parsed.texts.insert(file.clone(), lifted.texts);
         }
-        let template = tera.get_template(&file)?;
-        check_defined(&file, &template.ast, &context.clone().into_json())?;
-        tera.render(&file, context)
+        let mut context = context.clone();
+        check_defined(
+            &file,
+            &parsed.tera.get_template(&file)?.ast,
+            &context.clone().into_json(),
+        )?;
+        context.insert(lifted_text::KEY, &parsed.texts[&file]);
+        parsed
+            .tera
+            .render(&file, &context)
             .map_err(|err| anyhow::anyhow!("cannot render {file}: {}", error_chain(&err)))
     }
+}
+
+/// Whether `source` holds nothing tera would read: no `{{`, `{%` or `{#`.
+fn is_plain(source: &str) -> bool {
+    !["{{", "{%", "{#"].iter().any(|tag| source.contains(tag))
 }
 
 /// Tera fails on an undefined variable printed with `{{ }}`, but takes one
@@ -168,7 +202,9 @@ impl<'a> Scope<'a> {
         let mut values = match self.locals.iter().rev().find(|(local, _)| *local == first) {
             Some((_, None)) => return Ok(None),
             Some((_, Some(values))) => values.clone(),
-            None if first == "loop" || first == "__tera_context" => return Ok(None),
+            None if ["loop", "__tera_context", lifted_text::KEY].contains(&first) => {
+                return Ok(None);
+            }
             None => vec![self.context.get(first).ok_or_else(|| name.to_owned())?],
         };
         for step in steps {
@@ -281,6 +317,32 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn plain_templates_render_as_tera_would_render_them() {
+        let mut plain = 0;
+        for name in names() {
+            let file = format!("{name}.tera");
+            let source = TEMPLATES
+                .get_file(&file)
+                .and_then(|f| f.contents_utf8())
+                .unwrap();
+            if !is_plain(source) {
+                continue;
+            }
+            plain += 1;
+            let mut tera = tera::Tera::default();
+            tera.autoescape_on(Vec::new());
+            tera.add_raw_template(&file, source).unwrap();
+            let by_tera = tera.render(&file, &tera::Context::new()).unwrap();
+            let by_us = Renderer.render(&name, &tera::Context::new()).unwrap();
+            assert_eq!(by_us, by_tera, "{name}");
+        }
+        assert!(plain > 10, "{plain} plain templates");
+        assert!(
+            !is_plain("a {{ b }}") && !is_plain("{% if x %}{% endif %}") && !is_plain("{# c #}")
+        );
     }
 
     #[test]

@@ -236,14 +236,16 @@ async fn apply(database: &Database, api: &Api<Database>, ctx: &Context) -> Resul
         )
     });
     if progress.waiting_for_old_pod {
-        let message = format!("waiting for the old Pod {name} to terminate");
-        let pending = (DatabasePhase::Pending, REPLACING, message.as_str());
-        if set_status(ctx, api, database, pending).await?
-            && let Some(note) = type_changed
-        {
+        // Told before the status is written: only this reconcile, the one
+        // that deleted the old Pod, knows the old type, and a failed status
+        // write would leave the retry nothing to tell.
+        if let Some(note) = type_changed {
             let normal = EventType::Normal;
             publish(ctx, database, normal, "TypeChanged", "Replace", note).await;
         }
+        let message = format!("waiting for the old Pod {name} to terminate");
+        let pending = (DatabasePhase::Pending, REPLACING, message.as_str());
+        set_status(ctx, api, database, pending).await?;
         return Ok(Action::requeue(WAIT_FOR_OLD_POD));
     }
     if let Some(note) = type_changed {
