@@ -131,7 +131,9 @@ pub struct SimulationArgs {
     /// Taint a simulated Node (repeatable), e.g. envtest-node-2=dedicated=gpu:NoSchedule.
     #[arg(long = "node-taint", value_name = "NODE=KEY[=VALUE]:EFFECT")]
     pub node_taints: Vec<NodeTaint>,
-    /// Register a simulated Node as NotReady (repeatable).
+    /// Register a simulated Node whose kubelet reports NotReady (repeatable).
+    /// At run time, annotate a Node envtest.opctl.dev/kubelet=not-ready,
+    /// =stopped (unreachable: its Pods are evicted) or =running.
     #[arg(long = "node-not-ready", value_name = "NODE")]
     pub not_ready: Vec<String>,
 }

@@ -44,7 +44,7 @@ pub fn lift(source: &str) -> Lifted {
     // tera does not apply as it does for other tags: text beside one stays.
     let mut after_comment_control = false;
     loop {
-        let opener = ["{{", "{%", "{#"].iter().filter_map(|o| rest.find(o)).min();
+        let opener = next_opener(rest);
         let text = &rest[..opener.unwrap_or(rest.len())];
         let trim_end = opener.is_some_and(|i| rest[i + 2..].starts_with('-'));
         let before_comment_control =
@@ -81,6 +81,19 @@ pub fn lift(source: &str) -> Lifted {
         rest = &rest[end..];
     }
     Lifted { source: out, texts }
+}
+
+/// Where the next `{{`, `{%` or `{#` of `text` starts, in one pass.
+fn next_opener(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(i) = text[from..].find('{').map(|i| from + i) {
+        if matches!(bytes.get(i + 1), Some(b'{' | b'%' | b'#')) {
+            return Some(i);
+        }
+        from = i + 1;
+    }
+    None
 }
 
 #[cfg(test)]
