@@ -6,6 +6,7 @@ pub mod builtin_samples;
 pub mod layouts;
 pub mod names;
 pub mod paths;
+mod plural;
 
 use std::path::{Path, PathBuf};
 

@@ -234,37 +234,11 @@ pub fn project_name_from_dir(dir: &str) -> String {
     dir.to_kebab_case()
 }
 
-/// The resource name of a kind: lowercase and plural (`Policy` → `policies`,
-/// `Ingress` → `ingresses`), as Kubernetes names resources.
-pub fn plural_of(kind: &str) -> String {
-    pluralizer::pluralize(&kind.to_ascii_lowercase(), 2, false)
-}
+pub use super::plural::plural_of;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn plurals_follow_english() {
-        for (kind, plural) in [
-            ("Policy", "policies"),
-            ("Ingress", "ingresses"),
-            ("Database", "databases"),
-            ("Status", "statuses"),
-            ("SidecarSet", "sidecarsets"),
-            ("NetworkPolicy", "networkpolicies"),
-            ("Deployment", "deployments"),
-            ("Proxy", "proxies"),
-            ("Gateway", "gateways"),
-            ("Box", "boxes"),
-            ("Match", "matches"),
-            ("Leaf", "leaves"),
-            ("Index", "indices"),
-            ("Person", "people"),
-        ] {
-            assert_eq!(plural_of(kind), plural, "plural of {kind}");
-        }
-    }
 
     #[test]
     fn domains_and_groups_are_dns_subdomains() {
