@@ -4,7 +4,7 @@
 //! names a value its context lacks does not render.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use anyhow::Context as _;
 use include_dir::{Dir, include_dir};
@@ -35,10 +35,8 @@ impl Renderer {
     /// Renders `templates/<name>.tera` with `context`.
     pub fn render(&mut self, name: &str, context: &tera::Context) -> anyhow::Result<String> {
         let file = format!("{name}.tera");
-        let source = TEMPLATES
-            .get_file(&file)
-            .and_then(|f| f.contents_utf8())
-            .with_context(|| format!("opctl is missing its template {file}"))?;
+        let source =
+            source_of(&file).with_context(|| format!("opctl is missing its template {file}"))?;
         // A template without tera syntax renders as itself: parsing it would
         // cost most of a command's time (the parser goes character by
         // character) for nothing.
@@ -260,6 +258,27 @@ fn error_chain(err: &dyn std::error::Error) -> String {
         source = inner.source();
     }
     text
+}
+
+/// The text of `templates/<file>`. Looked up in an index made once:
+/// include_dir's own lookup walks the tree comparing paths component by
+/// component, which a command doing it for every file it writes noticed.
+fn source_of(file: &str) -> Option<&'static str> {
+    static INDEX: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = HashMap::new();
+        let mut dirs = vec![&TEMPLATES];
+        while let Some(dir) = dirs.pop() {
+            for f in dir.files() {
+                if let Some(text) = f.contents_utf8() {
+                    index.insert(f.path().to_string_lossy().replace('\\', "/"), text);
+                }
+            }
+            dirs.extend(dir.dirs());
+        }
+        index
+    });
+    index.get(file).copied()
 }
 
 /// Every embedded template's name (without `.tera`), sorted.
