@@ -108,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         None => project.resources.push(resource.clone()),
     }
-    let mut plan = plans::create_api(&project, &resource, keep_type, &root)?;
+    let mut plan = plans::create_api(&project, &resource, keep_type, Some(&root))?;
     if force {
         plan.set_user_policy(IfExists::Overwrite);
     }

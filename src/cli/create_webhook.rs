@@ -62,7 +62,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(i) => project.resources[i] = resource.clone(),
         None => project.resources.push(resource.clone()),
     }
-    let mut plan = crate::scaffold::plans::create_webhook(&project, &resource, &requested, &root)?;
+    let mut plan =
+        crate::scaffold::plans::create_webhook(&project, &resource, &requested, Some(&root))?;
     if args.force {
         plan.set_user_policy(IfExists::Overwrite);
     }

@@ -60,23 +60,62 @@ struct Change {
 /// would-be-overwritten files tells the user to go ahead.
 pub fn apply(root: &Path, plan: &Plan, force_hint: &str) -> anyhow::Result<Report> {
     let mut report = Report::default();
-    let changes = prepare(root, plan, force_hint, &mut report)?;
+    let changes = changes_under(root, plan, force_hint, &mut report)?;
     write_all(&changes, &mut StdFs)?;
     Ok(report)
 }
 
-/// Works out every file's final contents; fails without touching the disk.
-fn prepare(
+/// The changes `plan` makes to the files under `root`.
+fn changes_under(
     root: &Path,
     plan: &Plan,
     force_hint: &str,
     report: &mut Report,
 ) -> anyhow::Result<Vec<Change>> {
+    let read = |relative: &str| read_existing(&target(root, relative), relative);
+    let changes = prepare(&read, plan, force_hint, report)?;
+    Ok(changes
+        .into_iter()
+        .map(|(relative, contents, existed)| Change {
+            target: target(root, &relative),
+            relative,
+            contents,
+            existed,
+        })
+        .collect())
+}
+
+/// Applies `plan` to `files` (contents by path relative to the project
+/// root), as [`apply`] applies it to a directory: for work that needs the
+/// result and not the files (the pristine copies' replay).
+pub fn apply_in_memory(
+    files: &mut BTreeMap<String, String>,
+    plan: &Plan,
+    force_hint: &str,
+) -> anyhow::Result<()> {
+    let read = |relative: &str| Ok(files.get(relative).cloned());
+    let changes = prepare(&read, plan, force_hint, &mut Report::default())?;
+    for (relative, contents, _) in changes {
+        files.insert(relative, contents);
+    }
+    Ok(())
+}
+
+/// The current text of a file by its relative path (`None`: no such file).
+type Reader<'a> = dyn Fn(&str) -> anyhow::Result<Option<String>> + 'a;
+
+/// Works out every file's final contents (relative path, contents, whether
+/// it existed) from what `read` says is there now; writes nothing.
+fn prepare(
+    read: &Reader<'_>,
+    plan: &Plan,
+    force_hint: &str,
+    report: &mut Report,
+) -> anyhow::Result<Vec<(String, String, bool)>> {
     let mut finals: BTreeMap<String, (String, bool)> = BTreeMap::new();
     let mut conflicts = Vec::new();
     for file in plan.files() {
-        let path = target(root, &file.path);
-        let existing = read_existing(&path, &file.path)?;
+        let existing = read(&file.path)?;
         match (&existing, file.if_exists) {
             (None, _) => {
                 finals.insert(file.path.clone(), (file.contents.clone(), false));
@@ -106,8 +145,7 @@ fn prepare(
 
     for insertion in plan.insertions() {
         if !finals.contains_key(&insertion.path) {
-            let path = target(root, &insertion.path);
-            let current = read_existing(&path, &insertion.path)?.ok_or_else(|| {
+            let current = read(&insertion.path)?.ok_or_else(|| {
                 anyhow::anyhow!(
                     "cannot register the new code: {} is missing; restore it (it holds the `{}` marker) and run the command again",
                     insertion.path,
@@ -131,12 +169,7 @@ fn prepare(
 
     let mut changes = Vec::new();
     for (relative, (contents, existed)) in finals {
-        let path = target(root, &relative);
-        let current = if existed {
-            read_existing(&path, &relative)?
-        } else {
-            None
-        };
+        let current = if existed { read(&relative)? } else { None };
         if current.as_deref() == Some(contents.as_str()) {
             report.files.entry(relative).or_insert(Outcome::Unchanged);
             continue;
@@ -149,12 +182,7 @@ fn prepare(
                 Outcome::Created
             },
         );
-        changes.push(Change {
-            relative,
-            target: path,
-            contents,
-            existed,
-        });
+        changes.push((relative, contents, existed));
     }
     Ok(changes)
 }
@@ -377,7 +405,7 @@ mod tests {
             IfExists::Overwrite,
         );
         let mut report = Report::default();
-        let changes = prepare(dir.path(), &plan, "", &mut report).expect("plan is valid");
+        let changes = changes_under(dir.path(), &plan, "", &mut report).expect("plan is valid");
         assert_eq!(changes.len(), 3);
 
         // Fail at every possible rename: the tree always ends as it began.
@@ -454,6 +482,29 @@ mod tests {
             fs::read_to_string(dir.path().join("main.rs")).expect("read"),
             "fn main() {\n    a();\n    // +opctl:scaffold:x\n}\n"
         );
+    }
+
+    #[test]
+    fn a_plan_applies_in_memory_as_on_disk() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let main = "fn main() {\n    // +opctl:scaffold:x\n}\n";
+        fs::write(dir.path().join("main.rs"), main).expect("write");
+        fs::write(dir.path().join("kept"), "mine").expect("write");
+        let mut plan = Plan::default();
+        plan.file("kept", "theirs".into(), Owner::User, IfExists::Skip);
+        plan.file("new", "n".into(), Owner::Scaffold, IfExists::Overwrite);
+        plan.insert("main.rs", "x", "a();\n");
+        let mut files = BTreeMap::from([
+            ("main.rs".to_owned(), main.to_owned()),
+            ("kept".to_owned(), "mine".to_owned()),
+        ]);
+        apply_in_memory(&mut files, &plan, "").expect("applies in memory");
+        apply(dir.path(), &plan, "").expect("applies");
+        assert_eq!(files, snapshot(dir.path()));
+        let mut conflicting = Plan::default();
+        conflicting.file("kept", "x".into(), Owner::User, IfExists::Error);
+        let err = apply_in_memory(&mut files, &conflicting, "pass --force").expect_err("conflict");
+        assert!(err.to_string().contains("would overwrite kept"), "{err}");
     }
 
     #[test]

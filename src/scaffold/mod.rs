@@ -18,7 +18,7 @@ pub mod webhooks;
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use apply::{Outcome, apply};
+pub use apply::{Outcome, apply, apply_in_memory};
 
 /// Who owns a generated file, which decides whether later commands may rewrite it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

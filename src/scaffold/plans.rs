@@ -276,41 +276,44 @@ pub fn init(project: &Project) -> anyhow::Result<Plan> {
 }
 
 /// The plan of `opctl create api`: `project` already holds `resource`;
-/// `keep_type` as in [`resource_files`].
+/// `keep_type` as in [`resource_files`]. The files it derives (RBAC, the
+/// chart's templates) come from the project under `root` as the plan leaves
+/// it; with no `root`, from the plan alone.
 pub fn create_api(
     project: &Project,
     resource: &Resource,
     keep_type: bool,
-    root: &Path,
+    root: Option<&Path>,
 ) -> anyhow::Result<Plan> {
     let mut renderer = Renderer;
     let mut plan = Plan::default();
     resource_files(project, resource, keep_type, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
-    add_role(project, Some(root), &mut plan)?;
+    add_role(project, root, &mut plan)?;
     add_chart_derived(project, root, &mut plan)?;
     Ok(plan)
 }
 
 /// The plan of `opctl create webhook`: `project` already records the
-/// webhooks of `resource`; `requested` are the ones to scaffold now.
+/// webhooks of `resource`; `requested` are the ones to scaffold now;
+/// `root` as in [`create_api`].
 pub fn create_webhook(
     project: &Project,
     resource: &Resource,
     requested: &[WebhookKind],
-    root: &Path,
+    root: Option<&Path>,
 ) -> anyhow::Result<Plan> {
     let mut renderer = Renderer;
     let mut plan = Plan::default();
     webhooks::handler_files(project, resource, requested, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
-    webhooks::add_manifests(project, Some(root), &mut plan)?;
+    webhooks::add_manifests(project, root, &mut plan)?;
     if requested.contains(&WebhookKind::Conversion) {
         // The CRD patches take effect at once, for the CRDs already generated.
         let mut files: Vec<String> = project
             .crd_resources()
             .map(crd_file)
-            .filter(|file| target(root, &crd_base(file)).is_file())
+            .filter(|file| root.is_some_and(|root| target(root, &crd_base(file)).is_file()))
             .collect();
         files.sort();
         files.dedup();
@@ -335,18 +338,25 @@ pub fn edit(project: &Project, root: &Path) -> anyhow::Result<Plan> {
     if project.helm {
         let context = Values::new(project, webhooks::webhook_groups(project)).context()?;
         super::chart::user_files(&context, &mut renderer, &mut plan)?;
-        add_chart_derived(project, root, &mut plan)?;
+        add_chart_derived(project, Some(root), &mut plan)?;
     }
     Ok(plan)
 }
 
 /// With a Helm chart, adds its templates derived from config/ as the plan
-/// leaves it (the files on disk under `root`, with the plan's changes).
-fn add_chart_derived(project: &Project, root: &Path, plan: &mut Plan) -> anyhow::Result<()> {
+/// leaves it (the files on disk under `root`, if any, with the plan's changes).
+fn add_chart_derived(
+    project: &Project,
+    root: Option<&Path>,
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
     if !project.helm {
         return Ok(());
     }
-    let mut config = crate::manifests::chart::read_config(root, project)?;
+    let mut config = match root {
+        Some(root) => crate::manifests::chart::read_config(root, project)?,
+        None => BTreeMap::new(),
+    };
     for file in plan.files() {
         if file.path.starts_with("config/") {
             config.insert(file.path.clone(), file.contents.clone());

@@ -1,6 +1,6 @@
 //! What the current templates make of a project: the commands that made it
 //! (`init`, then each `create api` and `create webhook` in the order they
-//! ran, from `.opctl/history.yaml`) applied to an empty directory. The
+//! ran, from `.opctl/history.yaml`) applied in memory to an empty tree. The
 //! pristine copies of user-owned files ([`super::pristine`]) and `opctl
 //! upgrade`'s new side both come from here. The order matters: commands
 //! insert code at markers, and two orders give two texts.
@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use super::webhooks::WebhookKind;
-use super::{IfExists, Owner, apply, plans};
+use super::{IfExists, Owner, apply_in_memory, plans};
 use crate::project::paths::{HISTORY_FILE, target};
 use crate::project::{Project, Resource, Webhooks};
 
@@ -116,50 +116,42 @@ pub struct Rendered {
 
 /// Every file the steps of `history` write for `project` (before `opctl
 /// manifests`), by path relative to the project root. A history that does
-/// not end in `project`'s kinds is not used: PROJECT's order is.
+/// not end in `project`'s kinds is not used: PROJECT's order is. The steps
+/// run in memory; the files they derive from others (RBAC, webhook
+/// manifests, the chart's templates; all of them `Generated`) come from
+/// the replay's own files only as far as each plan holds them.
 pub fn replay(project: &Project, history: &[Step]) -> anyhow::Result<BTreeMap<String, Rendered>> {
-    let scratch = tempfile::tempdir().context("cannot make a scratch directory")?;
-    let root = scratch.path();
     // A history that fails to replay (edited by hand, say) gives way to PROJECT.
-    if !replay_into(project, history, root).unwrap_or(false) {
-        let scratch = tempfile::tempdir().context("cannot make a scratch directory")?;
-        return collect(project, scratch.path(), &steps_from_project(project), true);
-    }
-    collect(project, root, history, false)
-}
-
-/// Replays `steps` into `root` (unless already done) and reads the files back.
-fn collect(
-    project: &Project,
-    root: &Path,
-    steps: &[Step],
-    replay_first: bool,
-) -> anyhow::Result<BTreeMap<String, Rendered>> {
-    if replay_first && !replay_into(project, steps, root)? {
-        anyhow::bail!(
-            "cannot replay the project's commands from PROJECT; check PROJECT against version control"
-        );
-    }
-    let mut files = BTreeMap::new();
+    let files = match replay_steps(project, history) {
+        Ok(Some(files)) => files,
+        _ => replay_steps(project, &steps_from_project(project))?.context(
+            "cannot replay the project's commands from PROJECT; check PROJECT against version control",
+        )?,
+    };
+    let mut out = BTreeMap::new();
     for (path, owner) in plans::ownership(project)? {
-        let Ok(contents) = std::fs::read_to_string(target(root, &path)) else {
-            // Derived by `opctl manifests` (CRDs, webhook manifests): not replayed.
-            continue;
-        };
-        files.insert(path, Rendered { contents, owner });
+        // Derived by `opctl manifests` (CRDs, webhook manifests): not replayed.
+        if let Some(contents) = files.get(&path) {
+            let contents = contents.clone();
+            out.insert(path, Rendered { contents, owner });
+        }
     }
-    Ok(files)
+    Ok(out)
 }
 
-/// Applies `init` and `steps` to the empty directory `root`; whether they
-/// made `project`'s kinds.
-fn replay_into(project: &Project, steps: &[Step], root: &Path) -> anyhow::Result<bool> {
-    let hint = "the replay writes into an empty directory";
+/// Applies `init` and `steps` to an empty tree; the files, if they made
+/// `project`'s kinds.
+fn replay_steps(
+    project: &Project,
+    steps: &[Step],
+) -> anyhow::Result<Option<BTreeMap<String, String>>> {
+    let hint = "the replay starts from nothing";
+    let mut files = BTreeMap::new();
     let mut so_far = Project {
         resources: Vec::new(),
         ..project.clone()
     };
-    apply(root, &plans::init(&so_far)?, hint)?;
+    apply_in_memory(&mut files, &plans::init(&so_far)?, hint)?;
     for step in steps {
         let position = so_far
             .resources
@@ -171,21 +163,21 @@ fn replay_into(project: &Project, steps: &[Step], root: &Path) -> anyhow::Result
         }
         let mut plan = match (step.command.as_str(), &step.added) {
             (Step::CREATE_API, _) => {
-                plans::create_api(&so_far, &step.resource, step.keep_type, root)?
+                plans::create_api(&so_far, &step.resource, step.keep_type, None)?
             }
             (Step::CREATE_WEBHOOK, Some(added)) => {
                 let kinds: Vec<WebhookKind> = WebhookKind::ALL
                     .into_iter()
                     .filter(|k| k.is_in(added))
                     .collect();
-                plans::create_webhook(&so_far, &step.resource, &kinds, root)?
+                plans::create_webhook(&so_far, &step.resource, &kinds, None)?
             }
-            _ => return Ok(false),
+            _ => return Ok(None),
         };
         if step.force {
             plan.set_user_policy(IfExists::Overwrite);
         }
-        apply(root, &plan, hint)?;
+        apply_in_memory(&mut files, &plan, hint)?;
     }
-    Ok(so_far.resources == project.resources)
+    Ok((so_far.resources == project.resources).then_some(files))
 }
