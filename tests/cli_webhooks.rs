@@ -819,6 +819,46 @@ fn conversion_needs_a_kind_of_the_project_with_another_version_and_one_hub() {
 }
 
 #[test]
+fn a_version_added_after_the_conversion_gets_its_conversion_module() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    for version in ["v1", "v2"] {
+        api(&dir, "web", version, "Guestbook", &["--controller=false"]);
+    }
+    opctl_ok(
+        &dir,
+        &webhook_args("web", "v2", "Guestbook", &["--conversion"]),
+    );
+    api(&dir, "web", "v3", "Guestbook", &["--controller=false"]);
+    let module = read(&dir, "src/webhook/web/v3/guestbook_conversion.rs");
+    assert!(
+        module.contains("use demo::api::web::v2::Guestbook as Hub;"),
+        "{module}"
+    );
+    assert!(read(&dir, "src/webhook/web/v3/mod.rs").contains("guestbook_conversion"));
+    let e2e = read(&dir, "tests/e2e.rs");
+    assert!(e2e.contains("fn a_guestbook_created_in_v3_reads_as_v2_and_back()"));
+    // Adding a controller to that version later keeps the module as edited.
+    let edited = format!("{module}// edited\n");
+    std::fs::write(
+        dir.join("src/webhook/web/v3/guestbook_conversion.rs"),
+        &edited,
+    )
+    .expect("edit");
+    api(
+        &dir,
+        "web",
+        "v3",
+        "Guestbook",
+        &["--resource=false", "--controller"],
+    );
+    assert_eq!(
+        read(&dir, "src/webhook/web/v3/guestbook_conversion.rs"),
+        edited
+    );
+}
+
+#[test]
 fn conversion_scaffolds_a_module_per_spoke_and_patches_the_crd() {
     let (_tmp, dir) = project_dir("demo");
     two_versions(&dir);

@@ -135,10 +135,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             println!(
                 "  the API server stores the version marked `// +opctl:storageversion` (the first one scaffolded; move the line to change it)"
             );
-            println!(
-                "  to convert between the versions: opctl create webhook --group {} --version <hub> --kind {} --conversion",
-                resource.group, resource.kind
-            );
+            match project.hub_of(&resource) {
+                Some(hub) if hub.version != resource.version => println!(
+                    "  edit {} (how {} converts to and from the hub, {})",
+                    crate::scaffold::webhooks::handler_file(
+                        &resource,
+                        crate::scaffold::webhooks::WebhookKind::Conversion
+                    ),
+                    resource.version,
+                    hub.version
+                ),
+                Some(_) => {}
+                None => println!(
+                    "  to convert between the versions: opctl create webhook --group {} --version <hub> --kind {} --conversion",
+                    resource.group, resource.kind
+                ),
+            }
         }
         println!("  opctl manifests          # CRD and RBAC from the code");
     } else {

@@ -289,6 +289,7 @@ pub fn create_api(
     let mut plan = Plan::default();
     resource_files(project, resource, keep_type, &mut renderer, &mut plan)?;
     scaffold_owned(project, &mut renderer, &mut plan)?;
+    webhooks::new_version_conversion(project, resource, &mut renderer, &mut plan)?;
     add_role(project, root, &mut plan)?;
     add_chart_derived(project, root, &mut plan)?;
     Ok(plan)

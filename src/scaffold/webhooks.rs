@@ -425,20 +425,51 @@ fn conversion_files(
     plan: &mut Plan,
 ) -> anyhow::Result<()> {
     for spoke in project.spokes(hub) {
-        let view = ResourceValues::new(project, spoke);
-        let context = values.webhook_context(&view, &webhook_values(project, spoke, Some(hub)))?;
-        plan.file(
-            handler_file(spoke, WebhookKind::Conversion),
-            renderer.render(WebhookKind::Conversion.template(), &context)?,
-            Owner::User,
-            IfExists::Error,
-        );
-        plan.insert(
-            "tests/e2e.rs",
-            "e2e",
-            renderer.render(WebhookKind::Conversion.e2e_template(), &context)?,
-        );
+        spoke_conversion(project, hub, spoke, values, renderer, plan, IfExists::Error)?;
     }
+    Ok(())
+}
+
+/// For `opctl create api` of a new version of a kind that converts: the
+/// version's conversion module and its e2e test, which the scaffold-owned
+/// webhook modules then name (nothing for the hub or a kind that does not
+/// convert). A module already there is kept: the command may be adding a
+/// controller to a version scaffolded before.
+pub fn new_version_conversion(
+    project: &Project,
+    r: &Resource,
+    renderer: &mut Renderer,
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
+    let Some(hub) = project.hub_of(r).filter(|hub| hub.version != r.version) else {
+        return Ok(());
+    };
+    let values = Values::new(project, webhook_groups(project));
+    spoke_conversion(project, hub, r, &values, renderer, plan, IfExists::Skip)
+}
+
+fn spoke_conversion(
+    project: &Project,
+    hub: &Resource,
+    spoke: &Resource,
+    values: &Values,
+    renderer: &mut Renderer,
+    plan: &mut Plan,
+    if_exists: IfExists,
+) -> anyhow::Result<()> {
+    let view = ResourceValues::new(project, spoke);
+    let context = values.webhook_context(&view, &webhook_values(project, spoke, Some(hub)))?;
+    plan.file(
+        handler_file(spoke, WebhookKind::Conversion),
+        renderer.render(WebhookKind::Conversion.template(), &context)?,
+        Owner::User,
+        if_exists,
+    );
+    plan.insert(
+        "tests/e2e.rs",
+        "e2e",
+        renderer.render(WebhookKind::Conversion.e2e_template(), &context)?,
+    );
     Ok(())
 }
 
