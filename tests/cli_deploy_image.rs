@@ -105,6 +105,19 @@ fn bad_deploy_image_flags_are_refused_with_one_line() {
             &["--image", "memcached:1.6", "--finalizer"][..],
             "drop --finalizer or --image",
         ),
+        (
+            &["--image-container-command", "memcached,-v"][..],
+            "--image-container-command sets up the Deployment of --image, but no --image was given",
+        ),
+        (
+            &[
+                "--image",
+                "memcached:1.6",
+                "--image-container-command",
+                "memcached,,-v",
+            ][..],
+            "--image-container-command has an empty part or a control character; give the command and its arguments separated by commas",
+        ),
     ] {
         let line = refused(&dir, extra);
         assert!(line.contains(expected), "{extra:?}: {line}");
@@ -199,6 +212,10 @@ fn without_a_port_the_spec_has_an_optional_one() {
     assert!(sample.contains("  # containerPort: 8080\n"), "{sample}");
     let controller = read(&dir, "src/controller/memcached.rs");
     assert!(!controller.contains("RUN_AS_USER"), "no --run-as-user");
+    assert!(
+        !controller.contains("COMMAND"),
+        "no --image-container-command"
+    );
     let project = read(&dir, "PROJECT");
     assert!(
         project.ends_with(
@@ -275,6 +292,7 @@ fn the_help_shows_the_flags_and_an_example() {
         "--image <IMAGE>",
         "--image-container-port <PORT>",
         "--run-as-user <UID>",
+        "--image-container-command <COMMAND>",
         "--image memcached:1.6 --image-container-port 11211 --run-as-user 1001",
     ] {
         assert!(help.contains(text), "{text}:\n{help}");

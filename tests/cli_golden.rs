@@ -297,6 +297,8 @@ fn a_kind_that_deploys_an_image_with_a_helm_chart() {
                 "memcached:1.6",
                 "--image-container-port",
                 "11211",
+                "--image-container-command",
+                "memcached,-m=64,-o,modern,-v",
                 "--run-as-user",
                 "1001",
             ],

@@ -58,6 +58,8 @@ fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
             "memcached:1.6",
             "--image-container-port",
             "11211",
+            "--image-container-command",
+            "memcached,-m=64,-o,modern,-v",
             "--run-as-user",
             "1001",
         ],

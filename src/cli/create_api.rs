@@ -84,6 +84,10 @@ pub struct Args {
     #[arg(long, value_name = "PORT", allow_hyphen_values = true)]
     pub image_container_port: Option<String>,
 
+    /// With --image: the container's command and arguments, separated by commas (e.g. memcached,-m=64,-o,modern,-v); the image's entrypoint without it.
+    #[arg(long, value_name = "COMMAND", allow_hyphen_values = true)]
+    pub image_container_command: Option<String>,
+
     /// With --image: the user id the container runs as (runAsUser).
     #[arg(long, value_name = "UID", allow_hyphen_values = true)]
     pub run_as_user: Option<String>,
@@ -260,6 +264,10 @@ fn deploy_image(args: &Args) -> anyhow::Result<Option<DeployImage>> {
                 args.image_container_port.is_some(),
             ),
             ("--run-as-user", args.run_as_user.is_some()),
+            (
+                "--image-container-command",
+                args.image_container_command.is_some(),
+            ),
         ] {
             if given {
                 anyhow::bail!(
@@ -308,10 +316,15 @@ fn deploy_image(args: &Args) -> anyhow::Result<Option<DeployImage>> {
         },
         None => None,
     };
+    let container_command = match &args.image_container_command {
+        Some(command) => command.split(',').map(str::to_owned).collect(),
+        None => Vec::new(),
+    };
     let deploy = DeployImage {
         image: image.clone(),
         container_port,
         run_as_user,
+        container_command,
     };
     deploy.check()?;
     Ok(Some(deploy))

@@ -110,6 +110,11 @@ pub struct DeployImage {
     /// The container's user (`--run-as-user`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_as_user: Option<i64>,
+    /// The container's command and its arguments
+    /// (`--image-container-command`, comma-separated); the image's
+    /// entrypoint when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub container_command: Vec<String>,
 }
 
 impl DeployImage {
@@ -131,6 +136,15 @@ impl DeployImage {
         }
         if self.container_port == Some(0) {
             anyhow::bail!("--image-container-port 0 is not a port; give a number from 1 to 65535");
+        }
+        if self
+            .container_command
+            .iter()
+            .any(|a| a.is_empty() || a.chars().any(char::is_control))
+        {
+            anyhow::bail!(
+                "--image-container-command has an empty part or a control character; give the command and its arguments separated by commas, such as memcached,-m=64,-o,modern,-v"
+            );
         }
         if let Some(user) = self.run_as_user
             && !(0..=i64::from(i32::MAX)).contains(&user)

@@ -137,6 +137,8 @@ pub struct DeployImageValues {
     port_name: String,
     container_port: Option<u16>,
     run_as_user: Option<i64>,
+    /// The command and its arguments as Rust string literals (empty: the image's entrypoint).
+    command: Vec<String>,
 }
 
 impl DeployImageValues {
@@ -149,6 +151,12 @@ impl DeployImageValues {
             container,
             container_port: deploy.container_port,
             run_as_user: deploy.run_as_user,
+            // JSON's escapes of a string without control characters are Rust's.
+            command: deploy
+                .container_command
+                .iter()
+                .map(|arg| serde_json::Value::from(arg.as_str()).to_string())
+                .collect(),
         }
     }
 }

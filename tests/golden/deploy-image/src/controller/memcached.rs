@@ -58,6 +58,8 @@ pub const DEFAULT_IMAGE: &str = "memcached:1.6";
 const CONTAINER: &str = "memcached";
 /// The name of the container's port.
 const PORT_NAME: &str = "memcached";
+/// The container's command and its arguments (`--image-container-command`).
+const COMMAND: &[&str] = &["memcached", "-m=64", "-o", "modern", "-v"];
 /// The user the container runs as.
 const RUN_AS_USER: i64 = 1001;
 
@@ -261,6 +263,7 @@ fn deployment_for(
         name: CONTAINER.to_owned(),
         image: Some(image.to_owned()),
         image_pull_policy: Some("IfNotPresent".to_owned()),
+        command: Some(COMMAND.iter().map(|arg| (*arg).to_owned()).collect()),
         ports: Some(vec![ContainerPort {
             name: Some(PORT_NAME.to_owned()),
             container_port: object.spec.container_port,
@@ -506,6 +509,8 @@ mod tests {
         assert_eq!(seccomp.as_deref(), Some("RuntimeDefault"));
         let container = &pod.containers[0];
         assert_eq!(container.image.as_deref(), Some(DEFAULT_IMAGE));
+        let command = container.command.clone().unwrap_or_default();
+        assert_eq!(command, COMMAND);
         let ports = container.ports.clone().unwrap_or_default();
         assert_eq!(ports[0].container_port, 11211);
         let security = container.security_context.clone();

@@ -471,6 +471,8 @@ async fn a_memcached_runs_its_deployment_and_follows_its_size() {
     assert_eq!(seccomp.as_deref(), Some("RuntimeDefault"));
     let container = &pod.containers[0];
     assert_eq!(container.image.as_deref(), Some(image.as_str()));
+    let command = container.command.clone().unwrap_or_default();
+    assert_eq!(command, ["memcached", "-m=64", "-o", "modern", "-v"]);
     let ports = container.ports.clone().unwrap_or_default();
     let ports: Vec<i32> = ports.iter().map(|port| port.container_port).collect();
     assert_eq!(ports, [11211]);
