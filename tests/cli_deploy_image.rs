@@ -226,14 +226,13 @@ fn without_a_port_the_spec_has_an_optional_one() {
 }
 
 #[test]
-fn a_kind_made_with_an_image_gets_no_scaffolded_webhook() {
+fn a_kind_made_with_an_image_gets_webhooks_whose_examples_use_its_metadata() {
     let (_tmp, dir) = project_dir("memcached-operator");
     init(&dir);
     let mut args = MEMCACHED.to_vec();
     args.extend(["--image", "memcached:1.6"]);
     opctl_ok(&dir, &args);
-    let before = snapshot(&dir);
-    let line = opctl_fails(
+    opctl_ok(
         &dir,
         &[
             "create",
@@ -245,16 +244,21 @@ fn a_kind_made_with_an_image_gets_no_scaffolded_webhook() {
             "--kind",
             "Memcached",
             "--defaulting",
+            "--programmatic-validation",
         ],
     );
+    let defaulting = read(&dir, "src/webhook/cache/v1alpha1/memcached_defaulting.rs");
     assert!(
-        line.contains(
-            "was scaffolded with --image, and opctl scaffolds no webhooks for such kinds yet"
-        ),
-        "{line}"
+        defaulting.contains("const DEFAULTED_BY: &str"),
+        "{defaulting}"
     );
-    assert_eq!(snapshot(&dir), before);
-    // Nor a conversion through another version of it.
+    let validation = read(&dir, "src/webhook/cache/v1alpha1/memcached_validation.rs");
+    assert!(validation.contains("const DENY: &str"), "{validation}");
+    for text in [&defaulting, &validation] {
+        assert!(!text.contains("spec.foo"), "{text}");
+    }
+    // No conversion between a version made with --image and one without:
+    // their specs have nothing in common.
     let mut v1 = MEMCACHED.to_vec();
     v1[5] = "v1";
     v1.push("--controller=false");
@@ -275,7 +279,9 @@ fn a_kind_made_with_an_image_gets_no_scaffolded_webhook() {
         ],
     );
     assert!(
-        line.contains("cache.example.com/v1alpha1 Memcached was scaffolded with --image"),
+        line.contains(
+            "cache.example.com/v1alpha1 Memcached was scaffolded with --image and cache.example.com/v1 Memcached without"
+        ),
         "{line}"
     );
     assert_eq!(snapshot(&dir), before);

@@ -5,8 +5,9 @@
 //! `make test` (the types' and the controller's unit tests) and `make
 //! test-e2e` under `opctl envtest run`: the Memcached's Deployment is
 //! created with its replicas, image, port and security context, follows a
-//! new `size`, and the Memcached reports `Available=True`. A second kind
-//! without `--image-container-port` and `--run-as-user` builds beside it.
+//! new `size`, and the Memcached reports `Available=True`; its defaulting
+//! and validating webhooks (examples on the metadata) are called. A second
+//! kind without `--image-container-port` and `--run-as-user` builds beside it.
 //!
 //! It shares the workspace's target directory with the other generated and
 //! reference projects, so their dependencies are built once.
@@ -79,6 +80,21 @@ fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
             "busybox:1.36",
         ],
     );
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "cache",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Memcached",
+            "--defaulting",
+            "--programmatic-validation",
+        ],
+    );
     run(&dir, opctl_bin(), &["manifests"]);
     let crd = read(&dir, "config/crd/bases/cache.example.com_memcacheds.yaml");
     for field in ["default: 11211", "maximum: 5.0", "minimum: 1.0"] {
@@ -115,6 +131,8 @@ fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
         "cache::v1alpha1::memcached::tests::the_size_is_bounded_and_defaulted_by_the_crd ... ok",
         "cache::v1alpha1::memcached::tests::the_sample_is_valid ... ok",
         "cache::v1alpha1::busybox::tests::the_sample_is_valid ... ok",
+        "webhook::cache::v1alpha1::memcached_defaulting::tests::the_object_is_marked ... ok",
+        "webhook::cache::v1alpha1::memcached_validation::tests::an_invalid_object_is_denied_with_a_message ... ok",
     ] {
         assert!(unit.contains(test), "{test}:\n{unit}");
     }
@@ -122,6 +140,8 @@ fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
     for test in [
         "a_memcached_runs_its_deployment_and_follows_its_size ... ok",
         "a_busybox_runs_its_deployment_and_follows_its_size ... ok",
+        "the_defaulting_webhook_of_memcached_v1alpha1_is_called ... ok",
+        "the_validating_webhook_of_memcached_v1alpha1_is_called ... ok",
     ] {
         assert!(e2e.contains(test), "{test}:\n{e2e}");
     }

@@ -135,15 +135,21 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<(Resource, Vec<Webh
     }
 
     let mut resource = find_kind(project, args)?;
-    // Any version of the kind made with --image: the example handlers and
-    // conversions use spec.foo, which its spec does not have.
-    if let Some(deployed) = project.crd_resources().find(|r| {
-        r.deploy_image.is_some() && r.api_group == resource.api_group && r.kind == resource.kind
-    }) {
-        anyhow::bail!(
-            "{} was scaffolded with --image, and opctl scaffolds no webhooks for such kinds yet (the example handlers use spec.foo, which its spec does not have); write the handler by hand after the pattern of a kind made without --image",
-            deployed.gvk()
-        );
+    // The example conversion copies the spec between versions: a kind whose
+    // versions were made some with --image and some without has no spec in
+    // common.
+    if args.conversion {
+        let versions = project
+            .crd_resources()
+            .filter(|r| r.api_group == resource.api_group && r.kind == resource.kind);
+        let (with, without): (Vec<_>, Vec<_>) = versions.partition(|r| r.deploy_image.is_some());
+        if let (Some(deployed), Some(other)) = (with.first(), without.first()) {
+            anyhow::bail!(
+                "{} was scaffolded with --image and {} without, so their specs differ and the scaffolded conversion cannot copy one into the other; scaffold the versions alike, or write the conversion by hand",
+                deployed.gvk(),
+                other.gvk()
+            );
+        }
     }
     if args.conversion {
         check_conversion(project, &resource, args.force)?;

@@ -101,6 +101,10 @@ pub struct ResourceValues {
     plural: String,
     namespaced: bool,
     builtin: bool,
+    /// Whether the example webhook handlers work on the object's metadata
+    /// (an annotation) rather than on `spec.foo`: built-in kinds and kinds
+    /// made with `--image` have no such field.
+    metadata_example: bool,
     resource: bool,
     controller: bool,
     finalizer: bool,
@@ -418,6 +422,7 @@ impl ResourceValues {
             plural: r.plural.clone(),
             namespaced: r.namespaced,
             builtin: r.builtin,
+            metadata_example: r.builtin || r.deploy_image.is_some(),
             resource: r.resource,
             controller: r.controller,
             finalizer: r.finalizer,
