@@ -198,6 +198,9 @@ struct Progress {
     pod_created: Option<Time>,
 }
 
+/// The Ready condition's reason while the children cannot be put in place.
+const CHILDREN_FAILED: &str = "Failed";
+
 /// What is left of [`QUIET_START`] for a Pod created at `created`.
 fn quiet_start_left(created: Option<Time>) -> Option<Duration> {
     let age = k8s_openapi::jiff::Timestamp::now().duration_since(created?.0);
@@ -214,7 +217,7 @@ async fn apply(database: &Database, api: &Api<Database>, ctx: &Context) -> Resul
         Ok(progress) => progress,
         Err(err) => {
             let message = format!("cannot put the children of Database {name} in place: {err}");
-            let failed = (DatabasePhase::Failed, "Failed", message.as_str());
+            let failed = (DatabasePhase::Failed, CHILDREN_FAILED, message.as_str());
             match set_status(ctx, api, database, failed).await {
                 Ok(true) => {
                     let warning = EventType::Warning;
@@ -270,7 +273,10 @@ async fn apply(database: &Database, api: &Api<Database>, ctx: &Context) -> Resul
             (DatabasePhase::Failed, *reason, message.as_str())
         }
     };
-    let first_status = ready_condition(database).is_none();
+    // The children are in place for the first time: no status yet, or only
+    // the report that they could not be put in place (a failed write).
+    let first_status = ready_condition(database)
+        .is_none_or(|ready| ready.reason == CHILDREN_FAILED && is_failing(database));
     if first_status
         && progress.health == PodHealth::Starting
         && let Some(left) = quiet_start_left(progress.pod_created)
