@@ -457,9 +457,12 @@ fn cleanup(app: &App, cj: &Value, jobs: &[Arc<Value>]) -> ApiResult<()> {
         if done.len() <= limit {
             continue;
         }
+        // Oldest first: by startTime (whole seconds), ties by name, as the
+        // controller's byJobStartTime orders them.
         done.sort_by_key(|j| {
-            time_at(j, &["status", "startTime"])
-                .or_else(|| time_at(j, &["metadata", "creationTimestamp"]))
+            let started = time_at(j, &["status", "startTime"])
+                .or_else(|| time_at(j, &["metadata", "creationTimestamp"]));
+            (started, meta::name(j).to_owned())
         });
         for job in &done[..done.len() - limit] {
             client::delete(
