@@ -1,8 +1,11 @@
 //! `opctl envtest run` with faults, driven as a user drives it: the real
 //! kubectl receives the injected failure, envtest logs it on one line, and
-//! a malformed spec is refused before anything starts.
+//! a malformed spec is refused before anything starts, and the command is
+//! told the spec in OPCTL_ENVTEST_FAULTS.
 
 mod common;
+
+use std::process::Command;
 
 use common::{opctl, opctl_fails, project_dir};
 
@@ -53,6 +56,29 @@ fn an_injected_fault_reaches_kubectl_and_is_logged() {
         "{}",
         logged[1]
     );
+}
+
+#[test]
+fn the_command_learns_the_faults_from_its_environment() {
+    let (_tmp, dir) = project_dir("faults-env");
+    let script = "echo \"faults=${OPCTL_ENVTEST_FAULTS-unset}\"";
+    let run = opctl(
+        &dir,
+        &[
+            "envtest", "run", "--faults", "default", "--", "sh", "-c", script,
+        ],
+    );
+    assert!(run.ok, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "faults=default");
+    // Without faults it is not set, even when opctl's own environment has it.
+    let run = Command::new(common::opctl_bin())
+        .args(["envtest", "run", "--", "sh", "-c", script])
+        .current_dir(&dir)
+        .env("OPCTL_ENVTEST_FAULTS", "stale")
+        .output()
+        .expect("opctl runs");
+    assert!(run.status.success());
+    assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "faults=unset");
 }
 
 #[test]

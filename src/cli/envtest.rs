@@ -87,7 +87,8 @@ pub struct ServerArgs {
     #[arg(long = "webhook-route", value_name = "NS/NAME:PORT=HOST:PORT")]
     pub webhook_routes: Vec<WebhookRoute>,
     /// Inject faults: a profile (default) and/or rules VERBS[@RESOURCES]:FAULT=AMOUNT
-    /// such as writes:500=10%,watch:cut=5s (docs/envtest.md, "Fault injection").
+    /// such as writes:500=10%,watch:cut=5s (docs/envtest.md, "Fault injection");
+    /// `run` gives its command OPCTL_ENVTEST_FAULTS=SPEC.
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<String>,
     /// Seed of the fault draws; the same seed fails the same requests again.
@@ -321,7 +322,12 @@ async fn supervise(child: &mut tokio::process::Child) -> std::io::Result<ExitSta
     }
 }
 
+/// Set for the command `envtest run` starts when faults are injected: the
+/// `--faults` value, so that tests can allow for retried requests.
+pub const FAULTS_ENV: &str = "OPCTL_ENVTEST_FAULTS";
+
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+    let faults = args.server.faults.clone();
     let config = config(args.server)?;
     let env = Envtest::start(config).await?;
     let dir = private_dir()?;
@@ -333,6 +339,10 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         .context("no COMMAND given after --")?;
     let mut command = tokio::process::Command::new(program);
     command.args(rest).env("KUBECONFIG", &kubeconfig);
+    match &faults {
+        Some(spec) => command.env(FAULTS_ENV, spec),
+        None => command.env_remove(FAULTS_ENV),
+    };
     // Its own process group: a signal opctl passes on reaches what the
     // command started too (cargo test and its test binaries, say).
     #[cfg(unix)]

@@ -34,8 +34,16 @@ use support::{
     is_controlled_by, unique_name,
 };
 
-/// How soon the operator must act on a change it watches.
-const PROMPTLY: Duration = Duration::from_secs(2);
+/// How soon the operator must act on a change it watches: 2 s, or 15 s
+/// under `make test-e2e-faults` (`opctl envtest run` sets
+/// OPCTL_ENVTEST_FAULTS), where a refused write is retried after a backoff.
+fn promptly() -> Duration {
+    if std::env::var_os("OPCTL_ENVTEST_FAULTS").is_some() {
+        Duration::from_secs(15)
+    } else {
+        Duration::from_secs(2)
+    }
+}
 /// SIGTERM must end the operator within this.
 const STOP_WITHIN: Duration = Duration::from_secs(10);
 
@@ -118,7 +126,7 @@ async fn a_deployment_gets_its_pod_at_once() {
     let _operator = Operator::watching(&ns.name, &[]).await;
 
     let web = create_deployment(&client, &ns.name, "web").await;
-    let pod = wait_for_pod_of(&client, &web, PROMPTLY).await;
+    let pod = wait_for_pod_of(&client, &web, promptly()).await;
     assert_is_the_pod_of(&pod, &web, "ubi8");
 
     // No finalizer on the Deployment: deleting it is never held up.
@@ -127,7 +135,7 @@ async fn a_deployment_gets_its_pod_at_once() {
         .await
         .expect("the Deployment");
     assert!(web.finalizers().is_empty(), "{:?}", web.finalizers());
-    let created = eventually(PROMPTLY, "a PodCreated event", || async {
+    let created = eventually(promptly(), "a PodCreated event", || async {
         let events = events_about(&client, &web).await;
         events
             .into_iter()
@@ -209,7 +217,7 @@ async fn a_deleted_pod_comes_back() {
     let _operator = Operator::watching(&ns.name, &["--resync-seconds=3600"]).await;
 
     let web = create_deployment(&client, &ns.name, "web").await;
-    let first = wait_for_pod_of(&client, &web, PROMPTLY).await;
+    let first = wait_for_pod_of(&client, &web, promptly()).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
     pods.delete("web", &DeleteParams::default())
         .await
@@ -222,10 +230,14 @@ async fn a_deleted_pod_comes_back() {
         pod.is_none_or(|pod| pod.uid() != first.uid()).then_some(())
     })
     .await;
-    let replacement = eventually(PROMPTLY, "a new Pod to replace the deleted one", || async {
-        let pod = pods.get_opt("web").await.ok().flatten()?;
-        (pod.uid() != first.uid()).then_some(pod)
-    })
+    let replacement = eventually(
+        promptly(),
+        "a new Pod to replace the deleted one",
+        || async {
+            let pod = pods.get_opt("web").await.ok().flatten()?;
+            (pod.uid() != first.uid()).then_some(pod)
+        },
+    )
     .await;
     assert!(is_controlled_by(&replacement, &web));
     assert_is_the_pod_of(&replacement, &web, "ubi8");
@@ -244,7 +256,7 @@ async fn deployments_in_other_namespaces_are_ignored() {
 
     let elsewhere = create_deployment(&client, &other.name, "web").await;
     let web = create_deployment(&client, &watched.name, "web").await;
-    let pod = wait_for_pod_of(&client, &web, PROMPTLY).await;
+    let pod = wait_for_pod_of(&client, &web, promptly()).await;
     assert_is_the_pod_of(&pod, &web, image);
 
     // The operator has seen both Deployments' creation by now and resynced twice.
@@ -269,7 +281,7 @@ async fn deleting_a_deployment_deletes_its_pod() {
     let _operator = Operator::watching(&ns.name, &["--resync-seconds=1"]).await;
 
     let web = create_deployment(&client, &ns.name, "web").await;
-    wait_for_pod_of(&client, &web, PROMPTLY).await;
+    wait_for_pod_of(&client, &web, promptly()).await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
     deployments
         .delete("web", &DeleteParams::default())
@@ -305,13 +317,13 @@ async fn restarting_the_operator_creates_no_duplicates() {
     let ns = TestNamespace::create(&client, "restart").await;
     let operator = Operator::watching(&ns.name, &["--resync-seconds=1"]).await;
     let web = create_deployment(&client, &ns.name, "web").await;
-    let first = wait_for_pod_of(&client, &web, PROMPTLY).await;
+    let first = wait_for_pod_of(&client, &web, promptly()).await;
     let exit = operator.terminate(STOP_WITHIN).await;
     assert!(exit.success(), "the operator exited with {exit}");
 
     let _operator = Operator::watching(&ns.name, &["--resync-seconds=1"]).await;
     let api = create_deployment(&client, &ns.name, "api").await;
-    wait_for_pod_of(&client, &api, PROMPTLY).await;
+    wait_for_pod_of(&client, &api, promptly()).await;
     // The restarted operator listed both Deployments and resynced them twice.
     tokio::time::sleep(Duration::from_secs(2)).await;
 
@@ -416,7 +428,7 @@ async fn a_pod_it_does_not_own_is_left_alone_with_a_warning() {
             .then_some(())
     })
     .await;
-    let pod = wait_for_pod_of(&client, &web, Duration::from_secs(1) + PROMPTLY).await;
+    let pod = wait_for_pod_of(&client, &web, Duration::from_secs(1) + promptly()).await;
     assert_is_the_pod_of(&pod, &web, "ubi8");
 }
 
@@ -475,7 +487,7 @@ async fn sigterm_stops_the_operator_cleanly() {
     let ns = TestNamespace::create(&client, "sigterm").await;
     let operator = Operator::watching(&ns.name, &[]).await;
     let web = create_deployment(&client, &ns.name, "web").await;
-    wait_for_pod_of(&client, &web, PROMPTLY).await;
+    wait_for_pod_of(&client, &web, promptly()).await;
 
     let (status, _) = http_get(operator.health, "/healthz").expect("/healthz answers");
     assert_eq!(status, 200);
@@ -491,7 +503,7 @@ async fn sigterm_stops_the_operator_cleanly() {
             })
             .and_then(|count| count.parse::<u64>().ok())
     };
-    eventually(PROMPTLY, "a counted reconcile in /metrics", || async {
+    eventually(promptly(), "a counted reconcile in /metrics", || async {
         let (status, body) = http_get(operator.metrics, "/metrics").expect("/metrics answers");
         assert_eq!(status, 200);
         requeued(&body).filter(|count| *count >= 1)
