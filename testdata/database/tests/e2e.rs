@@ -249,7 +249,7 @@ async fn a_second_replica_is_ready_at_once_and_takes_over_when_the_first_stops()
         "--leader-elect".to_owned(),
         format!("--leader-election-id={lease}"),
         "--leader-election-namespace=default".to_owned(),
-        "--leader-election-lease-duration-seconds=2".to_owned(),
+        "--leader-election-lease-duration-seconds=6".to_owned(),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let first = Manager::start_replica("e2e-first", Some(&account), &flags);

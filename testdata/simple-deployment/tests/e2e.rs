@@ -451,7 +451,7 @@ async fn a_second_replica_is_ready_at_once_and_takes_over_when_the_first_stops()
         "--leader-elect".to_owned(),
         format!("--leader-election-id={lease}"),
         "--leader-election-namespace=default".to_owned(),
-        "--leader-election-lease-duration-seconds=2".to_owned(),
+        "--leader-election-lease-duration-seconds=6".to_owned(),
     ];
     let first = Operator::start(&flags, &[("POD_NAME", "e2e-first")]).await;
     eventually(CLUSTER_PACE, "the first replica to lead", || async {

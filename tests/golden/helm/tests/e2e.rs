@@ -375,13 +375,15 @@ fn lease_holder(name: &str) -> Option<String> {
 #[test]
 #[ignore = "needs a cluster: run `make test-e2e`"]
 fn a_second_replica_is_ready_at_once_and_takes_over_when_the_first_stops() {
-    // A Lease of this test's own, short so that the takeover is quick.
+    // A Lease of this test's own, short so that the takeover is quick, and
+    // long enough that a renewal refused by an injected fault (under `make
+    // test-e2e-faults`) is tried again before the Lease runs out.
     let lease = format!("{}-rollout", OPERATOR_ACCOUNT);
     let flags = [
         "--leader-elect".to_owned(),
         format!("--leader-election-id={lease}"),
         format!("--leader-election-namespace={OPERATOR_NAMESPACE}"),
-        "--leader-election-lease-duration-seconds=2".to_owned(),
+        "--leader-election-lease-duration-seconds=6".to_owned(),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let first = Manager::start_named("e2e-first", &flags);
