@@ -264,8 +264,13 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 /// include_dir's own lookup walks the tree comparing paths component by
 /// component, which a command doing it for every file it writes noticed.
 fn source_of(file: &str) -> Option<&'static str> {
+    index().get(file).copied()
+}
+
+/// Every embedded template's text by its path under templates/.
+fn index() -> &'static HashMap<String, &'static str> {
     static INDEX: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
-    let index = INDEX.get_or_init(|| {
+    INDEX.get_or_init(|| {
         let mut index = HashMap::new();
         let mut dirs = vec![&TEMPLATES];
         while let Some(dir) = dirs.pop() {
@@ -277,24 +282,16 @@ fn source_of(file: &str) -> Option<&'static str> {
             dirs.extend(dir.dirs());
         }
         index
-    });
-    index.get(file).copied()
+    })
 }
 
 /// Every embedded template's name (without `.tera`), sorted.
 #[cfg(test)]
 pub fn names() -> Vec<String> {
-    let mut names = Vec::new();
-    let mut dirs = vec![&TEMPLATES];
-    while let Some(dir) = dirs.pop() {
-        for file in dir.files() {
-            let path = file.path().to_string_lossy().replace('\\', "/");
-            if let Some(name) = path.strip_suffix(".tera") {
-                names.push(name.to_owned());
-            }
-        }
-        dirs.extend(dir.dirs());
-    }
+    let mut names: Vec<String> = index()
+        .keys()
+        .filter_map(|path| path.strip_suffix(".tera").map(str::to_owned))
+        .collect();
     names.sort();
     names
 }

@@ -183,8 +183,25 @@ fn is_unchanged(e: &ApiError) -> bool {
 
 /// Deletes an object as a controller does (background propagation).
 pub fn delete(app: &App, key: &str, ns: &str, name: &str, uid: &str) -> ApiResult<()> {
+    delete_with_grace(app, key, ns, name, uid, None)
+}
+
+/// Deletes an object at once (grace period 0), as the Pod GC does.
+pub fn force_delete(app: &App, key: &str, ns: &str, name: &str, uid: &str) -> ApiResult<()> {
+    delete_with_grace(app, key, ns, name, uid, Some(0))
+}
+
+fn delete_with_grace(
+    app: &App,
+    key: &str,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    grace_period: Option<i64>,
+) -> ApiResult<()> {
     let res = resource(app, key)?;
     let opts = crate::request::query::DeleteOptions {
+        grace_period,
         precondition_uid: Some(uid.to_string()),
         ..Default::default()
     };

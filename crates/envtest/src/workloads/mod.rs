@@ -234,11 +234,9 @@ impl Engine {
             }
             // Its kubelet may start, stop or post its Pods' readiness again.
             if self.sim.kubelet {
-                for pod in client::list(&self.app, PODS, None) {
-                    if client::str_at(&pod, &["spec", "nodeName"]) == &*ev.name {
-                        let (ns, name) = (meta::namespace(&pod), meta::name(&pod));
-                        self.due.insert(Key::Pod(ns.to_string(), name.to_string()));
-                    }
+                for pod in node_lifecycle::pods_on(&self.app, &ev.name) {
+                    let (ns, name) = (meta::namespace(&pod), meta::name(&pod));
+                    self.due.insert(Key::Pod(ns.to_string(), name.to_string()));
                 }
             }
             // Which Nodes a DaemonSet runs on may have changed.
@@ -291,17 +289,17 @@ impl Engine {
                     if self.sim.kubelet {
                         self.due.insert(Key::Pod(ns.clone(), name));
                     }
-                    if controllers && node_lifecycle::is_orphan(&self.app, obj) {
-                        self.after(self.sim.timing.pod_gc_quarantine, Key::Orphans);
-                    }
-                    // A Pod bound to a failed Node meets its lifecycle.
+                    // A Pod bound to a Node that is gone waits for the Pod
+                    // GC; one bound to a failed Node meets its lifecycle.
                     let node = client::str_at(obj, &["spec", "nodeName"]);
-                    if controllers
-                        && !node.is_empty()
-                        && client::get(&self.app, NODES, "", node)
-                            .is_some_and(|n| node_lifecycle::concerns_pods(&n))
-                    {
-                        self.due.insert(Key::Node(node.to_string()));
+                    if controllers && !node.is_empty() {
+                        match client::get(&self.app, NODES, "", node) {
+                            None => self.after(self.sim.timing.pod_gc_quarantine, Key::Orphans),
+                            Some(n) if node_lifecycle::concerns_pods(&n) => {
+                                self.due.insert(Key::Node(node.to_string()));
+                            }
+                            Some(_) => {}
+                        }
                     }
                 }
                 if self.sim.scheduler {

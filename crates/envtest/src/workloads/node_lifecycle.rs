@@ -45,7 +45,7 @@ pub struct Memory {
 }
 
 /// The Pods bound to `node`.
-fn pods_on(app: &App, node: &str) -> Vec<std::sync::Arc<Value>> {
+pub fn pods_on(app: &App, node: &str) -> Vec<std::sync::Arc<Value>> {
     client::list(app, PODS, None)
         .into_iter()
         .filter(|p| client::str_at(p, &["spec", "nodeName"]) == node)
@@ -381,32 +381,11 @@ pub async fn collect_orphans(
             continue;
         }
         disrupt(app, &pod, "DeletionByPodGC", "PodGC: node no longer exists").await?;
-        force_delete(app, &pod)?;
+        let (ns, name) = (meta::namespace(&pod), meta::name(&pod));
+        client::force_delete(app, PODS, ns, name, meta::uid(&pod))?;
     }
     memory.orphaned_since.retain(|uid, _| seen.contains(uid));
     Ok(next)
-}
-
-/// Whether a Pod is bound to a Node that does not exist.
-pub fn is_orphan(app: &App, pod: &Value) -> bool {
-    let node = client::str_at(pod, &["spec", "nodeName"]);
-    !node.is_empty() && client::get(app, NODES, "", node).is_none()
-}
-
-/// Deletes a Pod at once (grace period 0), as the Pod GC does.
-fn force_delete(app: &App, pod: &Value) -> ApiResult<()> {
-    let res = client::resource(app, PODS)?;
-    let opts = crate::request::query::DeleteOptions {
-        grace_period: Some(0),
-        precondition_uid: Some(meta::uid(pod).to_string()),
-        ..Default::default()
-    };
-    let (ns, name) = (meta::namespace(pod), meta::name(pod));
-    match crate::api::delete::delete_internal(app, &res, ns, name, &opts) {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 404 || e.code == 409 => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]
