@@ -7,6 +7,7 @@
 mod apply;
 pub mod chart;
 mod lifted_text;
+pub mod lockfile;
 pub mod markers;
 pub mod plans;
 pub mod pristine;

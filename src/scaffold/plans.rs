@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::lockfile::{self, LOCK_FILE};
+use super::pristine::has_pristine_copy;
 use super::templates::Renderer;
 use super::values::{ResourceValues, Values};
 use super::webhooks::{self, WebhookKind};
@@ -264,6 +266,14 @@ pub fn init(project: &Project) -> anyhow::Result<Plan> {
             IfExists::Error,
         );
     }
+    // The versions opctl's CI tested; the user's from then on (cargo
+    // updates it when they add dependencies).
+    plan.file(
+        LOCK_FILE,
+        lockfile::render(project)?,
+        Owner::User,
+        IfExists::Error,
+    );
     scaffold_owned(project, &mut renderer, &mut plan)?;
     plan.file(
         CRD_KUSTOMIZATION,
@@ -410,6 +420,7 @@ pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
     if project.license == License::Apache2 {
         plan.file("LICENSE", String::new(), Owner::User, IfExists::Error);
     }
+    plan.file(LOCK_FILE, String::new(), Owner::User, IfExists::Error);
     scaffold_owned(project, &mut renderer, &mut plan)?;
     for r in &project.resources {
         resource_files(project, r, false, &mut renderer, &mut plan)?;
@@ -423,7 +434,7 @@ pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
     let mut owners = plan.owners();
     let user_files: Vec<String> = owners
         .iter()
-        .filter(|(_, owner)| **owner == Owner::User)
+        .filter(|(path, owner)| **owner == Owner::User && has_pristine_copy(path))
         .map(|(path, _)| pristine(path))
         .collect();
     owners.extend(user_files.into_iter().map(|path| (path, Owner::Scaffold)));

@@ -260,6 +260,12 @@ fn error_chain(err: &dyn std::error::Error) -> String {
     text
 }
 
+/// A file of templates/ used as it is, not rendered (the tested
+/// `Cargo.lock`).
+pub fn data(file: &str) -> Option<&'static str> {
+    source_of(file)
+}
+
 /// The text of `templates/<file>`. Looked up in an index made once:
 /// include_dir's own lookup walks the tree comparing paths component by
 /// component, which a command doing it for every file it writes noticed.

@@ -2,7 +2,7 @@
 //! text the current templates make (theirs) and, for user-owned files, the
 //! text opctl made last time (the pristine base).
 
-use crate::scaffold::Owner;
+use crate::scaffold::{Owner, lockfile};
 
 /// The fate of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +80,26 @@ pub fn decide(
     }
 }
 
+/// What to do with the project's `Cargo.lock` (ours) given the lock of the
+/// current scaffold (theirs): the scaffold's tested versions come in, the
+/// packages the user added stay ([`lockfile::merge`]). A lock opctl cannot
+/// read is replaced: cargo made it, and cargo will add back what the
+/// user's dependencies need.
+pub fn decide_lock(ours: Option<&str>, theirs: &str) -> Option<Change> {
+    let Some(ours) = ours else {
+        return Some(Change::Create(theirs.to_owned()));
+    };
+    if ours == theirs {
+        return None;
+    }
+    match lockfile::merge(ours, theirs) {
+        Ok(merged) if merged == ours => None,
+        Ok(merged) if merged == theirs => Some(Change::Update(merged)),
+        Ok(merged) => Some(Change::Merge(merged)),
+        Err(_) => Some(Change::Update(theirs.to_owned())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +158,20 @@ mod tests {
         assert_eq!(
             decide(Owner::User, None, None, "new\n"),
             Some(Change::Create("new\n".into()))
+        );
+    }
+
+    #[test]
+    fn a_lock_the_user_left_alone_is_replaced_and_an_unreadable_one_too() {
+        let theirs = "version = 4\n\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\n";
+        assert_eq!(decide_lock(Some(theirs), theirs), None);
+        assert_eq!(
+            decide_lock(None, theirs),
+            Some(Change::Create(theirs.into()))
+        );
+        assert_eq!(
+            decide_lock(Some("garbage"), theirs),
+            Some(Change::Update(theirs.into()))
         );
     }
 }

@@ -17,6 +17,7 @@ pub use merge::Change;
 
 use crate::project::paths::{HISTORY_FILE, PRISTINE_DIR, pristine as pristine_path, target};
 use crate::project::{LAYOUT, Project, layouts};
+use crate::scaffold::lockfile::LOCK_FILE;
 use crate::scaffold::replay::{load_history, replay};
 use crate::scaffold::{IfExists, Owner, Plan, apply, pristine};
 
@@ -60,12 +61,16 @@ pub fn plan(root: &Path, project: &Project) -> anyhow::Result<Upgrade> {
             base = base.or_else(|| pristine::read(root, &old));
             upgrade.changes.insert(old.clone(), Change::Remove);
         }
-        let change = merge::decide(
-            theirs.owner,
-            ours.as_deref(),
-            base.as_deref(),
-            &theirs.contents,
-        );
+        let change = if path == LOCK_FILE {
+            merge::decide_lock(ours.as_deref(), &theirs.contents)
+        } else {
+            merge::decide(
+                theirs.owner,
+                ours.as_deref(),
+                base.as_deref(),
+                &theirs.contents,
+            )
+        };
         match (change, ours) {
             (Some(change), _) => {
                 upgrade.changes.insert(path, change);
