@@ -641,6 +641,7 @@ fn the_file_listing_names_every_owner() {
     assert_eq!(
         user,
         [
+            "Cargo.lock",
             "Cargo.toml",
             "LICENSE",
             "README.md",

@@ -1,5 +1,5 @@
-//! Golden tests: the whole tree opctl generates for a few command sequences,
-//! compared byte for byte with tests/golden/<sequence>/. Any change to the
+//! Golden tests: the whole tree opctl generates for a few command sequences
+//! (but its `Cargo.lock`), compared byte for byte with tests/golden/<sequence>/. Any change to the
 //! output shows up here for review; regenerate with
 //! `UPDATE_GOLDEN=1 cargo test --test cli_golden`.
 
@@ -22,7 +22,13 @@ fn check(sequence: &str, project: &str, commands: &[&[&str]]) {
     for args in commands {
         opctl_ok(&dir, args);
     }
-    let actual = snapshot(&dir);
+    let mut actual = snapshot(&dir);
+    // The tested lock is the same in every project but for the project's
+    // name (tests/scaffold_lock.rs checks it): not copied into each tree.
+    assert!(
+        actual.remove("Cargo.lock").is_some(),
+        "{sequence}: no Cargo.lock"
+    );
     let golden = golden_dir(sequence);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         let _ = std::fs::remove_dir_all(&golden);

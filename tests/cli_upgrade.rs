@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{opctl_fails, opctl_ok, project_dir, snapshot};
+use common::{opctl, opctl_fails, opctl_ok, project_dir, snapshot};
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -180,13 +180,17 @@ fn overlapping_changes_are_written_with_conflict_markers_and_listed() {
     );
     git(&dir, &["commit", "-qam", "both change the same line"]);
 
-    let run = opctl_ok(&dir, &["upgrade"]);
+    let run = opctl(&dir, &["upgrade"]);
+    assert!(!run.ok, "a conflict makes the upgrade fail");
     assert!(
         run.stdout.contains("CONFLICT     src/main.rs"),
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("need your hand"), "{}", run.stdout);
+    assert_eq!(
+        run.stderr.trim_end(),
+        "error: 1 file needs your hand: resolve the conflict markers (<<<<<<< ours ... >>>>>>> theirs) in src/main.rs, then run `opctl manifests`"
+    );
     let main = read(&dir, "src/main.rs");
     for part in [
         "<<<<<<<",

@@ -233,7 +233,8 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         "a second `opctl manifests` changed files"
     );
 
-    let (ok, out) = cargo(&dir, &["test", "--workspace"]);
+    // With the lock opctl wrote: the versions its CI tested.
+    let (ok, out) = cargo(&dir, &["test", "--locked", "--workspace"]);
     assert!(ok, "cargo test failed:\n{out}");
     assert!(
         out.contains("guestbook::tests::the_sample_is_valid ... ok"),
@@ -254,6 +255,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         &dir,
         &[
             "clippy",
+            "--locked",
             "--workspace",
             "--all-targets",
             "--",

@@ -61,6 +61,26 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     text
 }
 
+/// The version of each package of a lock file that has one version only.
+fn versions(lock: &str) -> std::collections::BTreeMap<String, String> {
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for package in lock.split("[[package]]").skip(1) {
+        let field = |key: &str| {
+            let line = package
+                .lines()
+                .find(|l| l.starts_with(&format!("{key} = ")));
+            line.map(|l| l[key.len() + 3..].trim_matches('"').to_owned())
+        };
+        if let (Some(name), Some(version)) = (field("name"), field("version")) {
+            seen.entry(name).or_default().push(version);
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, versions)| versions.len() == 1)
+        .map(|(name, mut versions)| (name, versions.remove(0)))
+        .collect()
+}
+
 fn read(dir: &Path, path: &str) -> String {
     std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
@@ -106,6 +126,24 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
     );
     let again = run(&dir, opctl_bin(), &["upgrade", "--dry-run"]);
     assert!(again.contains("up to date"), "{again}");
+    // The lock moved to the versions this opctl tested, for every package
+    // the scaffold has; cargo accepts it as it is.
+    let tested = versions(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/Cargo.lock"),
+        )
+        .expect("templates/Cargo.lock"),
+    );
+    let upgraded = versions(&read(&dir, "Cargo.lock"));
+    for (name, version) in &upgraded {
+        if let Some(want) = tested.get(name) {
+            assert_eq!(version, want, "{name} in the upgraded Cargo.lock");
+        }
+    }
+    assert!(
+        upgraded.contains_key("aws-lc-rs"),
+        "the new provider is locked"
+    );
 
     run(&dir, "cargo", &["fmt", "--all", "--check"]);
     run(
@@ -113,6 +151,7 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
         "cargo",
         &[
             "clippy",
+            "--locked",
             "--all-targets",
             "--workspace",
             "--",
@@ -143,11 +182,23 @@ fn a_hand_change_where_the_templates_changed_is_a_conflict() {
     .expect("write");
     git(&dir, &["commit", "-qam", "a hand change"]);
 
-    let out = run(&dir, opctl_bin(), &["upgrade"]);
-    assert!(out.contains("CONFLICT     src/lib.rs"), "{out}");
+    // A merge with conflicts fails, as `git merge` does, naming the files.
+    let upgrade = common::opctl(&dir, &["upgrade"]);
+    assert!(!upgrade.ok, "an upgrade with a conflict exits non-zero");
     assert!(
-        out.contains("need your hand: resolve the conflict markers"),
-        "{out}"
+        upgrade.stdout.contains("CONFLICT     src/lib.rs"),
+        "{}",
+        upgrade.stdout
+    );
+    assert!(
+        upgrade
+            .stderr
+            .starts_with("error: 1 file needs your hand: resolve the conflict markers")
+            && upgrade
+                .stderr
+                .contains("in src/lib.rs, then run `opctl manifests`"),
+        "{}",
+        upgrade.stderr
     );
     let lib = read(&dir, "src/lib.rs");
     for part in [

@@ -2,6 +2,7 @@
 //! [`crate::upgrade`]).
 
 use crate::project::Project;
+use crate::scaffold::lockfile::LOCK_FILE;
 use crate::upgrade::{self, Change};
 
 const EXAMPLES: &str = "\
@@ -43,17 +44,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     upgrade::write(&root, &upgrade::current_layout(&project), &plan)?;
-    if plan.changes.is_empty() {
-        println!("The project is up to date with this opctl's scaffold.");
-    }
+    let lock_merged = matches!(plan.changes.get(LOCK_FILE), Some(Change::Merge(_)));
     if !conflicts.is_empty() {
-        println!(
-            "\n{} file{} need your hand: resolve the conflict markers (<<<<<<< ours ... >>>>>>> theirs) in {}, then run `opctl manifests`.",
-            conflicts.len(),
-            if conflicts.len() == 1 { "" } else { "s" },
+        // As `git merge` does: the tree is written, the command fails.
+        let n = conflicts.len();
+        let (files, verb) = if n == 1 {
+            ("file", "needs")
+        } else {
+            ("files", "need")
+        };
+        let settle = if lock_merged {
+            " (cargo settles the merged Cargo.lock on its next run)"
+        } else {
+            ""
+        };
+        anyhow::bail!(
+            "{n} {files} {verb} your hand: resolve the conflict markers (<<<<<<< ours ... >>>>>>> theirs) in {}, then run `opctl manifests`{settle}",
             conflicts.join(", ")
         );
-        return Ok(());
+    }
+    if lock_merged {
+        upgrade::settle_lock(&root)?;
+    }
+    if plan.changes.is_empty() {
+        println!("The project is up to date with this opctl's scaffold.");
     }
     let removed = plan
         .changes

@@ -67,6 +67,7 @@ pub fn merge(ours: &str, theirs: &str) -> anyhow::Result<String> {
             }
         }
     }
+    merged.keep_reachable();
     Ok(merged.encode())
 }
 
@@ -180,6 +181,29 @@ impl Lock {
                 }
             }
         }
+    }
+
+    /// Drops the packages no workspace package (one without a source)
+    /// depends on, directly or not: what the user's old versions needed.
+    fn keep_reachable(&mut self) {
+        let mut reachable = vec![false; self.packages.len()];
+        let mut todo: Vec<usize> = (0..self.packages.len())
+            .filter(|&i| self.packages[i].source.is_none())
+            .collect();
+        while let Some(i) = todo.pop() {
+            if std::mem::replace(&mut reachable[i], true) {
+                continue;
+            }
+            for dep in &self.packages[i].dependencies {
+                let found = self.packages.iter().position(|p| p.matches(dep));
+                todo.extend(found.filter(|&j| !reachable[j]));
+            }
+        }
+        let mut index = 0;
+        self.packages.retain(|_| {
+            index += 1;
+            reachable[index - 1]
+        });
     }
 
     /// The lock as cargo writes it: packages sorted by name, version and

@@ -123,6 +123,28 @@ pub fn write(root: &Path, project: &Project, upgrade: &Upgrade) -> anyhow::Resul
     pristine::write(root, project, &load_history(root))
 }
 
+/// Lets cargo settle a lock merged from the scaffold's and the user's
+/// (the versions of packages both need, what the user's dependencies need
+/// of the new ones): as `cargo metadata` does when the lock lags the
+/// manifests, offline first, from the registry if that is not enough.
+pub fn settle_lock(root: &Path) -> anyhow::Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let settle = |offline: bool| {
+        let mut command = std::process::Command::new(&cargo);
+        command.args(["metadata", "--format-version", "1", "--quiet"]);
+        if offline {
+            command.arg("--offline");
+        }
+        let output = command.current_dir(root).output();
+        output.is_ok_and(|output| output.status.success())
+    };
+    anyhow::ensure!(
+        settle(true) || settle(false),
+        "Cargo.lock merged, but cargo could not settle it; run `cargo update --workspace` in the project"
+    );
+    Ok(())
+}
+
 /// Removes the file `relative` and the directories it leaves empty.
 fn remove(root: &Path, relative: &str) -> anyhow::Result<()> {
     let path = target(root, relative);

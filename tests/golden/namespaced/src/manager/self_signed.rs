@@ -67,7 +67,7 @@ mod tests {
         let ca = CertificateDer::from_pem_slice(pki.ca_pem.as_bytes()).expect("CA PEM");
         let mut roots = rustls::RootCertStore::empty();
         roots.add(ca).expect("a CA");
-        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
             std::sync::Arc::new(roots),
             provider,
