@@ -235,6 +235,124 @@ fn flags_that_contradict_each_other_or_the_project() {
 }
 
 #[test]
+fn names_a_group_has_taken_or_a_group_with_the_domain_are_refused() {
+    let (_tmp, dir) = project_dir("demo");
+    init(&dir);
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "web",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+        ],
+    );
+    // Plurals, given or derived, and singulars are the resource names of
+    // the group (one CRD each): kube-apiserver's PluralConflict and
+    // SingularConflict.
+    let line = api(&dir, "web", "v1", "Guestbooks", &[]);
+    assert!(
+        line.contains("--kind Guestbooks has the plural guestbooks, already the plural of Guestbook in web.example.com")
+            && line.contains("choose another kind, or give Guestbooks another plural with --plural"),
+        "{line}"
+    );
+    let line = api(&dir, "web", "v2", "Visitor", &["--plural=guestbooks"]);
+    assert!(
+        line.contains("--plural guestbooks is already the plural of Guestbook in web.example.com")
+            && line.contains("choose another --plural"),
+        "{line}"
+    );
+    let line = api(&dir, "web", "v1", "Entry", &["--plural=guestbook"]);
+    assert!(
+        line.contains("already the singular name of Guestbook"),
+        "{line}"
+    );
+    // Kinds and list kinds (KindConflict, ListKindConflict).
+    let line = api(&dir, "web", "v1", "GuestbookList", &[]);
+    assert!(
+        line.contains("the list kind of Guestbook in web.example.com"),
+        "{line}"
+    );
+    // In another group the same names are free.
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "shop",
+            "--version",
+            "v1",
+            "--kind",
+            "Visitor",
+            "--plural",
+            "guestbooks",
+        ],
+    );
+
+    // The domain is appended to --group, as in kubebuilder: a group that
+    // already ends with it is refused with the group to give instead.
+    let line = api(&dir, "web.example.com", "v1", "Site", &[]);
+    assert!(
+        line.contains("--group web.example.com already ends with the project's domain example.com")
+            && line.contains("web.example.com.example.com")
+            && line.contains("pass --group web for the API group web.example.com"),
+        "{line}"
+    );
+    let line = api(&dir, "example.com", "v1", "Site", &[]);
+    assert!(line.contains("is the project's domain"), "{line}");
+    let line = api(
+        &dir,
+        "web.example.com",
+        "v1",
+        "Guestbook",
+        &["--resource=false"],
+    );
+    assert!(line.contains("pass --group web"), "{line}");
+    let line = refused(
+        &dir,
+        &[
+            "create",
+            "webhook",
+            "--group=web.example.com",
+            "--version=v1",
+            "--kind=Guestbook",
+            "--defaulting",
+        ],
+    );
+    assert!(line.contains("pass --group web"), "{line}");
+
+    // The same kind in another group: the message is about groups, not
+    // versions.
+    let line = api(&dir, "infra", "v1", "Guestbook", &[]);
+    assert!(
+        line.contains("the controller of Guestbook in group web")
+            && line.contains("one controller per kind name, whatever its group")
+            && line.contains("--controller=false for Guestbook in group infra"),
+        "{line}"
+    );
+    assert!(!line.contains("version"), "{line}");
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "infra",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+            "--controller=false",
+        ],
+    );
+}
+
+#[test]
 fn a_namespaced_project_refuses_cluster_scoped_controllers() {
     let (_tmp, dir) = project_dir("demo");
     opctl_ok(&dir, &["init", "--domain", "example.com", "--namespaced"]);

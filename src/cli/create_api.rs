@@ -240,6 +240,23 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         if let Some(other) = project.resources.iter().find(|r| {
             r.controller && !r.same_gvk(&resource) && names::kind_module(&r.kind) == module
         }) {
+            if other.kind != resource.kind {
+                anyhow::bail!(
+                    "--kind {} would share src/controller/{module}.rs with the controller of {}; choose another kind, or pass --controller=false",
+                    resource.kind,
+                    other.gvk()
+                );
+            }
+            if other.api_group != resource.api_group {
+                anyhow::bail!(
+                    "src/controller/{module}.rs already holds the controller of {} in group {} ({}); a project has one controller per kind name, whatever its group: choose another kind, or pass --controller=false for {} in group {} and write its controller by hand",
+                    other.kind,
+                    other.group,
+                    other.gvk(),
+                    resource.kind,
+                    resource.group
+                );
+            }
             anyhow::bail!(
                 "src/controller/{module}.rs already holds the controller of {}; pass --controller=false (one controller reconciles a kind in all its versions)",
                 other.gvk()
@@ -340,6 +357,7 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
             known.kind
         );
     }
+    names::check_group_against_domain(&args.group, &project.domain)?;
     let api_group = format!("{}.{}", args.group, project.domain);
     if !names::is_dns1123_subdomain(&api_group) {
         anyhow::bail!(
@@ -375,6 +393,7 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
             }
         }
     }
+    check_names_are_free(project, &api_group, &args.kind, &plural, args.plural.is_some())?;
     if let Some(other) = project
         .crd_resources()
         .find(|r| r.api_group == api_group && r.kind == args.kind)
@@ -425,6 +444,64 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     })
 }
 
+/// Refuses a kind whose names are taken in its API group by another kind.
+/// kube-apiserver accepts a CRD's names only if its plural and singular are
+/// no other CRD's plural or singular in the group, and its kind and list
+/// kind no other's kind or list kind (NamesAccepted, PluralConflict ...);
+/// `opctl manifests` would otherwise merge the two kinds into one CRD.
+fn check_names_are_free(
+    project: &Project,
+    api_group: &str,
+    kind: &str,
+    plural: &str,
+    plural_given: bool,
+) -> anyhow::Result<()> {
+    let singular = kind.to_ascii_lowercase();
+    let list_kind = format!("{kind}List");
+    for other in project
+        .crd_resources()
+        .filter(|r| r.api_group == api_group && r.kind != kind)
+    {
+        let other_singular = other.kind.to_ascii_lowercase();
+        let crd = format!("{}.{api_group}", other.plural);
+        if plural == other.plural || plural == other_singular {
+            let what = if plural == other.plural {
+                "plural"
+            } else {
+                "singular name"
+            };
+            if plural_given {
+                anyhow::bail!(
+                    "--plural {plural} is already the {what} of {} in {api_group} (CRD {crd}), and every kind of a group needs resource names of its own; choose another --plural",
+                    other.kind
+                );
+            }
+            anyhow::bail!(
+                "--kind {kind} has the plural {plural}, already the {what} of {} in {api_group} (CRD {crd}), and every kind of a group needs resource names of its own; choose another kind, or give {kind} another plural with --plural",
+                other.kind
+            );
+        }
+        if singular == other.plural {
+            anyhow::bail!(
+                "--kind {kind} has the singular name {singular}, already the plural of {} in {api_group} (CRD {crd}), and every kind of a group needs resource names of its own; choose another kind",
+                other.kind
+            );
+        }
+        if kind == format!("{}List", other.kind) {
+            anyhow::bail!(
+                "--kind {kind} is the name of the list kind of {} in {api_group}; choose another kind",
+                other.kind
+            );
+        }
+        if list_kind == other.kind {
+            anyhow::bail!(
+                "--kind {kind} would have the list kind {list_kind}, already a kind of {api_group}; choose another kind"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A kind that exists already: a built-in one, or one of this project's
 /// kinds scaffolded earlier without a controller.
 fn existing_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
@@ -439,6 +516,7 @@ fn existing_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
         }
         return Ok(Resource::builtin(known, args.controller));
     }
+    names::check_group_against_domain(&args.group, &project.domain)?;
     let api_group = format!("{}.{}", args.group, project.domain);
     if let Some(own) = project
         .crd_resources()

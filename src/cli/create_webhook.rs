@@ -218,6 +218,9 @@ fn find_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
     }) {
         return Ok(existing.clone());
     }
+    if known.is_none() {
+        names::check_group_against_domain(&args.group, &project.domain)?;
+    }
     if let Some(known) = known {
         if known.group == "admissionregistration.k8s.io" {
             anyhow::bail!(

@@ -1,5 +1,7 @@
 //! `opctl init`: scaffolds a new operator project in the current directory.
 
+mod vcs;
+
 use std::path::Path;
 
 use clap::ArgAction;
@@ -12,7 +14,8 @@ Examples:
   mkdir memcached-operator && cd memcached-operator
   opctl init --domain example.com
   opctl init --domain org --project-name database --owner \"Jane Doe\"
-  opctl init --domain example.com --namespaced   # Roles, and --namespace required";
+  opctl init --domain example.com --namespaced   # Roles, and --namespace required
+  opctl init --domain example.com --vcs none     # no git repository";
 
 /// Scaffold a new operator project in the current directory.
 #[derive(Debug, clap::Args)]
@@ -37,11 +40,17 @@ pub struct Args {
     /// Watch only the namespaces given to the manager, with Roles instead of ClusterRoles.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", action = ArgAction::Set)]
     pub namespaced: bool,
+
+    /// Start a git repository in the directory, unless it is in one already (as `cargo new`; no commit is made).
+    #[arg(long, value_enum, default_value = "git")]
+    pub vcs: vcs::Vcs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let root = super::current_dir()?;
+    let vcs = args.vcs;
     let project = project_for(&root, args)?;
+    let start_repository = vcs::repository_to_start(&root, vcs)?;
     let mut plan = plans::init(&project)?;
     plan.set_policy(IfExists::Error);
     let report = scaffold::apply(
@@ -50,11 +59,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "opctl init only writes into a directory without these files; move them away or start in an empty directory",
     )?;
     scaffold::pristine::record(&root, &project, None)?;
+    if start_repository {
+        vcs::start_repository(&root)?;
+    }
     report.print();
     println!();
     println!(
-        "Scaffolded project {} (domain {}).",
-        project.project_name, project.domain
+        "Scaffolded project {} (domain {}){}.",
+        project.project_name,
+        project.domain,
+        if start_repository {
+            ", in a new git repository"
+        } else {
+            ""
+        }
     );
     println!("Next: add a kind and its controller, for example");
     println!("  opctl create api --group webapp --version v1 --kind Guestbook");

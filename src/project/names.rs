@@ -113,6 +113,24 @@ pub fn validate_group(group: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A project kind's API group is `<group>.<domain>`, as in kubebuilder: a
+/// `--group` that already ends with the domain (`webapp.example.com` with
+/// the domain `example.com`) is refused rather than taken as the full
+/// group, so that every command names the group the same way.
+pub fn check_group_against_domain(group: &str, domain: &str) -> anyhow::Result<()> {
+    if group == domain {
+        anyhow::bail!(
+            "--group {group} is the project's domain, and opctl appends the domain to the group (the API group would be {group}.{domain}); pass the group's own name, such as --group webapp for webapp.{domain}"
+        );
+    }
+    if let Some(short) = group.strip_suffix(&format!(".{domain}")) {
+        anyhow::bail!(
+            "--group {group} already ends with the project's domain {domain}, which opctl appends (the API group would be {group}.{domain}); pass --group {short} for the API group {group}"
+        );
+    }
+    Ok(())
+}
+
 /// `--version`: `v1`, `v1alpha1`, `v2beta3` and the like.
 pub fn validate_version(version: &str) -> anyhow::Result<()> {
     let ok = (|| {

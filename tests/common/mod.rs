@@ -78,7 +78,8 @@ pub fn project_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
-/// Every file under `root` (relative path with '/' → contents), skipping `target/`.
+/// Every file under `root` (relative path with '/' → contents), skipping
+/// `target/` and the git repository `opctl init` starts (`.git/`).
 pub fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
@@ -91,7 +92,7 @@ pub fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
                 .expect("inside root")
                 .to_string_lossy()
                 .replace('\\', "/");
-            if rel == "target" {
+            if rel == "target" || rel == ".git" {
                 continue;
             }
             if entry.file_type().expect("file type").is_dir() {
