@@ -24,7 +24,11 @@ fn git(dir: &Path, args: &[&str]) -> (bool, String) {
 fn a_new_project_gets_a_repository_without_a_commit() {
     let (_tmp, dir) = project_dir("demo");
     let run = opctl_ok(&dir, &["init", "--domain", "example.com"]);
-    assert!(run.stdout.contains("in a new git repository"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("in a new git repository"),
+        "{}",
+        run.stdout
+    );
     assert!(dir.join(".git").is_dir());
     let (ok, top) = git(&dir, &["rev-parse", "--show-toplevel"]);
     assert!(ok);
@@ -37,9 +41,19 @@ fn a_new_project_gets_a_repository_without_a_commit() {
     // Everything opctl wrote is there to be added; target/ is ignored.
     let (_, status) = git(
         &dir,
-        &["status", "--porcelain", "--untracked-files=all", "--ignored"],
+        &[
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--ignored",
+        ],
     );
-    for file in ["?? PROJECT", "?? Cargo.lock", "?? .opctl/history.yaml", "?? .gitignore"] {
+    for file in [
+        "?? PROJECT",
+        "?? Cargo.lock",
+        "?? .opctl/history.yaml",
+        "?? .gitignore",
+    ] {
         assert!(status.lines().any(|l| l == file), "{file} in:\n{status}");
     }
     std::fs::create_dir(dir.join("target")).expect("mkdir");

@@ -393,7 +393,13 @@ fn own_kind(project: &Project, args: &Args) -> anyhow::Result<Resource> {
             }
         }
     }
-    check_names_are_free(project, &api_group, &args.kind, &plural, args.plural.is_some())?;
+    check_names_are_free(
+        project,
+        &api_group,
+        &args.kind,
+        &plural,
+        args.plural.is_some(),
+    )?;
     if let Some(other) = project
         .crd_resources()
         .find(|r| r.api_group == api_group && r.kind == args.kind)
