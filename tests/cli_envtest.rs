@@ -43,6 +43,11 @@ fn an_injected_fault_reaches_kubectl_and_is_logged() {
         .collect();
     assert_eq!(logged.len(), 2, "{}", run.stderr);
     assert!(
+        !run.stderr.contains("warning: the scheduler"),
+        "the default simulation has Nodes:\n{}",
+        run.stderr
+    );
+    assert!(
         logged[0].contains(
             "injecting faults create@configmaps:500=100% with seed 1 (add seed=1 to the spec to repeat this run)"
         ),
@@ -55,6 +60,61 @@ fn an_injected_fault_reaches_kubectl_and_is_logged() {
         ),
         "{}",
         logged[1]
+    );
+}
+
+/// The scheduler without Nodes: a warning at start, and each Pod marked
+/// as kube-scheduler marks it on a cluster without Nodes (its
+/// ErrNoNodesAvailable: PodScheduled=False, reason Unschedulable, and a
+/// FailedScheduling event with the same message).
+#[test]
+fn the_scheduler_without_nodes_warns_and_marks_the_pods() {
+    let (_tmp, dir) = project_dir("no-nodes");
+    let script = r#"set -e
+kubectl run lonely --image=registry.k8s.io/pause:3.10 >/dev/null
+for _ in $(seq 100); do
+  reason=$(kubectl get pod lonely -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')
+  [ -n "$reason" ] && break
+  sleep 0.1
+done
+kubectl get pod lonely -o jsonpath='{range .status.conditions[*]}{.type}|{.status}|{.reason}|{.message}{"\n"}{end}'
+for _ in $(seq 100); do
+  events=$(kubectl get events --field-selector involvedObject.name=lonely -o jsonpath='{range .items[*]}{.type}|{.reason}|{.source.component}|{.message}{"\n"}{end}')
+  [ -n "$events" ] && break
+  sleep 0.1
+done
+echo "$events"
+"#;
+    let run = opctl(
+        &dir,
+        &[
+            "envtest",
+            "run",
+            "--simulate",
+            "scheduler,controllers",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("warning: the scheduler is simulated without Nodes")
+            && run.stderr.contains("add `nodes` to --simulate"),
+        "{}",
+        run.stderr
+    );
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        lines.contains(&"PodScheduled|False|Unschedulable|no nodes available to schedule pods"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        lines.contains(&"Warning|FailedScheduling|default-scheduler|no nodes available to schedule pods"),
+        "{}",
+        run.stdout
     );
 }
 

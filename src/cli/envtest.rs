@@ -149,9 +149,17 @@ impl SimulationArgs {
             .map_err(anyhow::Error::msg)?;
         sim.adjust_nodes(&self.node_taints, &self.not_ready)
             .map_err(|e| anyhow::anyhow!("--node-taint/--node-not-ready: {e}"))?;
+        if sim.scheduler && sim.nodes.is_empty() {
+            eprintln!("{}", NO_NODES_WARNING);
+        }
         Ok(sim)
     }
 }
+
+/// Said at start when the scheduler runs without simulated Nodes: Pods
+/// then stay Pending, as on a cluster without Nodes, where kube-scheduler
+/// marks them as this one does.
+const NO_NODES_WARNING: &str = "warning: the scheduler is simulated without Nodes (--simulate without `nodes`, or --nodes 0): Pods stay Pending, with PodScheduled=False and a FailedScheduling event \"no nodes available to schedule pods\", as kube-scheduler leaves them; add `nodes` to --simulate, or register Nodes yourself";
 
 fn config(args: ServerArgs) -> anyhow::Result<Config> {
     if let Some(dir) = &args.crds

@@ -27,7 +27,7 @@ use crate::quantity::from_json;
 use crate::selectors::LabelSelector;
 
 /// The provisioner of the simulated volumes.
-pub const PROVISIONER: &str = "envtest.opctl.io/simulated";
+pub const PROVISIONER: &str = "envtest.opctl.dev/simulated";
 /// The StorageClass created at start, marked default.
 pub const DEFAULT_CLASS: &str = "standard";
 const DEFAULT_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";

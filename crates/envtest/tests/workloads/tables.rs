@@ -128,7 +128,7 @@ fn kubectl_get_prints_claims_volumes_classes_and_slices_as_kube_apiserver_does()
         [
             "standard",
             "(default)",
-            "envtest.opctl.io/simulated",
+            "envtest.opctl.dev/simulated",
             "Delete",
             "Immediate",
             "false"

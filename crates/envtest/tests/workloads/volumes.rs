@@ -35,7 +35,7 @@ async fn claims_of_the_default_class_get_provisioned_volumes() {
         .get("standard")
         .await
         .expect("the default StorageClass");
-    assert_eq!(class.provisioner, "envtest.opctl.io/simulated");
+    assert_eq!(class.provisioner, "envtest.opctl.dev/simulated");
     assert_eq!(
         class.metadata.annotations.unwrap_or_default()["storageclass.kubernetes.io/is-default-class"],
         "true"
@@ -71,11 +71,11 @@ async fn claims_of_the_default_class_get_provisioned_volumes() {
         ("pv.kubernetes.io/bound-by-controller", "yes"),
         (
             "volume.kubernetes.io/storage-provisioner",
-            "envtest.opctl.io/simulated",
+            "envtest.opctl.dev/simulated",
         ),
         (
             "volume.beta.kubernetes.io/storage-provisioner",
-            "envtest.opctl.io/simulated",
+            "envtest.opctl.dev/simulated",
         ),
     ] {
         assert_eq!(annotation(&claim, key), value, "{key}: {claim}");
@@ -100,7 +100,7 @@ async fn claims_of_the_default_class_get_provisioned_volumes() {
     assert!(pv["spec"]["hostPath"]["path"].is_string(), "{pv}");
     assert_eq!(
         annotation(&pv, "pv.kubernetes.io/provisioned-by"),
-        "envtest.opctl.io/simulated"
+        "envtest.opctl.dev/simulated"
     );
     assert!(annotation(&pv, "pv.kubernetes.io/bound-by-controller").is_null());
 
@@ -116,7 +116,7 @@ const LATE_CLASS: &str = r#"
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: late-binding}
-provisioner: envtest.opctl.io/simulated
+provisioner: envtest.opctl.dev/simulated
 volumeBindingMode: WaitForFirstConsumer
 "#;
 
