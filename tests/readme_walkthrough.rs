@@ -164,4 +164,25 @@ fn the_readme_walkthrough_runs_as_written() {
         2,
         "opctl upgrade --dry-run and opctl upgrade:\n{text}"
     );
+
+    // The samples of both versions of Guestbook are objects of their own:
+    // `kubectl apply -k config/samples` creates each.
+    let out = Command::new(opctl_bin())
+        .args(["envtest", "run", "--crds", "config/crd/bases", "--"])
+        .args(["kubectl", "apply", "-k", "config/samples"])
+        .current_dir(&project)
+        .output()
+        .expect("opctl runs");
+    let applied = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{applied}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for created in [
+        "guestbook.webapp.example.com/guestbook-sample created",
+        "guestbook.webapp.example.com/guestbook-sample-v2 created",
+    ] {
+        assert!(applied.lines().any(|l| l == created), "{created}:\n{applied}");
+    }
 }

@@ -116,6 +116,11 @@ pub struct ResourceValues {
     path: String,
     /// Under config/samples.
     pub sample_file: String,
+    /// The sample object's name: `<kind>-sample` for the first version of
+    /// a kind, `<kind>-sample-<version>` for the others, so that `kubectl
+    /// apply -k config/samples` creates one object per version instead of
+    /// writing the same object twice.
+    sample_name: String,
     shortname: Option<String>,
     /// Whether the type module carries the storage-version marker: the
     /// first version of a kind does, later ones do not.
@@ -406,6 +411,15 @@ impl ResourceValues {
         let group_module = names::group_module(&r.group);
         let kind_module = names::kind_module(&r.kind);
         let kind_lower = r.kind.to_ascii_lowercase();
+        let first_version = project
+            .crd_resources()
+            .find(|o| o.api_group == r.api_group && o.kind == r.kind)
+            .is_none_or(|first| first.same_gvk(r));
+        let sample_name = if first_version {
+            format!("{kind_lower}-sample")
+        } else {
+            format!("{kind_lower}-sample-{}", r.version)
+        };
         let type_module = r
             .path
             .rsplit_once("::")
@@ -444,11 +458,8 @@ impl ResourceValues {
             } else {
                 short_name(&r.kind)
             },
-            storage_marker: r.resource
-                && project
-                    .crd_resources()
-                    .find(|o| o.api_group == r.api_group && o.kind == r.kind)
-                    .is_none_or(|first| first.same_gvk(r)),
+            storage_marker: r.resource && first_version,
+            sample_name,
             e2e_sample: r
                 .builtin
                 .then(|| builtin_samples::e2e_object(&r.api_group, &r.kind))
