@@ -100,7 +100,8 @@ echo "$events"
     );
     assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
     assert!(
-        run.stderr.contains("warning: the scheduler is simulated without Nodes")
+        run.stderr
+            .contains("warning: the scheduler is simulated without Nodes")
             && run.stderr.contains("add `nodes` to --simulate"),
         "{}",
         run.stderr
@@ -112,7 +113,9 @@ echo "$events"
         run.stdout
     );
     assert!(
-        lines.contains(&"Warning|FailedScheduling|default-scheduler|no nodes available to schedule pods"),
+        lines.contains(
+            &"Warning|FailedScheduling|default-scheduler|no nodes available to schedule pods"
+        ),
         "{}",
         run.stdout
     );

@@ -455,10 +455,48 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         assert!(text.contains(test), "{test}:\n{text}");
     }
     assert!(text.contains("8 passed"), "{text}");
+    // Passing tests keep the manager's log to themselves: cargo captures it
+    // with the test's output (no JSON log line, no kube-rs warning).
     assert!(
-        text.contains("impersonating user"),
-        "the manager runs as its ServiceAccount:\n{text}"
+        !text.contains("impersonating user") && !text.contains("\"level\":\""),
+        "the manager's log of passing tests is shown:\n{text}"
     );
+
+    // A test that fails shows its manager's log. Here the role lacks what
+    // the Guestbook controller writes (its status), and the log has the API
+    // server's refusal, naming the user the manager runs as: its
+    // ServiceAccount, holding only config/rbac/role.yaml.
+    let role_file = dir.join("config/rbac/role.yaml");
+    let role = std::fs::read_to_string(&role_file).expect("read role.yaml");
+    let without_status = role.replace("  - guestbooks/status\n", "  - guestbooks/scale\n");
+    assert_ne!(without_status, role, "role.yaml grants guestbooks/status");
+    std::fs::write(&role_file, without_status).expect("write role.yaml");
+    let out = Command::new(common::opctl_bin())
+        .args(["envtest", "run", "--crds", "config/crd/bases", "--"])
+        .args(["cargo", "test", "--test", "e2e", "--", "--ignored"])
+        .arg("a_guestbook_becomes_ready_and_goes_away_on_delete")
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("opctl runs");
+    std::fs::write(&role_file, &role).expect("restore role.yaml");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("the object did not become Ready"), "{text}");
+    let refusal = text
+        .lines()
+        .find(|line| line.contains("reconcile failed") && line.contains("cannot patch resource"));
+    let refusal = refusal.unwrap_or_else(|| panic!("the manager's log is shown:\n{text}"));
+    for part in [
+        "User \\\"system:serviceaccount:default:opctl-build-check-e2e\\\"",
+        "guestbooks/status",
+    ] {
+        assert!(refusal.contains(part), "{part} in {refusal}");
+    }
 
     // And under injected API faults (`make test-e2e-faults`: about one of
     // the manager's writes in ten fails, its watches are cut every 5 s):

@@ -183,6 +183,9 @@ fn the_readme_walkthrough_runs_as_written() {
         "guestbook.webapp.example.com/guestbook-sample created",
         "guestbook.webapp.example.com/guestbook-sample-v2 created",
     ] {
-        assert!(applied.lines().any(|l| l == created), "{created}:\n{applied}");
+        assert!(
+            applied.lines().any(|l| l == created),
+            "{created}:\n{applied}"
+        );
     }
 }

@@ -230,6 +230,87 @@ macro_rules! reference_project {
     };
 }
 
+/// A free local port.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free local port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// What the database README says for a real cluster, and what its e2e
+/// harness expects there, agree: with the CRD installed by `make install`
+/// (its conversion pointed at the deployed webhook Service) and the
+/// operator deployed and watching only its own namespace, the conversion
+/// tests pass with `E2E_USE_EXISTING_CLUSTER=true`, their own managers
+/// running without a webhook server. Under `opctl envtest` the deployed
+/// operator is its manager binary run here with `--webhook-self-signed`
+/// (cert-manager's part: a certificate for the Service, its CA in the CRD)
+/// behind the webhook Service of config/default, whose calls envtest sends
+/// to 127.0.0.1:<targetPort>. And without that Service the harness stops
+/// at once, naming it.
+#[test]
+fn database_e2e_tests_against_a_cluster_with_the_operator_deployed() {
+    let dir = reference_dir("database");
+    let _turn = build_turn(&dir);
+    run_in(&dir, "cargo", &["build", "--locked", "--bin", "database"]);
+    let (_tmp, scratch) = project_dir("deployed");
+    let script = r#"set -eu
+make install OPCTL="$OPCTL" >/dev/null
+kubectl create namespace database-system >/dev/null
+# The Service as config/default names it, its targetPort the port of the
+# manager standing in for the deployed one.
+sed -e 's/name: webhook-service/name: database-webhook-service/' \
+    -e 's/namespace: system/namespace: database-system/' \
+    -e "s/targetPort: 9443/targetPort: $WEBHOOK_PORT/" config/webhook/service.yaml |
+  kubectl apply -f - >/dev/null
+"$CARGO_TARGET_DIR/debug/database" --namespace database-system \
+  --webhook-self-signed --webhook-bind-address "127.0.0.1:$WEBHOOK_PORT" \
+  --webhook-cert-dir "$SCRATCH/certs" \
+  --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" \
+  --metrics-bind-address "127.0.0.1:$METRICS_PORT" --metrics-secure=false \
+  2>"$SCRATCH/deployed.log" &
+deployed=$!
+trap 'kill $deployed' EXIT
+ready=
+for _ in $(seq 300); do
+  if curl -sf "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null; then ready=1; break; fi
+  sleep 0.1
+done
+[ -n "$ready" ] || { echo "the deployed manager never got ready"; cat "$SCRATCH/deployed.log"; exit 1; }
+E2E_USE_EXISTING_CLUSTER=true cargo test --locked --test e2e -- --ignored --test-threads=1 \
+  the_crd_is_installed_and_established a_database_created_in_v2_reads_as_v1_and_back \
+  kubectl_get_dbs_shows_the_preferred_versions_columns
+# Without the Service the harness says what is missing, at once.
+kubectl -n database-system delete service database-webhook-service >/dev/null
+if E2E_USE_EXISTING_CLUSTER=true cargo test --locked --test e2e -- --ignored \
+    a_database_created_in_v2_reads_as_v1_and_back >"$SCRATCH/missing.log" 2>&1; then
+  echo "the tests passed without the deployed webhook Service"; exit 1
+fi
+grep -F "the cluster has no Service database-system/database-webhook-service" "$SCRATCH/missing.log"
+"#;
+    let out = Command::new(opctl_bin())
+        .args(["envtest", "run", "--", "bash", "-c", script])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .env("OPCTL", opctl_bin())
+        .env("SCRATCH", &scratch)
+        .env("WEBHOOK_PORT", free_port().to_string())
+        .env("HEALTH_PORT", free_port().to_string())
+        .env("METRICS_PORT", free_port().to_string())
+        .output()
+        .expect("opctl runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("3 passed"), "{text}");
+    assert!(
+        text.contains("E2E_USE_EXISTING_CLUSTER=true: the webhooks are served by the manager `make deploy` installs"),
+        "{text}"
+    );
+}
+
 reference_project!(simple_deployment, "simple-deployment");
 reference_project!(database, "database");
 reference_project!(sidecarset, "sidecarset");

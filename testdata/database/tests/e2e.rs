@@ -4,9 +4,15 @@
 //!
 //! `make test-e2e` runs them under `opctl envtest run` (no cluster needed);
 //! `E2E_USE_EXISTING_CLUSTER=true make test-e2e` runs them against the
-//! current kubeconfig (install the CRD first with `make install`, and do not
-//! deploy the operator there at the same time). Plain `cargo test` lists them
-//! as ignored.
+//! current kubeconfig: deploy the operator there first (`make deploy`, with
+//! cert-manager), whose manager serves the conversion webhook the API server
+//! calls for every Database in v2, and let it watch only its own namespace
+//! while the tests run (README.md, "On a real cluster"); the tests' managers
+//! run without their webhook server. Plain `cargo test` lists them as
+//! ignored.
+//!
+//! Each manager's log goes into its test's captured output: cargo shows it
+//! for a test that fails.
 //!
 //! This file is yours; `opctl create api` adds a test per kind at the
 //! `+opctl:scaffold:e2e` marker.

@@ -13,9 +13,9 @@
 #[path = "../webhooks/mod.rs"]
 pub mod webhooks;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, ExitStatus, Output};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -135,13 +135,15 @@ impl Manager {
         if !args.contains(&"--enable-webhooks=false") {
             webhooks::serve_locally(&mut command);
         }
-        let process = command
+        let mut process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg("--metrics-secure=false")
             .args(args)
+            .stderr(Stdio::piped())
             .spawn()
             .expect("the manager binary starts");
+        echo_log(&mut process);
         let mut manager = Manager {
             process,
             health,
@@ -188,6 +190,18 @@ impl Drop for Manager {
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
+}
+
+/// Passes the manager's log on, line by line, into the test's captured
+/// output (as the test's own prints): cargo shows it for a test that fails
+/// only, or as it comes with `-- --nocapture`.
+fn echo_log(process: &mut Child) {
+    let stderr = process.stderr.take().expect("the manager's stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+        }
+    });
 }
 
 pub fn free_local_address() -> SocketAddr {

@@ -1,13 +1,14 @@
 //! The manager binary run as its own process, as the e2e tests and the
 //! benchmark start it: free local ports for its probes and its plain-HTTP
-//! metrics, ready once `/readyz` says ok, stopped with SIGTERM.
+//! metrics, ready once `/readyz` says ok, stopped with SIGTERM; its log goes
+//! into the test's captured output (shown when the test fails).
 
 // Each test target uses a part of these helpers.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The manager, started from the binary cargo built for the tests.
@@ -29,12 +30,14 @@ impl Manager {
     pub fn spawn(mut command: Command) -> Manager {
         let health = free_local_address();
         let metrics = free_local_address();
-        let process = command
+        let mut process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg("--metrics-secure=false")
+            .stderr(Stdio::piped())
             .spawn()
             .expect("the manager binary starts");
+        echo_log(&mut process);
         let mut manager = Manager {
             process,
             health,
@@ -81,6 +84,18 @@ impl Drop for Manager {
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
+}
+
+/// Passes the manager's log on, line by line, into the test's captured
+/// output (as the test's own prints): cargo shows it for a test that fails
+/// only, or as it comes with `-- --nocapture`.
+fn echo_log(process: &mut Child) {
+    let stderr = process.stderr.take().expect("the manager's stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+        }
+    });
 }
 
 pub fn free_local_address() -> SocketAddr {

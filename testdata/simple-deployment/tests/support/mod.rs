@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
@@ -141,14 +141,16 @@ impl Operator {
             // kube-rs sends every request as this user (`Impersonate-User`).
             command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user);
         }
-        let process = command
+        let mut process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg("--metrics-secure=false")
             .args(args)
             .envs(env.iter().copied())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("the operator binary starts");
+        echo_log(&mut process);
         let mut operator = Operator {
             process,
             health,
@@ -298,6 +300,18 @@ pub fn is_controlled_by(pod: &Pod, owner: &Deployment) -> bool {
     pod.owner_references().iter().any(|reference| {
         reference.controller == Some(true) && Some(&reference.uid) == owner.uid().as_ref()
     })
+}
+
+/// Passes the operator's log on, line by line, into the test's captured
+/// output (as the test's own prints): cargo shows it for a test that fails
+/// only, or as it comes with `-- --nocapture`.
+fn echo_log(process: &mut Child) {
+    let stderr = process.stderr.take().expect("the operator's stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+        }
+    });
 }
 
 pub fn free_local_address() -> SocketAddr {

@@ -3,8 +3,14 @@
 //!
 //! `make test-e2e` runs them under `opctl envtest run` (no cluster needed);
 //! `E2E_USE_EXISTING_CLUSTER=true make test-e2e` runs them against the
-//! current kubeconfig (install the CRDs first: `make install`). Plain
+//! current kubeconfig (install the CRDs first: `make install`; once the
+//! project has webhooks, deploy the operator instead, with cert-manager in
+//! the cluster: its manager serves them, see tests/webhooks/mod.rs). Plain
 //! `cargo test` lists them as ignored.
+//!
+//! The manager's log goes into each test's captured output, as the test's
+//! own prints do: cargo shows it for a test that fails (`-- --nocapture`
+//! shows it as it comes).
 //!
 //! The manager runs as a ServiceAccount granted exactly config/rbac/role.yaml
 //! (what `opctl manifests` writes from the `+opctl:rbac` markers), by
@@ -117,7 +123,8 @@ struct Manager {
     process: Child,
     health: SocketAddr,
     metrics: SocketAddr,
-    /// What it has logged so far (JSON lines on its stderr, echoed there).
+    /// What it has logged so far (JSON lines on its stderr, also written to
+    /// the test's captured output).
     log: Arc<Mutex<Vec<serde_json::Value>>>,
 }
 
@@ -155,8 +162,9 @@ impl Manager {
         let shared = Arc::clone(&log);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                // Shown as before, past the tests' output capture.
-                let _ = writeln!(std::io::stderr(), "{line}");
+                // Into the test's captured output, as a test's own prints
+                // go: shown only if the test fails (or with --nocapture).
+                eprintln!("{line}");
                 if let Ok(entry) = serde_json::from_str(&line) {
                     let mut log = shared.lock().unwrap_or_else(PoisonError::into_inner);
                     log.push(entry);

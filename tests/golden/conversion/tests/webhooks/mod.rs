@@ -23,9 +23,19 @@
 //! cluster).
 //!
 //! Against an existing cluster (`E2E_USE_EXISTING_CLUSTER=true make
-//! test-e2e`) the webhooks are the ones `make deploy` installed (with
-//! cert-manager) and the deployed manager serves them: the tests' manager
-//! runs without its webhook server.
+//! test-e2e`) the cluster's API server cannot call a manager on this
+//! machine, so the webhooks and conversions are the ones `make deploy`
+//! installed (with cert-manager) and the deployed manager serves them: the
+//! tests' manager runs without its webhook server, and [`serve_locally`]
+//! fails at once, saying so, when the deployed webhook Service is missing.
+//! So that the deployed manager leaves the tests' objects to the tests'
+//! manager, let it watch only its own namespace while the tests run:
+//!
+//! ```sh
+//! kubectl -n database-system set env deployment/database-controller-manager WATCH_NAMESPACE=database-system
+//! ```
+//!
+//! (objects of cluster-scoped kinds are still reconciled by both managers).
 
 // Each webhook's tests use a part of these helpers.
 #![allow(dead_code)]
@@ -59,6 +69,11 @@ fn existing_cluster() -> bool {
 /// documentation), installing config/webhook first under envtest.
 pub fn serve_locally(command: &mut Command) {
     if existing_cluster() {
+        block_on(deployed_webhook_service()).unwrap_or_else(|err| {
+            panic!(
+                "E2E_USE_EXISTING_CLUSTER=true: the webhooks are served by the manager `make deploy` installs (with cert-manager), but {err:#}; deploy the operator first (tests/webhooks/mod.rs says how)"
+            )
+        });
         command.arg("--enable-webhooks=false");
         return;
     }
@@ -69,21 +84,40 @@ pub fn serve_locally(command: &mut Command) {
     // One directory per test run: each manager writes a new certificate into it.
     let cert_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("{NAME_PREFIX}webhook-certs-{}", std::process::id()));
-    // The tests may run inside a tokio runtime: install from a thread of its own.
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime");
-        runtime.block_on(install(port))
-    })
-    .join()
-    .expect("the install thread")
-    .unwrap_or_else(|err| panic!("cannot install config/webhook: {err:#}"));
+    block_on(install(port))
+        .unwrap_or_else(|err| panic!("cannot install config/webhook: {err:#}"));
     command
         .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
         .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
         .arg("--webhook-self-signed");
+}
+
+/// Runs `work` on a runtime of its own, in a thread of its own (the tests
+/// may run inside a tokio runtime).
+fn block_on<T: Send + 'static>(
+    work: impl Future<Output = anyhow::Result<T>> + Send + 'static,
+) -> anyhow::Result<T> {
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(work)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the thread panicked"))?
+}
+
+/// Checks that the webhook Service of the deployed manager is there.
+async fn deployed_webhook_service() -> anyhow::Result<()> {
+    let client = Client::try_default().await?;
+    let services: Api<Service> = Api::namespaced(client, NAMESPACE);
+    for service in documents::<Service>("service.yaml", "Service")? {
+        let name = format!("{NAME_PREFIX}{}", service.name_any());
+        if services.get_opt(&name).await?.is_none() {
+            anyhow::bail!("the cluster has no Service {NAMESPACE}/{name}");
+        }
+    }
+    Ok(())
 }
 
 /// The YAML documents of a file of config/webhook, as `K`.
