@@ -78,8 +78,7 @@ pub fn serve_locally(command: &mut Command) {
     // One directory per test run: each manager writes a new certificate into it.
     let cert_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("{NAME_PREFIX}webhook-certs-{}", std::process::id()));
-    block_on(install(port))
-        .unwrap_or_else(|err| panic!("cannot install config/webhook: {err:#}"));
+    block_on(install(port)).unwrap_or_else(|err| panic!("cannot install config/webhook: {err:#}"));
     command
         .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
         .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
