@@ -248,13 +248,22 @@ fn resolve(project: &Project, args: &Args) -> anyhow::Result<Resource> {
                 );
             }
             if other.api_group != resource.api_group {
+                let fix = if resource.resource {
+                    format!(
+                        "choose another kind, or pass --controller=false for {} in group {} and write its controller by hand",
+                        resource.kind, resource.group
+                    )
+                } else {
+                    format!(
+                        "write the controller of {} in group {} by hand",
+                        resource.kind, resource.group
+                    )
+                };
                 anyhow::bail!(
-                    "src/controller/{module}.rs already holds the controller of {} in group {} ({}); a project has one controller per kind name, whatever its group: choose another kind, or pass --controller=false for {} in group {} and write its controller by hand",
+                    "src/controller/{module}.rs already holds the controller of {} in group {} ({}); a project has one controller per kind name, whatever its group: {fix}",
                     other.kind,
                     other.group,
-                    other.gvk(),
-                    resource.kind,
-                    resource.group
+                    other.gvk()
                 );
             }
             anyhow::bail!(
