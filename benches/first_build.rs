@@ -142,7 +142,12 @@ fn main() {
         let none = &scratch_target;
         run(&project, none, opctl, &["init", "--domain", "example.com"]);
         let api = ["create", "api", "--group", "web", "--version", "v1"];
-        run(&project, none, opctl, &[&api[..], &["--kind", "Guestbook"]].concat());
+        run(
+            &project,
+            none,
+            opctl,
+            &[&api[..], &["--kind", "Guestbook"]].concat(),
+        );
         floor = tmp.path().join(format!("floor{round}"));
         write_floor(&project, &floor, type_file);
         // Downloads, if any, happen here, untimed.
@@ -150,8 +155,15 @@ fn main() {
         run(&floor, none, &cargo, &["fetch"]);
         opctl_target = tmp.path().join(format!("opctl-target{round}"));
         floor_target = tmp.path().join(format!("floor-target{round}"));
-        let mut manifests = || run(&project, &opctl_target, opctl, &["manifests"]);
-        let mut floor_build = || run(&floor, &floor_target, &cargo, &["run", "--offline", "--quiet"]);
+        let manifests = || run(&project, &opctl_target, opctl, &["manifests"]);
+        let floor_build = || {
+            run(
+                &floor,
+                &floor_target,
+                &cargo,
+                &["run", "--offline", "--quiet"],
+            )
+        };
         if round % 2 == 0 {
             floor_cold.push(floor_build());
             opctl_cold.push(manifests());

@@ -214,8 +214,9 @@ fn every_built_in_kind() {
         ],
     );
     assert!(
-        line.contains("src/controller/event.rs already holds the controller of Event in group core")
-            && line.contains("write the controller of Event in group events by hand"),
+        line.contains(
+            "src/controller/event.rs already holds the controller of Event in group core"
+        ) && line.contains("write the controller of Event in group events by hand"),
         "{line}"
     );
     assert_rustfmt_clean(&dir);
