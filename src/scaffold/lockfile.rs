@@ -363,6 +363,13 @@ fn quote(text: &str) -> String {
     out
 }
 
+/// Whether the user-owned file `relative` gets a pristine copy: every one
+/// but the lock, which `opctl upgrade` merges by package, not by line
+/// ([`merge`]).
+pub fn has_pristine_copy(relative: &str) -> bool {
+    relative != LOCK_FILE
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::lockfile::has_pristine_copy;
 use super::lockfile::{self, LOCK_FILE};
-use super::pristine::has_pristine_copy;
 use super::templates::Renderer;
 use super::values::{ResourceValues, Values};
 use super::webhooks::{self, WebhookKind};

@@ -31,7 +31,7 @@ pub fn record(root: &Path, project: &Project, step: Option<Step>) -> anyhow::Res
 pub fn write(root: &Path, project: &Project, history: &[Step]) -> anyhow::Result<()> {
     let mut plan = Plan::default();
     for (path, file) in replay(project, history)? {
-        if file.owner == Owner::User && has_pristine_copy(&path) {
+        if file.owner == Owner::User && super::lockfile::has_pristine_copy(&path) {
             plan.file(
                 pristine(&path),
                 file.contents,
@@ -48,13 +48,6 @@ pub fn write(root: &Path, project: &Project, history: &[Step]) -> anyhow::Result
     );
     apply(root, &plan, "pristine copies are always rewritten")?;
     Ok(())
-}
-
-/// Whether the user-owned file `relative` gets a pristine copy: every one
-/// but the lock, which `opctl upgrade` merges by package, not by line
-/// ([`super::lockfile::merge`]).
-pub fn has_pristine_copy(relative: &str) -> bool {
-    relative != super::lockfile::LOCK_FILE
 }
 
 /// The pristine copy of `relative` under `root`, if there is one.
