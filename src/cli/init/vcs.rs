@@ -18,27 +18,49 @@ pub enum Vcs {
 
 /// Whether `opctl init` is to start a repository in `root`; checked before
 /// anything is written, so that a missing git fails the command cleanly.
+/// The enclosing repository is found as git finds it, by a `.git` in the
+/// directory or above, without running git: a new project outside any
+/// repository costs one `git init` and no other process.
 pub fn repository_to_start(root: &Path, vcs: Vcs) -> anyhow::Result<bool> {
     if vcs == Vcs::None {
         return Ok(false);
     }
-    let inside = git(root, &["rev-parse", "--show-toplevel"]).map_err(|_| {
-        anyhow::anyhow!(
-            "cannot run git to start the project's repository; install git, or pass --vcs none"
-        )
-    })?;
-    if !inside.status.success() {
+    let Some(top) = root.ancestors().find(|dir| dir.join(".git").exists()) else {
+        if !on_path("git") {
+            anyhow::bail!(
+                "cannot run git to start the project's repository; install git, or pass --vcs none"
+            );
+        }
         return Ok(true);
+    };
+    if top == root {
+        return Ok(false);
     }
     // A directory the enclosing repository ignores (a scratch directory in
     // a repository's target/, say) gets a repository of its own, as with
-    // `cargo new`; the repository's own root never is ignored.
-    let toplevel = String::from_utf8_lossy(&inside.stdout).trim().to_owned();
-    if same_dir(Path::new(&toplevel), root) {
-        return Ok(false);
-    }
+    // `cargo new`.
     let ignored = git(root, &["check-ignore", "-q", &root.to_string_lossy()]);
     Ok(ignored.is_ok_and(|out| out.status.success()))
+}
+
+/// Whether an executable `name` is in a directory of PATH.
+fn on_path(name: &str) -> bool {
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        let file = dir.join(name);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        }
+        #[cfg(not(unix))]
+        {
+            file.is_file() || file.with_extension("exe").is_file()
+        }
+    })
 }
 
 /// Starts the repository (no commit: see the module documentation).
@@ -58,11 +80,4 @@ pub fn start_repository(root: &Path) -> anyhow::Result<()> {
 
 fn git(root: &Path, args: &[&str]) -> std::io::Result<Output> {
     Command::new("git").args(args).current_dir(root).output()
-}
-
-fn same_dir(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }
