@@ -98,6 +98,13 @@ fn a_refused_init_starts_no_repository_and_a_missing_git_is_refused_first() {
     let line = opctl_fails(&dir, &["init", "--domain", "Example.com"]);
     assert!(line.contains("invalid --domain"), "{line}");
     assert!(!dir.join(".git").exists());
+    // Refused while writing (git init runs beside the scaffolding): the
+    // repository it made goes too.
+    std::fs::write(dir.join("Makefile"), "all:\n").expect("write");
+    let line = opctl_fails(&dir, &["init", "--domain", "example.com"]);
+    assert!(line.contains("would overwrite Makefile"), "{line}");
+    assert!(!dir.join(".git").exists());
+    std::fs::remove_file(dir.join("Makefile")).expect("remove");
 
     // Without git on PATH: refused with the way out, nothing written.
     let empty = tempfile::tempdir().expect("temp dir");

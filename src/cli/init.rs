@@ -53,15 +53,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let start_repository = vcs::repository_to_start(&root, vcs)?;
     let mut plan = plans::init(&project)?;
     plan.set_policy(IfExists::Error);
-    let report = scaffold::apply(
+    let repository = start_repository.then(|| vcs::start_repository(&root));
+    let scaffolded = scaffold::apply(
         &root,
         &plan,
         "opctl init only writes into a directory without these files; move them away or start in an empty directory",
-    )?;
-    scaffold::pristine::record(&root, &project, None)?;
-    if start_repository {
-        vcs::start_repository(&root)?;
-    }
+    )
+    .and_then(|report| {
+        scaffold::pristine::record(&root, &project, None)?;
+        Ok(report)
+    });
+    let report = match (scaffolded, repository) {
+        (Ok(report), Some(repository)) => {
+            repository.finish()?;
+            report
+        }
+        (Ok(report), None) => report,
+        (Err(err), repository) => {
+            if let Some(repository) = repository {
+                repository.undo();
+            }
+            return Err(err);
+        }
+    };
     report.print();
     println!();
     println!(

@@ -4,8 +4,8 @@
 //! committing needs the user's name and e-mail, and the first commit is
 //! theirs to word.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 
 /// `opctl init --vcs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -63,18 +63,67 @@ fn on_path(name: &str) -> bool {
     })
 }
 
-/// Starts the repository (no commit: see the module documentation).
-pub fn start_repository(root: &Path) -> anyhow::Result<()> {
-    let out = git(root, &["init", "--quiet"]);
-    match out {
-        Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => anyhow::bail!(
-            "the project is scaffolded, but `git init` failed ({}); run `git init` yourself",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-        Err(err) => anyhow::bail!(
-            "the project is scaffolded, but git could not run ({err}); run `git init` yourself"
-        ),
+/// `git init` in a new project, run beside the scaffolding (it only makes
+/// `.git/`, which no scaffolded file touches), so that a new project costs
+/// about the time of the slower of the two; [`Starting::finish`] waits for
+/// it, [`Starting::undo`] removes what it made when the scaffolding failed.
+pub struct Starting {
+    root: PathBuf,
+    child: Option<Child>,
+    spawn_error: Option<std::io::Error>,
+}
+
+/// Starts `git init --quiet` in `root` (no commit: see the module
+/// documentation).
+pub fn start_repository(root: &Path) -> Starting {
+    let child = Command::new("git")
+        .args(["init", "--quiet"])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let (child, spawn_error) = match child {
+        Ok(child) => (Some(child), None),
+        Err(err) => (None, Some(err)),
+    };
+    Starting {
+        root: root.to_path_buf(),
+        child,
+        spawn_error,
+    }
+}
+
+impl Starting {
+    /// Waits for `git init`; its failure is reported with the way out.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        if let Some(err) = self.spawn_error.take() {
+            anyhow::bail!(
+                "the project is scaffolded, but git could not run ({err}); run `git init` yourself"
+            );
+        }
+        let Some(child) = self.child.take() else {
+            return Ok(());
+        };
+        match child.wait_with_output() {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => anyhow::bail!(
+                "the project is scaffolded, but `git init` failed ({}); run `git init` yourself",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(err) => anyhow::bail!(
+                "the project is scaffolded, but git could not run ({err}); run `git init` yourself"
+            ),
+        }
+    }
+
+    /// Waits for `git init` and removes the repository it made: the
+    /// scaffolding failed, and a refused `opctl init` leaves nothing.
+    pub fn undo(mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(self.root.join(".git"));
     }
 }
 
