@@ -1,20 +1,14 @@
-//! Scaffolding speed, printed as figures (harness = false):
-//!
-//! 1. `opctl init` + `opctl create api` against `cargo new` of an empty crate,
-//!    run alternately in one process tree (target: ratio <= 1.0);
-//! 2. `opctl manifests` after a one-line change to a type, with a warm target
-//!    directory (target: <= 0.5 s on 2 cores).
-//!
-//! Run with `cargo bench --bench scaffolding`. The manifests figure builds a
-//! generated project in the workspace's target directory (once, minutes when
-//! cold) before it measures anything.
+//! Scaffolding speed, printed as figures (harness = false): `opctl init` +
+//! `opctl create api` against `cargo new` of an empty crate (both start a
+//! git repository), run alternately in one process tree (target: ratio <=
+//! 1.0). Run with `cargo bench --bench scaffolding`; `opctl manifests` is
+//! measured by `cargo bench --bench first_build`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 15;
-const MANIFEST_ROUNDS: usize = 5;
 
 fn run(dir: &Path, program: &str, args: &[&str]) -> Duration {
     let started = Instant::now();
@@ -88,53 +82,5 @@ fn main() {
     println!(
         "  ratio opctl / cargo new         {:.2}  (target <= 1.0)",
         opctl_median.as_secs_f64() / cargo_median.as_secs_f64()
-    );
-
-    // 2. opctl manifests after a one-line change to a type, warm target directory.
-    let dir = tmp.path().join("opctl-bench-manifests");
-    std::fs::create_dir(&dir).expect("mkdir");
-    run(&dir, opctl, &["init", "--domain", "example.com"]);
-    run(
-        &dir,
-        opctl,
-        &[
-            "create",
-            "api",
-            "--group",
-            "web",
-            "--version",
-            "v1",
-            "--kind",
-            "Guestbook",
-        ],
-    );
-    let warm_up = run(&dir, opctl, &["manifests"]);
-    let types = dir.join("api/src/web/v1/guestbook.rs");
-    let original = std::fs::read_to_string(&types).expect("types");
-    let crd = dir.join("config/crd/bases/web.example.com_guestbooks.yaml");
-    let mut times = Vec::new();
-    for round in 0..MANIFEST_ROUNDS {
-        let changed = original.replace(
-            "/// An example field: replace it with what a Guestbook needs.",
-            &format!("/// An example field, revision {round}."),
-        );
-        assert_ne!(changed, original, "the one-line change applies");
-        std::fs::write(&types, changed).expect("write");
-        times.push(run(&dir, opctl, &["manifests"]));
-        let yaml = std::fs::read_to_string(&crd).expect("CRD");
-        assert!(
-            yaml.contains(&format!("revision {round}")),
-            "the CRD follows the type"
-        );
-    }
-    println!("opctl manifests after a one-line type change ({MANIFEST_ROUNDS} rounds)");
-    println!("  first run (builds the project)  {}", ms(warm_up));
-    println!(
-        "  median                          {}  (target <= 500 ms)",
-        ms(median(times.clone()))
-    );
-    println!(
-        "  slowest                         {}",
-        ms(times.into_iter().max().unwrap_or_default())
     );
 }
