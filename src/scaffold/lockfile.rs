@@ -24,9 +24,6 @@ use crate::project::Project;
 /// The project name of the scaffold `templates/Cargo.lock` was made from.
 pub const PLACEHOLDER: &str = "opctl-scaffold";
 
-/// The lock file's path in a project.
-pub const LOCK_FILE: &str = "Cargo.lock";
-
 /// The lock of `templates/Cargo.lock`, with `project`'s package names.
 pub fn render(project: &Project) -> anyhow::Result<String> {
     let template = super::templates::data("Cargo.lock")

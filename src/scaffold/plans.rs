@@ -6,8 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::lockfile::{self, LOCK_FILE};
-use super::pristine::has_pristine_copy;
+use super::lockfile;
 use super::templates::Renderer;
 use super::values::{ResourceValues, Values};
 use super::webhooks::{self, WebhookKind};
@@ -15,8 +14,8 @@ use super::{IfExists, Owner, Plan};
 use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
 use crate::project::paths::{
-    CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base, crd_file,
-    kind_file, pristine, target,
+    CRD_KUSTOMIZATION, HISTORY_FILE, LOCK_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base,
+    crd_file, has_pristine_copy, kind_file, pristine, target,
 };
 use crate::project::{License, Project, Resource, names};
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use super::replay::{Step, history_text, load_history, replay};
 use super::{IfExists, Owner, Plan, apply};
 use crate::project::Project;
-use crate::project::paths::{HISTORY_FILE, pristine, target};
+use crate::project::paths::{HISTORY_FILE, has_pristine_copy, pristine, target};
 
 /// Records `step` (the command that just ran; none for `init`) and writes
 /// the pristine copy of every user-owned file of `project` under `root`.
@@ -48,13 +48,6 @@ pub fn write(root: &Path, project: &Project, history: &[Step]) -> anyhow::Result
     );
     apply(root, &plan, "pristine copies are always rewritten")?;
     Ok(())
-}
-
-/// Whether the user-owned file `relative` gets a pristine copy: every one
-/// but the lock, which `opctl upgrade` merges by package, not by line
-/// ([`super::lockfile::merge`]).
-pub fn has_pristine_copy(relative: &str) -> bool {
-    relative != super::lockfile::LOCK_FILE
 }
 
 /// The pristine copy of `relative` under `root`, if there is one.

@@ -15,9 +15,9 @@ use std::path::Path;
 pub use git::require_clean;
 pub use merge::Change;
 
+use crate::project::paths::LOCK_FILE;
 use crate::project::paths::{HISTORY_FILE, PRISTINE_DIR, pristine as pristine_path, target};
 use crate::project::{LAYOUT, Project, layouts};
-use crate::scaffold::lockfile::LOCK_FILE;
 use crate::scaffold::replay::{load_history, replay};
 use crate::scaffold::{IfExists, Owner, Plan, apply, pristine};
 
