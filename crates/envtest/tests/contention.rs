@@ -277,7 +277,12 @@ async fn unconditional_writes_never_conflict_and_lose_nothing() {
     set_up(&http).await;
 
     let mut writers = Vec::new();
-    for (n, verb) in VERBS.iter().cycle().take(VERBS.len() * PER_VERB).enumerate() {
+    for (n, verb) in VERBS
+        .iter()
+        .cycle()
+        .take(VERBS.len() * PER_VERB)
+        .enumerate()
+    {
         let verb = *verb;
         let http = Http::new(&env.base_url());
         writers.push(tokio::spawn(async move {
@@ -312,7 +317,12 @@ async fn unconditional_writes_never_conflict_and_lose_nothing() {
     let cm = must(&http, HttpRequest::new("GET", CM), 200).await;
     let widget = must(&http, HttpRequest::new("GET", WIDGET), 200).await;
     let mut missing = BTreeSet::new();
-    for (n, verb) in VERBS.iter().cycle().take(VERBS.len() * PER_VERB).enumerate() {
+    for (n, verb) in VERBS
+        .iter()
+        .cycle()
+        .take(VERBS.len() * PER_VERB)
+        .enumerate()
+    {
         let holder = match verb {
             Verb::Update | Verb::StatusUpdate => continue,
             Verb::StatusMerge | Verb::StatusJsonPatch | Verb::StatusApply => &widget["status"],
@@ -334,7 +344,11 @@ async fn unconditional_writes_never_conflict_and_lose_nothing() {
         .filter(|e| e["operation"] == "Apply")
         .filter_map(|e| e["manager"].as_str())
         .collect();
-    assert_eq!(managers.len(), PER_VERB, "appliers of the ConfigMap: {managers:?}");
+    assert_eq!(
+        managers.len(),
+        PER_VERB,
+        "appliers of the ConfigMap: {managers:?}"
+    );
     env.shutdown().await;
 }
 
@@ -350,16 +364,21 @@ async fn a_stale_precondition_still_conflicts() {
         .as_str()
         .expect("resourceVersion")
         .to_string();
-    let bumped = must(&http, patch(CM, MERGE, &json!({"data": {"bump": "v"}})), 200).await;
+    let bumped = must(
+        &http,
+        patch(CM, MERGE, &json!({"data": {"bump": "v"}})),
+        200,
+    )
+    .await;
     let current = bumped["metadata"]["resourceVersion"]
         .as_str()
         .expect("resourceVersion")
         .to_string();
-    let widget_stale = must(&http, HttpRequest::new("GET", WIDGET), 200).await["metadata"]
-        ["resourceVersion"]
-        .as_str()
-        .expect("resourceVersion")
-        .to_string();
+    let widget_stale =
+        must(&http, HttpRequest::new("GET", WIDGET), 200).await["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("resourceVersion")
+            .to_string();
     must(
         &http,
         patch(

@@ -6,9 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::admit;
-use super::update_steps::{
-    Change, Fail, check, check_name_and_namespace, settle, stage, write,
-};
+use super::update_steps::{Change, Fail, check, check_name_and_namespace, settle, stage, write};
 use super::{App, WriteCtx, Written, check_type_meta, not_found, type_info};
 use crate::admission::Operation;
 use crate::error::{ApiError, ApiResult};
