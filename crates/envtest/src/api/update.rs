@@ -304,7 +304,7 @@ pub async fn patch(
         // unless the patch itself sets one: that one is the client's
         // precondition, checked against each fresh read as kube-apiserver
         // checks the patched object's.
-        let patched = match &applied {
+        let mut patched = match &applied {
             Some(applied) => patch::server_side_apply(&ApplyRequest {
                 live: Some(&view),
                 applied,
@@ -317,6 +317,7 @@ pub async fn patch(
             })?,
             None => apply_patch(res, patch_type, &view, body)?,
         };
+        super::patched_kind::check(res, patch_type, sub, &mut patched)?;
         Ok(Attempt::Update { new: patched, old })
     })
     .await

@@ -384,7 +384,8 @@ async fn resource(
         return Err(ApiError::not_found_path());
     }
     let ns = p.namespace.clone().unwrap_or_default();
-    let content_type = header_str(headers, header::CONTENT_TYPE);
+    let content_type = crate::request::media_type::header(headers);
+    let content_type = content_type.as_deref();
     let endpoint = if res.is_custom() {
         Endpoint::CustomResource
     } else {
@@ -535,7 +536,8 @@ async fn resource(
             check_verb(&res, "patch")?;
             let acc = call.negotiate(endpoint)?;
             let bytes = read_body(body).await?;
-            let patch_type = PatchType::from_content_type(content_type.unwrap_or(""))?;
+            let patch_type =
+                PatchType::from_content_type(content_type.unwrap_or(""), res.is_custom())?;
             let opts = query::write_options(q, "PatchOptions", patch_type == PatchType::Apply)?;
             let ctx = write_ctx(opts, call);
             let result = match sub {
@@ -634,7 +636,8 @@ async fn review(
     }
     let acc = call.negotiate(Endpoint::Plain)?;
     let bytes = read_body(body).await?;
-    let format = object_body_format(res, header_str(headers, header::CONTENT_TYPE))?;
+    let content_type = crate::request::media_type::header(headers);
+    let format = object_body_format(res, content_type.as_deref())?;
     let kind = if token_request {
         "TokenRequest"
     } else {
