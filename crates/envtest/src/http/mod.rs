@@ -4,6 +4,7 @@
 mod component_statuses;
 pub mod deadline;
 mod host;
+mod list_body;
 pub mod openapi;
 pub mod respond;
 
@@ -726,6 +727,7 @@ fn transform_object(
     }
 }
 
+/// A LIST answer, written item by item (see `list_body`).
 fn list_response(
     res: &Resource,
     page: &api::read::Page,
@@ -733,21 +735,42 @@ fn list_response(
     q: &Query,
 ) -> ApiResult<Response> {
     let list_meta = || api::read::list_meta(page, false);
-    let body = match &acc.shape {
-        Shape::Table(v) => table(
-            res,
-            &page.items,
-            list_meta(),
-            v,
-            IncludeObject::parse(q.get("includeObject")),
-            true,
-        ),
-        shape => match negotiate::list_metadata(res, list_meta(), &page.items, shape) {
-            Some(metadata) => metadata?,
-            None => api::read::list_document(res, page),
+    let doc = match &acc.shape {
+        Shape::Table(v) => {
+            let parts = crate::table::table_parts(res, &page.items, list_meta(), v, true);
+            list_body::ListDocument::new(
+                parts.head,
+                list_body::Items::Rows {
+                    objects: parts.objects,
+                    cells: parts.cells,
+                    include: IncludeObject::parse(q.get("includeObject")),
+                    version: v.clone(),
+                },
+            )
+        }
+        shape => match negotiate::list_metadata(res, list_meta(), &[], shape) {
+            Some(head) => {
+                let Shape::PartialObjectMetadataList(v) = shape else {
+                    return head.map(|h| respond::object(200, &h, acc, &[]));
+                };
+                list_body::ListDocument::new(
+                    head?,
+                    list_body::Items::Metadata {
+                        objects: page.items.clone(),
+                        version: v.clone(),
+                    },
+                )
+            }
+            None => list_body::ListDocument::new(
+                api::read::list_head(res, page),
+                list_body::Items::Objects {
+                    objects: page.items.clone(),
+                    strip_type_meta: !res.is_custom(),
+                },
+            ),
         },
     };
-    Ok(respond::object(200, &body, acc, &[]))
+    Ok(list_body::response(doc, acc))
 }
 
 async fn watch(
