@@ -520,3 +520,66 @@ async fn concurrent_applies_that_create_never_conflict() {
     }
     env.shutdown().await;
 }
+
+/// DELETEs without preconditions of an object held by a finalizer, at the
+/// same time as patches of it: every DELETE answers 200 (the first marks it
+/// terminating, the others find it so), every patch 200, nothing is lost;
+/// the object goes once its finalizer is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deletes_racing_patches_never_conflict() {
+    const WRITERS: usize = 8;
+    const WRITES: usize = 10;
+    let (env, _dir) = start().await;
+    let http = Http::new(&env.base_url());
+    set_up(&http).await;
+    let doomed = "/api/v1/namespaces/contend/configmaps/doomed";
+    must(
+        &http,
+        HttpRequest::new("POST", "/api/v1/namespaces/contend/configmaps").json(&json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "doomed", "finalizers": ["example.com/keep"]}, "data": {}})),
+        201,
+    )
+    .await;
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let http = Http::new(&env.base_url());
+        tasks.push(tokio::spawn(async move {
+            let mut failures = Vec::new();
+            for i in 0..WRITES {
+                let request = if w % 2 == 0 {
+                    HttpRequest::new("DELETE", doomed)
+                } else {
+                    patch(doomed, MERGE, &json!({"data": {format!("k{w}-{i}"): "v"}}))
+                };
+                let what = format!("{} by {w}", request.method);
+                let response = send(&http, request).await;
+                if response.status != 200 {
+                    failures.push(format!("{what}: {} {}", response.status, response.text()));
+                }
+            }
+            failures
+        }));
+    }
+    let mut failures = Vec::new();
+    for task in tasks {
+        failures.extend(task.await.expect("task"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let cm = must(&http, HttpRequest::new("GET", doomed), 200).await;
+    assert!(cm["metadata"]["deletionTimestamp"].is_string(), "{cm}");
+    for w in (1..WRITERS).step_by(2) {
+        for i in 0..WRITES {
+            assert_eq!(cm["data"][format!("k{w}-{i}")], "v", "{cm}");
+        }
+    }
+    must(
+        &http,
+        patch(doomed, MERGE, &json!({"metadata": {"finalizers": null}})),
+        200,
+    )
+    .await;
+    let gone = send(&http, HttpRequest::new("GET", doomed)).await;
+    assert_eq!(gone.status, 404, "{}", gone.text());
+    env.shutdown().await;
+}
