@@ -245,3 +245,128 @@ fn run_passes_a_signal_to_its_command_and_stops_the_server_after_it() {
     assert_eq!(read("trapped").trim(), "term");
     assert_eq!(read("during-term").trim(), "namespace/default");
 }
+
+/// A fresh temp directory for one opctl process (its TMPDIR), and whether
+/// anything is left in it afterwards.
+fn leftovers(tmp: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `opctl envtest start` stopped by SIGTERM as soon as it prints its ready
+/// line, ten times over: every time it exits 0 by itself (not killed by the
+/// signal) and its private kubeconfig directory is gone. Stopped at points
+/// during its start-up, it leaves nothing behind either.
+#[test]
+fn start_stopped_at_any_moment_exits_cleanly_and_leaves_nothing() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let spawn = |tmp: &std::path::Path| {
+        std::process::Command::new(common::opctl_bin())
+            .args(["envtest", "start", "--simulate", "none"])
+            .env("TMPDIR", tmp)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("opctl envtest start runs")
+    };
+    for round in 0..10 {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut server = spawn(tmp.path());
+        let mut line = String::new();
+        std::io::BufReader::new(server.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the serving line");
+        send_signal(server.id(), "-TERM");
+        assert!(
+            line.starts_with("envtest serving "),
+            "round {round}: {line:?}"
+        );
+        let status = server.wait().expect("opctl exits");
+        assert_eq!(
+            (status.code(), status.signal()),
+            (Some(0), None),
+            "round {round}: {status:?}"
+        );
+        assert_eq!(leftovers(tmp.path()), Vec::<String>::new(), "round {round}");
+    }
+    for delay_ms in [0, 5, 20, 50, 100, 200, 400] {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut server = spawn(tmp.path());
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        send_signal(server.id(), "-TERM");
+        let status = server.wait().expect("opctl exits");
+        // In the first instants of the process, before its handlers are in
+        // place, the signal may still kill it: nothing is written then.
+        assert!(
+            status.code() == Some(0) || status.signal() == Some(15),
+            "SIGTERM after {delay_ms} ms: {status:?}"
+        );
+        assert_eq!(
+            leftovers(tmp.path()),
+            Vec::<String>::new(),
+            "SIGTERM after {delay_ms} ms"
+        );
+    }
+}
+
+/// `opctl envtest run` stopped by SIGTERM right as its command starts (the
+/// command signals opctl itself), five times over: it passes the signal on
+/// and exits with the command's status (143), never by the signal, and its
+/// private kubeconfig directory is gone. Stopped at points during its
+/// start-up, it leaves nothing behind either.
+#[test]
+fn run_stopped_at_any_moment_exits_cleanly_and_leaves_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    let spawn = |tmp: &std::path::Path, script: &str| {
+        std::process::Command::new(common::opctl_bin())
+            .args([
+                "envtest",
+                "run",
+                "--simulate",
+                "none",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ])
+            .env("TMPDIR", tmp)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("opctl envtest run runs")
+    };
+    for round in 0..5 {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut run = spawn(tmp.path(), "kill -TERM $PPID; sleep 20");
+        let status = run.wait().expect("opctl exits");
+        assert_eq!(
+            (status.code(), status.signal()),
+            (Some(128 + 15), None),
+            "round {round}: {status:?}"
+        );
+        assert_eq!(leftovers(tmp.path()), Vec::<String>::new(), "round {round}");
+    }
+    for delay_ms in [5, 20, 50, 100, 200, 400] {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut run = spawn(tmp.path(), "sleep 20");
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        send_signal(run.id(), "-TERM");
+        let status = run.wait().expect("opctl exits");
+        assert!(
+            status.code() == Some(128 + 15) || status.signal() == Some(15),
+            "SIGTERM after {delay_ms} ms: {status:?}"
+        );
+        assert_eq!(
+            leftovers(tmp.path()),
+            Vec::<String>::new(),
+            "SIGTERM after {delay_ms} ms"
+        );
+    }
+}

@@ -236,28 +236,51 @@ fn exit_code(status: ExitStatus) -> i32 {
     1
 }
 
-/// The signal that asks opctl to stop: SIGINT or SIGTERM (its number).
-async fn terminate_signal() -> i32 {
+/// The signals that ask opctl to stop, SIGINT and SIGTERM, listened for
+/// from the moment this is made: made before anything is started or
+/// written, so that a signal at any later moment (during start-up, right
+/// after the ready line) is caught and opctl stops cleanly, removing the
+/// private kubeconfig directory, instead of dying by the signal.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => libc::SIGINT,
-                    _ = term.recv() => libc::SIGTERM,
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                libc::SIGINT
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> anyhow::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listen =
+                |kind: SignalKind| signal(kind).context("cannot listen for SIGINT and SIGTERM");
+            Ok(StopSignals {
+                interrupt: listen(SignalKind::interrupt())?,
+                terminate: listen(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(StopSignals {})
+    }
+
+    /// The next stop signal (its number); one that came since [`listen`]
+    /// returns at once.
+    ///
+    /// [`listen`]: StopSignals::listen
+    async fn recv(&mut self) -> i32 {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => libc::SIGINT,
+                _ = self.terminate.recv() => libc::SIGTERM,
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        2
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            2
+        }
     }
 }
 
@@ -295,10 +318,13 @@ fn signal_group(child: &tokio::process::Child, signal: i32) {
 /// Waits for the command. A SIGINT or SIGTERM to opctl goes on to the
 /// command's process group, which then has [`CHILD_GRACE`] to exit before
 /// it is killed; the server keeps serving all that time.
-async fn supervise(child: &mut tokio::process::Child) -> std::io::Result<ExitStatus> {
+async fn supervise(
+    child: &mut tokio::process::Child,
+    signals: &mut StopSignals,
+) -> std::io::Result<ExitStatus> {
     let signal = tokio::select! {
         status = child.wait() => return status,
-        signal = terminate_signal() => signal,
+        signal = signals.recv() => signal,
     };
     #[cfg(unix)]
     signal_group(child, signal);
@@ -326,10 +352,31 @@ async fn supervise(child: &mut tokio::process::Child) -> std::io::Result<ExitSta
 /// `--faults` value, so that tests can allow for retried requests.
 pub const FAULTS_ENV: &str = "OPCTL_ENVTEST_FAULTS";
 
+/// How the start-up ended.
+enum Started {
+    Serving(Envtest),
+    /// A stop signal (its number) came first: the start-up was abandoned
+    /// before anything was written.
+    Stopped(i32),
+}
+
+async fn start_server(config: Config, signals: &mut StopSignals) -> anyhow::Result<Started> {
+    tokio::select! {
+        env = Envtest::start(config) => env.map(Started::Serving),
+        signal = signals.recv() => Ok(Started::Stopped(signal)),
+    }
+}
+
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+    let mut signals = StopSignals::listen()?;
     let faults = args.server.faults.clone();
     let config = config(args.server)?;
-    let env = Envtest::start(config).await?;
+    let env = match start_server(config, &mut signals).await? {
+        Started::Serving(env) => env,
+        // Stopped before the command ran: the shell's code for a command
+        // ended by that signal, as if the command had been.
+        Started::Stopped(signal) => return Ok(128 + signal),
+    };
     let dir = private_dir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     env.write_kubeconfig(&kubeconfig)?;
@@ -354,7 +401,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             anyhow::bail!("cannot run {program:?}: {e}");
         }
     };
-    let status = supervise(&mut child).await;
+    let status = supervise(&mut child, &mut signals).await;
     env.shutdown().await;
     drop(dir);
     let status = status.with_context(|| format!("waiting for {program:?}"))?;
@@ -362,8 +409,11 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 }
 
 async fn serve(args: StartArgs) -> anyhow::Result<()> {
+    let mut signals = StopSignals::listen()?;
     let config = config(args.server)?;
-    let env = Envtest::start(config).await?;
+    let Started::Serving(env) = start_server(config, &mut signals).await? else {
+        return Ok(());
+    };
     let (path, dir) = match args.kubeconfig {
         Some(p) => (p, None),
         None => {
@@ -378,7 +428,7 @@ async fn serve(args: StartArgs) -> anyhow::Result<()> {
         path.display(),
         shell_quote(&path)
     );
-    terminate_signal().await;
+    signals.recv().await;
     env.shutdown().await;
     // Removes the private directory with the kubeconfig.
     drop(dir);

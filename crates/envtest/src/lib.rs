@@ -27,6 +27,7 @@ mod gofmt;
 mod gojson;
 mod http;
 mod jsonpath;
+mod memory;
 mod meta;
 mod metrics;
 mod nodes;

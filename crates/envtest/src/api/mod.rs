@@ -30,6 +30,7 @@ mod app;
 mod checks;
 mod decode;
 mod errors;
+mod patched_kind;
 mod write;
 
 pub use app::{App, ClusterControllers};

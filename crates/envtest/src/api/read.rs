@@ -284,6 +284,17 @@ pub fn list_meta(page: &Page, custom: bool) -> Value {
     Value::Object(m)
 }
 
+/// The `<Kind>List` document without its items (`items` is its last key,
+/// empty): what a LIST answer writes the items into one by one.
+pub fn list_head(res: &Resource, page: &Page) -> Value {
+    json!({
+        "kind": res.list_kind,
+        "apiVersion": res.api_version(),
+        "metadata": list_meta(page, res.is_custom()),
+        "items": [],
+    })
+}
+
 /// The `<Kind>List` document. Built-in list items carry no apiVersion/kind
 /// (as kube-apiserver serves them); custom resource items do.
 pub fn list_document(res: &Resource, page: &Page) -> Value {
@@ -293,19 +304,17 @@ pub fn list_document(res: &Resource, page: &Page) -> Value {
         .iter()
         .map(|o| {
             let mut o = (**o).clone();
+            // shift_remove: the other fields keep their (Go's) order.
             if !custom && let Value::Object(m) = &mut o {
-                m.remove("apiVersion");
-                m.remove("kind");
+                m.shift_remove("apiVersion");
+                m.shift_remove("kind");
             }
             o
         })
         .collect();
-    json!({
-        "kind": res.list_kind,
-        "apiVersion": res.api_version(),
-        "metadata": list_meta(page, custom),
-        "items": items,
-    })
+    let mut doc = list_head(res, page);
+    doc["items"] = Value::Array(items);
+    doc
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 mod component_statuses;
 pub mod deadline;
 mod host;
+mod list_body;
 pub mod openapi;
 pub mod respond;
 
@@ -384,7 +385,8 @@ async fn resource(
         return Err(ApiError::not_found_path());
     }
     let ns = p.namespace.clone().unwrap_or_default();
-    let content_type = header_str(headers, header::CONTENT_TYPE);
+    let content_type = crate::request::media_type::header(headers);
+    let content_type = content_type.as_deref();
     let endpoint = if res.is_custom() {
         Endpoint::CustomResource
     } else {
@@ -535,7 +537,8 @@ async fn resource(
             check_verb(&res, "patch")?;
             let acc = call.negotiate(endpoint)?;
             let bytes = read_body(body).await?;
-            let patch_type = PatchType::from_content_type(content_type.unwrap_or(""))?;
+            let patch_type =
+                PatchType::from_content_type(content_type.unwrap_or(""), res.is_custom())?;
             let opts = query::write_options(q, "PatchOptions", patch_type == PatchType::Apply)?;
             let ctx = write_ctx(opts, call);
             let result = match sub {
@@ -634,7 +637,8 @@ async fn review(
     }
     let acc = call.negotiate(Endpoint::Plain)?;
     let bytes = read_body(body).await?;
-    let format = object_body_format(res, header_str(headers, header::CONTENT_TYPE))?;
+    let content_type = crate::request::media_type::header(headers);
+    let format = object_body_format(res, content_type.as_deref())?;
     let kind = if token_request {
         "TokenRequest"
     } else {
@@ -723,6 +727,7 @@ fn transform_object(
     }
 }
 
+/// A LIST answer, written item by item (see `list_body`).
 fn list_response(
     res: &Resource,
     page: &api::read::Page,
@@ -730,21 +735,42 @@ fn list_response(
     q: &Query,
 ) -> ApiResult<Response> {
     let list_meta = || api::read::list_meta(page, false);
-    let body = match &acc.shape {
-        Shape::Table(v) => table(
-            res,
-            &page.items,
-            list_meta(),
-            v,
-            IncludeObject::parse(q.get("includeObject")),
-            true,
-        ),
-        shape => match negotiate::list_metadata(res, list_meta(), &page.items, shape) {
-            Some(metadata) => metadata?,
-            None => api::read::list_document(res, page),
+    let doc = match &acc.shape {
+        Shape::Table(v) => {
+            let parts = crate::table::table_parts(res, &page.items, list_meta(), v, true);
+            list_body::ListDocument::new(
+                parts.head,
+                list_body::Items::Rows {
+                    objects: parts.objects,
+                    cells: parts.cells,
+                    include: IncludeObject::parse(q.get("includeObject")),
+                    version: v.clone(),
+                },
+            )
+        }
+        shape => match negotiate::list_metadata(res, list_meta(), &[], shape) {
+            Some(head) => {
+                let Shape::PartialObjectMetadataList(v) = shape else {
+                    return head.map(|h| respond::object(200, &h, acc, &[]));
+                };
+                list_body::ListDocument::new(
+                    head?,
+                    list_body::Items::Metadata {
+                        objects: page.items.clone(),
+                        version: v.clone(),
+                    },
+                )
+            }
+            None => list_body::ListDocument::new(
+                api::read::list_head(res, page),
+                list_body::Items::Objects {
+                    objects: page.items.clone(),
+                    strip_type_meta: !res.is_custom(),
+                },
+            ),
         },
     };
-    Ok(respond::object(200, &body, acc, &[]))
+    Ok(list_body::response(doc, acc))
 }
 
 async fn watch(
