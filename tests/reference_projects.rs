@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use common::{opctl_bin, opctl_ok, project_dir, shared_target_dir, snapshot};
+use common::{build_env, opctl_bin, opctl_ok, project_dir, snapshot};
 
 /// The file in each reference project that records how opctl made it.
 const COMMANDS_FILE: &str = "opctl-commands.sh";
@@ -91,7 +91,7 @@ fn regenerates_byte_for_byte(name: &str) {
         let run = Command::new(opctl_bin())
             .args(&args)
             .current_dir(&fresh)
-            .env("CARGO_TARGET_DIR", shared_target_dir())
+            .envs(build_env())
             .output()
             .expect("opctl runs");
         assert!(
@@ -146,7 +146,7 @@ fn manifests_are_current(name: &str) {
     let run = Command::new(opctl_bin())
         .arg("manifests")
         .current_dir(&copy)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .output()
         .expect("opctl manifests runs");
     assert!(
@@ -173,7 +173,7 @@ fn run_in(dir: &Path, program: &str, args: &[&str]) {
     let status = Command::new(program)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .status()
         .unwrap_or_else(|e| panic!("{program} runs: {e}"));
     assert!(

@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{opctl_bin, project_dir, shared_target_dir, snapshot};
+use common::{build_env, opctl_bin, project_dir, snapshot};
 
 /// The old project and where each hand change lives after the upgrade.
 const OLD_PROJECT: &str = "testdata/upgrade/memcached";
@@ -49,7 +49,7 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     let out = Command::new(program)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .output()
         .unwrap_or_else(|e| panic!("{program} runs: {e}"));
     let text = format!(
