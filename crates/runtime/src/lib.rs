@@ -62,6 +62,9 @@
 //! `watch` and `update` on the webhook configurations (and CRDs, when it
 //! converts) with `--webhook-self-signed`.
 
+// Every bare `pub` item is public API (and listed in public-api.txt).
+#![deny(unreachable_pub, missing_docs)]
+
 mod backoff;
 mod cache;
 mod client;
