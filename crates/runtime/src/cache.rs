@@ -125,7 +125,7 @@ impl Scope {
 
     /// [`Scope::cache`], keeping of each object only what `trim` leaves:
     /// for kinds whose bodies a reconcile needs only a part of. The first
-    /// list comes in pages of [`TRIMMED_PAGE_SIZE`] objects unless `config`
+    /// list comes in pages of 50 objects unless `config`
     /// sets another page size than kube's default, since each page is
     /// decoded whole before its objects are trimmed.
     pub fn cache_trimmed<K>(

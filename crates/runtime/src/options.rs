@@ -69,7 +69,8 @@ pub struct Options {
     #[arg(long, env = "LEADER_ELECT")]
     pub leader_elect: bool,
 
-    /// Name of the leader-election Lease [default: <project>-leader].
+    /// Name of the leader-election Lease [default: the project name, then
+    /// "-leader"].
     #[arg(long, env = "LEADER_ELECTION_ID")]
     pub leader_election_id: Option<String>,
 

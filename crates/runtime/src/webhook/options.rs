@@ -46,11 +46,13 @@ pub struct Options {
     pub webhook_self_signed: bool,
 
     /// Name of the webhook Service: the self-signed certificate is made for
-    /// `<name>.<namespace>.svc` [default: <project>-webhook-service].
+    /// NAME.NAMESPACE.svc [default: the project name, then
+    /// "-webhook-service"].
     #[arg(long, env = "WEBHOOK_SERVICE_NAME")]
     pub webhook_service_name: Option<String>,
 
-    /// Namespace of the webhook Service [default: <project>-system].
+    /// Namespace of the webhook Service [default: the project name, then
+    /// "-system"].
     #[arg(long, env = "WEBHOOK_SERVICE_NAMESPACE")]
     pub webhook_service_namespace: Option<String>,
 }

@@ -35,8 +35,10 @@ async fn requests_carry_the_project_as_user_agent_and_field_manager() {
     assert_eq!(managers, ["runtime-test"]);
 
     // The runtime's own writes name the project.
-    let mut child = ConfigMap::default();
-    child.data = Some([("key".to_owned(), "value".to_owned())].into());
+    let mut child = ConfigMap {
+        data: Some([("key".to_owned(), "value".to_owned())].into()),
+        ..ConfigMap::default()
+    };
     child.metadata.name = Some("identity-child".to_owned());
     child.metadata.namespace = Some("default".to_owned());
     let cached: Option<&ConfigMap> = None;
