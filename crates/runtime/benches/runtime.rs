@@ -5,7 +5,9 @@
 //!    before it starts to Ready (three child writes, a status and an event
 //!    each), for `--max-concurrent-reconciles` 1, 4, 8 and 16, with the
 //!    child writes of a reconcile issued together (`Context::batch`) and
-//!    one after another.
+//!    one after another; once with the server in process answering at
+//!    once, and once through a proxy that holds each answer back 5 ms, as
+//!    a cluster's API server across a network answers.
 //! 2. **First list of a trimmed cache**: the manager's peak heap while a
 //!    trimmed cache of 1,000 Pods (500 of them waiting, with the statuses
 //!    envtest's workload simulation gives them) fills, by page size. The
@@ -95,7 +97,15 @@ fn main() {
 
 /// 1. The backlog, by concurrency and by how child writes are issued.
 async fn backlog() {
-    println!("backlog of {BACKLOG} Widgets (3 child writes, 1 status, 1 event each):");
+    for delay in [Duration::ZERO, Duration::from_millis(5)] {
+        println!(
+            "backlog of {BACKLOG} Widgets (3 child writes, 1 status, 1 event each), answers held back {delay:?}:"
+        );
+        backlog_with(delay).await;
+    }
+}
+
+async fn backlog_with(delay: Duration) {
     for concurrency in [1u16, 4, 8, 16] {
         for writes in [Writes::InTurn, Writes::Together] {
             let env = start().await;
@@ -106,11 +116,12 @@ async fn backlog() {
                     .expect("created");
             }
             let limit = format!("--max-concurrent-reconciles={concurrency}");
+            let proxy = support::Proxy::delaying(support::address_of(&env), delay).await;
             let manager = Manager::with_config(
                 PROJECT,
                 options(&[&limit]),
                 WatchScope::AllNamespaces,
-                config_of(&env).await,
+                proxy.config(&env).await,
             )
             .expect("a manager");
             let shutdown = manager.context().shutdown.clone();

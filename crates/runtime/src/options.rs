@@ -105,7 +105,7 @@ pub struct Options {
 
 /// The default of `--max-concurrent-reconciles` (see docs/controllers.md
 /// for the measurements behind it).
-pub(crate) const DEFAULT_MAX_CONCURRENT_RECONCILES: u16 = 4;
+pub(crate) const DEFAULT_MAX_CONCURRENT_RECONCILES: u16 = 8;
 
 impl Options {
     /// The grace period granted to controllers on shutdown.

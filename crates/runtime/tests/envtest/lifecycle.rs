@@ -100,7 +100,7 @@ async fn the_manager_serves_probes_and_metrics_and_stops_on_shutdown() {
     // Listed from the start, at zero.
     for line in [
         r#"controller_runtime_reconcile_total{controller="widget",result="error"} 0"#,
-        r#"controller_runtime_max_concurrent_reconciles{controller="widget"} 4"#,
+        r#"controller_runtime_max_concurrent_reconciles{controller="widget"} 8"#,
         r#"controller_runtime_active_workers{controller="widget"} 0"#,
     ] {
         assert!(text.contains(line), "{line}\n{text}");

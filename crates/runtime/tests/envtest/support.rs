@@ -237,7 +237,8 @@ pub fn since(
 }
 
 /// A TCP proxy to `upstream` that counts the bytes the upstream sends back
-/// and keeps the first bytes each client sends (its request headers).
+/// and keeps what each client sends (its requests); it can hold each
+/// answer back for a while, as the network to a cluster's API server does.
 pub struct Proxy {
     pub addr: SocketAddr,
     pub received: Arc<AtomicU64>,
@@ -246,6 +247,11 @@ pub struct Proxy {
 
 impl Proxy {
     pub async fn start(upstream: SocketAddr) -> Proxy {
+        Proxy::delaying(upstream, Duration::ZERO).await
+    }
+
+    /// A proxy that holds every chunk of an answer back for `delay`.
+    pub async fn delaying(upstream: SocketAddr, delay: Duration) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let addr = listener.local_addr().expect("an address");
         let received = Arc::new(AtomicU64::new(0));
@@ -282,6 +288,9 @@ impl Proxy {
                                 Ok(n) => n,
                             };
                             counted.fetch_add(n as u64, Ordering::Relaxed);
+                            if !delay.is_zero() {
+                                tokio::time::sleep(delay).await;
+                            }
                             if client_write.write_all(&buffer[..n]).await.is_err() {
                                 return;
                             }
