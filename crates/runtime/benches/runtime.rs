@@ -33,11 +33,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus};
+use kube::Resource;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
-use kube::Resource;
 use opctl_runtime::{Context, Manager, WatchScope};
 
 use support::{PROJECT, Widget, admin, config_of, eventually, http_get, options, start};
@@ -111,9 +111,12 @@ async fn backlog_with(delay: Duration) {
             let env = start().await;
             let api: Api<Widget> = Api::namespaced(admin(&env).await, "default");
             for n in 0..BACKLOG {
-                api.create(&PostParams::default(), &widgets::widget(&format!("w-{n}"), "default"))
-                    .await
-                    .expect("created");
+                api.create(
+                    &PostParams::default(),
+                    &widgets::widget(&format!("w-{n}"), "default"),
+                )
+                .await
+                .expect("created");
             }
             let limit = format!("--max-concurrent-reconciles={concurrency}");
             let proxy = support::Proxy::delaying(support::address_of(&env), delay).await;
@@ -127,10 +130,14 @@ async fn backlog_with(delay: Duration) {
             let shutdown = manager.context().shutdown.clone();
             let started = Instant::now();
             let running = tokio::spawn(widgets::register(manager, writes).run());
-            eventually(Duration::from_secs(300), "the backlog to converge", || async {
-                let list = api.list(&ListParams::default()).await.expect("a list");
-                list.items.iter().filter(|w| widgets::is_ready(w)).count() == BACKLOG
-            })
+            eventually(
+                Duration::from_secs(300),
+                "the backlog to converge",
+                || async {
+                    let list = api.list(&ListParams::default()).await.expect("a list");
+                    list.items.iter().filter(|w| widgets::is_ready(w)).count() == BACKLOG
+                },
+            )
             .await;
             let took = started.elapsed();
             shutdown.trigger();
@@ -166,11 +173,14 @@ async fn serve(path: &str) {
             }],
             ..PodSpec::default()
         });
-        pods.create(&PostParams::default(), &pod).await.expect("a Pod");
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .expect("a Pod");
     }
     // Let the simulation give them their statuses.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    env.write_kubeconfig(std::path::Path::new(path)).expect("kubeconfig written");
+    env.write_kubeconfig(std::path::Path::new(path))
+        .expect("kubeconfig written");
     println!("ready");
     std::io::stdout().flush().expect("flushed");
     let _ = tokio::task::spawn_blocking(|| {
@@ -215,7 +225,8 @@ fn trim(pod: &mut Pod) {
 
 /// 2. The peak heap of the first list of a trimmed cache, by page size.
 async fn trimmed_first_list() {
-    let kubeconfig = std::env::temp_dir().join(format!("runtime-bench-{}.yaml", std::process::id()));
+    let kubeconfig =
+        std::env::temp_dir().join(format!("runtime-bench-{}.yaml", std::process::id()));
     let mut server = Command::new(std::env::current_exe().expect("this program"))
         .env("OPCTL_RUNTIME_BENCH_SERVE", &kubeconfig)
         .env("RUST_LOG", "warn")
@@ -233,7 +244,9 @@ async fn trimmed_first_list() {
     let config = kube::Config::from_custom_kubeconfig(kubeconfig_parsed, &Default::default())
         .await
         .expect("a usable kubeconfig");
-    println!("first list of a trimmed cache of {PODS} Pods (manager heap, server in another process):");
+    println!(
+        "first list of a trimmed cache of {PODS} Pods (manager heap, server in another process):"
+    );
     // 499 stands for kube's default of 500 (which the runtime replaces by
     // its own for trimmed caches).
     for page in [499u32, 200, 100, 50, 20] {
@@ -243,10 +256,19 @@ async fn trimmed_first_list() {
             Manager::with_config(PROJECT, options, WatchScope::AllNamespaces, config.clone())
                 .expect("a manager");
         let shutdown = manager.context().shutdown.clone();
-        let selected = watcher::Config::default().labels("app=bench").page_size(page);
+        let selected = watcher::Config::default()
+            .labels("app=bench")
+            .page_size(page);
         let manager = manager.with_controller(
             "pods",
-            move |scope| (scope.cache_trimmed::<Pod>(selected.clone(), trim).controller(), ()),
+            move |scope| {
+                (
+                    scope
+                        .cache_trimmed::<Pod>(selected.clone(), trim)
+                        .controller(),
+                    (),
+                )
+            },
             |_: Arc<Pod>, _: Arc<()>| async { Ok::<_, kube::Error>(Action::await_change()) },
         );
         let base = CURRENT.load(Ordering::Relaxed);
@@ -254,7 +276,9 @@ async fn trimmed_first_list() {
         let started = Instant::now();
         let running = tokio::spawn(manager.run());
         eventually(Duration::from_secs(60), "the cache to fill", || async {
-            http_get(probes, "/readyz").await.is_some_and(|(s, _)| s == 200)
+            http_get(probes, "/readyz")
+                .await
+                .is_some_and(|(s, _)| s == 200)
         })
         .await;
         let took = started.elapsed();
@@ -283,7 +307,10 @@ async fn events() {
     let mut references = Vec::new();
     for n in 0..PODS {
         let created = widgets
-            .create(&PostParams::default(), &widgets::widget(&format!("e-{n}"), "default"))
+            .create(
+                &PostParams::default(),
+                &widgets::widget(&format!("e-{n}"), "default"),
+            )
             .await
             .expect("created");
         references.push(created.object_ref(&()));
@@ -305,7 +332,10 @@ async fn events() {
             action: "Reconcile".to_owned(),
             secondary: None,
         };
-        recorder.publish(&event, reference).await.expect("published");
+        recorder
+            .publish(&event, reference)
+            .await
+            .expect("published");
     }
     let kept = CURRENT.load(Ordering::Relaxed).saturating_sub(base);
     println!("  kube's Recorder:          {:>6.2} MiB", mib(kept));

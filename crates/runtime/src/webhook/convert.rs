@@ -246,6 +246,138 @@ mod tests {
         );
     }
 
+    /// Version 1 of a kind: one size.
+    mod v1 {
+        #[derive(kube::CustomResource, Clone, Debug, serde::Deserialize, serde::Serialize)]
+        #[kube(
+            group = "test.example.com",
+            version = "v1",
+            kind = "Parcel",
+            schema = "disabled"
+        )]
+        pub(crate) struct ParcelSpec {
+            pub(crate) size: i32,
+        }
+    }
+
+    /// Version 2, the hub: a width and a height.
+    mod v2 {
+        #[derive(kube::CustomResource, Clone, Debug, serde::Deserialize, serde::Serialize)]
+        #[kube(
+            group = "test.example.com",
+            version = "v2",
+            kind = "Parcel",
+            schema = "disabled"
+        )]
+        pub(crate) struct ParcelSpec {
+            pub(crate) width: i32,
+            pub(crate) height: i32,
+        }
+    }
+
+    fn to_hub(spoke: v1::Parcel) -> Result<v2::Parcel, String> {
+        let size = spoke.spec.size;
+        if size < 0 {
+            return Err(format!("a size of {size}"));
+        }
+        let mut hub = v2::Parcel::new(
+            "",
+            v2::ParcelSpec {
+                width: size,
+                height: size,
+            },
+        );
+        hub.metadata = spoke.metadata;
+        Ok(hub)
+    }
+
+    fn from_hub(hub: v2::Parcel) -> Result<v1::Parcel, String> {
+        let mut spoke = v1::Parcel::new(
+            "",
+            v1::ParcelSpec {
+                size: hub.spec.width.max(hub.spec.height),
+            },
+        );
+        spoke.metadata = hub.metadata;
+        spoke.metadata.annotations.get_or_insert_default().insert(
+            "test.example.com/height".to_owned(),
+            hub.spec.height.to_string(),
+        );
+        Ok(spoke)
+    }
+
+    fn boxes() -> Conversions {
+        let mut conversions = Conversions::default();
+        conversions.add(to_hub, from_hub);
+        conversions
+    }
+
+    #[test]
+    fn objects_convert_through_the_hub_both_ways() {
+        let conversions = boxes();
+        assert!(conversions.check().is_ok());
+        let old = serde_json::json!({
+            "apiVersion": "test.example.com/v1", "kind": "Parcel",
+            "metadata": {"name": "b", "uid": "u1", "resourceVersion": "7"},
+            "spec": {"size": 3},
+        });
+        let answer = conversions.review(&review("test.example.com/v2", serde_json::json!([old])));
+        let response = answer.response.expect("a response");
+        assert!(response.result.is_success(), "{:?}", response.result);
+        let converted = &response.converted_objects[0];
+        assert_eq!(converted["apiVersion"], "test.example.com/v2");
+        assert_eq!(
+            converted["spec"],
+            serde_json::json!({"width": 3, "height": 3})
+        );
+        assert_eq!(
+            converted["metadata"]["uid"], "u1",
+            "the metadata is the original's"
+        );
+
+        let new = serde_json::json!({
+            "apiVersion": "test.example.com/v2", "kind": "Parcel",
+            "metadata": {"name": "b", "uid": "u2"},
+            "spec": {"width": 2, "height": 5},
+        });
+        let answer = conversions.review(&review("test.example.com/v1", serde_json::json!([new])));
+        let response = answer.response.expect("a response");
+        let converted = &response.converted_objects[0];
+        assert_eq!(converted["spec"], serde_json::json!({"size": 5}));
+        assert_eq!(
+            converted["metadata"]["annotations"]["test.example.com/height"], "5",
+            "annotations the conversion sets are kept"
+        );
+    }
+
+    #[test]
+    fn a_failed_conversion_fails_the_review_with_its_reason() {
+        let bad = serde_json::json!({
+            "apiVersion": "test.example.com/v1", "kind": "Parcel",
+            "metadata": {"name": "b"}, "spec": {"size": -1},
+        });
+        let answer = boxes().review(&review("test.example.com/v2", serde_json::json!([bad])));
+        let response = answer.response.expect("a response");
+        assert!(response.result.is_failure());
+        assert!(
+            response
+                .result
+                .message
+                .contains("Parcel b: test.example.com/v1 to test.example.com/v2: a size of -1"),
+            "{}",
+            response.result.message
+        );
+    }
+
+    #[test]
+    fn a_kind_with_two_hubs_is_refused() {
+        let mut conversions = boxes();
+        // v2 registered as a spoke of v1: a second hub for Parcel.
+        conversions.add(from_hub, to_hub);
+        let err = conversions.check().expect_err("two hubs");
+        assert!(err.to_string().contains("two hubs"), "{err}");
+    }
+
     #[test]
     fn the_metadata_is_kept_but_for_labels_and_annotations() {
         let original =
