@@ -2,6 +2,12 @@
 //! several replicas only the holder reconciles (every replica keeps its
 //! caches, serves and is ready); losing the lease stops the manager so that
 //! Kubernetes restarts it as a follower.
+//!
+//! kube-lease-manager's follower sleeps until the Lease it last saw runs
+//! out, so a Lease released by a leader that stopped would wait that long.
+//! A follower here also reads the Lease every [`RETRY_PERIOD`] (client-go's
+//! retry period) and, when it finds it released, starts over at once: a
+//! rolling update's new replica takes over within about two seconds.
 
 use std::time::Duration;
 
@@ -27,6 +33,9 @@ pub(crate) struct Lease {
     pub(crate) duration_seconds: u64,
 }
 
+/// How often a follower reads the Lease to see whether it was released.
+const RETRY_PERIOD: Duration = Duration::from_secs(2);
+
 /// A held lease: renewed in the background until released.
 pub(crate) struct Leadership {
     state: watch::Receiver<bool>,
@@ -44,8 +53,12 @@ pub(crate) async fn acquire(
         return Ok(None);
     };
     let (sender, mut state) = watch::channel(false);
-    let api = Api::namespaced(client, &lease.namespace);
-    let task = tokio::spawn(hold(manager, sender, api, lease.name.clone(), identity));
+    let holder = Holder {
+        client,
+        lease: lease.clone(),
+        identity,
+    };
+    let task = tokio::spawn(holder.hold(manager, sender));
     tracing::info!(lease = %lease.name, namespace = %lease.namespace, "waiting for leadership");
     loop {
         if *state.borrow_and_update() {
@@ -77,38 +90,74 @@ fn identity() -> String {
     format!("{host}-{:08x}", hasher.finish() as u32)
 }
 
-/// Takes and renews the lease, sending each change of leadership, until
-/// every receiver of `state` is gone; then gives the lease up. The release
-/// is this module's own: kube-lease-manager's panics when its write meets
-/// a conflict (a 409).
-async fn hold(
-    manager: LeaseManager,
-    state: watch::Sender<bool>,
-    api: Api<LeaseObject>,
-    name: String,
+/// Who takes and renews one Lease.
+struct Holder {
+    client: Client,
+    lease: Lease,
     identity: String,
-) -> Result<bool, kube::Error> {
-    let mut delay = Duration::from_millis(100);
-    loop {
-        tokio::select! {
-            biased;
-            () = state.closed() => break,
-            changed = manager.changed() => match changed {
-                Ok(leader) => {
-                    delay = Duration::from_millis(100);
-                    if state.send(leader).is_err() {
-                        break;
+}
+
+impl Holder {
+    /// Takes and renews the lease, sending each change of leadership, until
+    /// every receiver of `state` is gone; then gives the lease up. The
+    /// release is this module's own: kube-lease-manager's panics when its
+    /// write meets a conflict (a 409).
+    async fn hold(
+        self,
+        mut manager: LeaseManager,
+        state: watch::Sender<bool>,
+    ) -> Result<bool, kube::Error> {
+        let api: Api<LeaseObject> = Api::namespaced(self.client.clone(), &self.lease.namespace);
+        let name = self.lease.name.clone();
+        let mut delay = Duration::from_millis(100);
+        let mut leading = false;
+        let mut look = tokio::time::interval(RETRY_PERIOD);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                () = state.closed() => break,
+                changed = manager.changed() => match changed {
+                    Ok(leader) => {
+                        delay = Duration::from_millis(100);
+                        leading = leader;
+                        if state.send(leader).is_err() {
+                            break;
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!(lease = %name, error = %err, retry_in = ?delay, "cannot renew the leader-election Lease");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(5));
+                    }
+                },
+                _ = look.tick(), if !leading => {
+                    if released(&api, &name).await {
+                        // A new manager reads the Lease afresh and takes it.
+                        // (Bounded: the loop must keep seeing `state` close.)
+                        let shutdown = Shutdown::default();
+                        let fresh = lease_manager(self.client.clone(), &self.lease, &self.identity, &shutdown);
+                        if let Ok(Ok(Some(fresh))) = tokio::time::timeout(RETRY_PERIOD, fresh).await {
+                            tracing::debug!(lease = %name, "the Lease was released; taking it");
+                            manager = fresh;
+                        }
                     }
                 }
-                Err(err) => {
-                    tracing::warn!(lease = %name, error = %err, retry_in = ?delay, "cannot renew the leader-election Lease");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(5));
-                }
-            },
+            }
         }
+        release(&api, &name, &self.identity).await
     }
-    release(&api, &name, &identity).await
+}
+
+/// Whether Lease `name` exists with no holder (its holder released it).
+async fn released(api: &Api<LeaseObject>, name: &str) -> bool {
+    match api.get_opt(name).await {
+        Ok(Some(lease)) => lease
+            .spec
+            .and_then(|spec| spec.holder_identity)
+            .is_none_or(|holder| holder.is_empty()),
+        _ => false,
+    }
 }
 
 /// Clears the holder of Lease `name` if it is `identity`, so that another
