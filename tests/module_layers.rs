@@ -1,7 +1,7 @@
 //! The layers of the three crates (opctl, envtest, the runtime) point one
-//! way: no module reaches (through
-//! `crate::` or `super::` paths) a module that reaches back to it, and in
-//! envtest nothing outside the HTTP front imports `http/`. See
+//! way: no module reaches (through `crate::` or `super::` paths) a module
+//! that reaches back to it, and in envtest nothing outside the HTTP front
+//! imports `http/`. See
 //! docs/architecture.md for the layers and the seams that keep them so.
 //!
 //! A module's own submodules and its parents are not counted as circles
