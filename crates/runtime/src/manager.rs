@@ -62,7 +62,6 @@ impl Manager {
         options: Options,
         scope: WatchScope,
     ) -> anyhow::Result<Self> {
-        telemetry::init(options.log_format);
         let config = kube::Config::infer()
             .await
             .context("cannot create a Kubernetes client: set KUBECONFIG or run inside a cluster")?;
