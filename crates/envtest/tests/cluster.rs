@@ -24,6 +24,8 @@ mod common;
 mod gc;
 #[path = "cluster/plugins.rs"]
 mod plugins;
+#[path = "cluster/pod_subresources.rs"]
+mod pod_subresources;
 #[path = "cluster/quota_and_storage.rs"]
 mod quota_and_storage;
 #[path = "cluster/rbac.rs"]

@@ -144,7 +144,7 @@ fn before_update(res: &Resource, new: &mut Value, old: &Value, sub: Option<&str>
     copy_meta(new, old, "generation", false);
     match res.builtin() {
         Some(kind) => {
-            let sub = sub.filter(|s| matches!(*s, "status" | "approval"));
+            let sub = sub.filter(|s| matches!(*s, "status" | "approval" | "ephemeralcontainers"));
             builtin::prepare_for_update(kind, new, old, sub);
         }
         None => prepare_custom(res, new, old, sub),

@@ -168,6 +168,7 @@ pub(crate) fn for_update(kind: &KindInfo, obj: &mut Value, old: &Value, subresou
             super::certificates::prepare_update(obj, old, subresource);
         }
         Some("status") => status_update(kind, obj, old),
+        Some("ephemeralcontainers") => ephemeral_containers_update(obj, old),
         Some("finalize") => finalize_update(obj, old),
         _ => main_update(kind, obj, old),
     }
@@ -362,6 +363,55 @@ fn status_update(kind: &KindInfo, obj: &mut Value, old: &Value) {
                 }
                 None => {
                     meta.remove(*key);
+                }
+            }
+        }
+    }
+}
+
+/// `pods/ephemeralcontainers` writes `spec.ephemeralContainers` only
+/// (`dropNonEphemeralContainerUpdates`): the rest of the spec and the status
+/// are the stored ones, and so is the metadata `ResetObjectMetaForStatus`
+/// resets.
+fn ephemeral_containers_update(obj: &mut Value, old: &Value) {
+    let ephemeral = obj.pointer("/spec/ephemeralContainers").cloned();
+    let mut updated = old.clone();
+    if let (Some(root), Some(metadata)) = (updated.as_object_mut(), obj.get("metadata")) {
+        root.insert("metadata".into(), metadata.clone());
+    }
+    reset_object_meta_for_status(&mut updated, old);
+    if let Some(spec) = object_at(&mut updated, "spec") {
+        match ephemeral {
+            Some(list) => {
+                spec.insert("ephemeralContainers".into(), list);
+            }
+            None => {
+                spec.remove("ephemeralContainers");
+            }
+        }
+    }
+    *obj = updated;
+}
+
+/// `metav1.ResetObjectMetaForStatus`: what a status-like write may not change.
+fn reset_object_meta_for_status(obj: &mut Value, old: &Value) {
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let Some(meta) = object_at(obj, "metadata") {
+        for key in [
+            "deletionTimestamp",
+            "generation",
+            "selfLink",
+            "labels",
+            "annotations",
+            "finalizers",
+            "ownerReferences",
+        ] {
+            match old_meta.get(key) {
+                Some(v) => {
+                    meta.insert(key.to_string(), v.clone());
+                }
+                None => {
+                    meta.remove(key);
                 }
             }
         }

@@ -26,8 +26,13 @@ pub(super) fn containers(
         return;
     }
     let mut names = HashSet::new();
-    if key == "initContainers" {
-        for c in list(spec, "containers") {
+    let earlier: &[&str] = match key {
+        "initContainers" => &["containers"],
+        "ephemeralContainers" => &["containers", "initContainers"],
+        _ => &[],
+    };
+    for other in earlier {
+        for c in list(spec, other) {
             names.insert(s(c, "name").to_string());
         }
     }
@@ -111,6 +116,108 @@ pub(super) fn containers(
             &format!("{idx}.resources"),
             causes,
         );
+        if key == "ephemeralContainers" {
+            ephemeral_only(spec, container, &idx, causes);
+        }
+    }
+    if key != "ephemeralContainers" {
+        host_port_conflicts(items, &list_path, causes);
+    }
+}
+
+/// The fields `validateFieldAllowList` refuses in an ephemeral container.
+const NOT_FOR_EPHEMERAL: &[&str] = &[
+    "ports",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+];
+
+/// `validateEphemeralContainers`' own rules: the target container must be a
+/// regular or init container, and probes, lifecycle, ports, resources and
+/// sub-paths have no place in a debugging container.
+fn ephemeral_only(spec: &Value, container: &Value, idx: &str, causes: &mut Vec<Cause>) {
+    let target = s(container, "targetContainerName");
+    if !target.is_empty() {
+        let known = ["containers", "initContainers"]
+            .iter()
+            .flat_map(|k| list(spec, k))
+            .any(|c| s(c, "name") == target);
+        if !known {
+            causes.push(not_found(format!("{idx}.targetContainerName"), target));
+        }
+    }
+    const TEXT: &str = "cannot be set for an Ephemeral Container";
+    for field in NOT_FOR_EPHEMERAL {
+        let set = match container.get(*field) {
+            None | Some(Value::Null) => false,
+            Some(Value::Object(m)) => !m.values().all(Value::is_null),
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(Value::String(v)) => !v.is_empty(),
+            Some(_) => true,
+        };
+        if set {
+            causes.push(Cause::forbidden(format!("{idx}.{field}"), TEXT));
+        }
+    }
+    for (i, mount) in list(container, "volumeMounts").iter().enumerate() {
+        for field in ["subPath", "subPathExpr"] {
+            if !s(mount, field).is_empty() {
+                causes.push(Cause::forbidden(
+                    format!("{idx}.volumeMounts[{i}].{field}"),
+                    TEXT,
+                ));
+            }
+        }
+    }
+}
+
+/// `checkHostPortConflicts`: a host port (with its protocol and host IP)
+/// may be claimed once across the containers of one list.
+fn host_port_conflicts(items: &[Value], list_path: &str, causes: &mut Vec<Cause>) {
+    let mut claimed = HashSet::new();
+    for (ci, container) in items.iter().enumerate() {
+        for (pi, port) in list(container, "ports").iter().enumerate() {
+            let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            if host_port == 0 {
+                continue;
+            }
+            let claim = format!("{}/{}/{host_port}", s(port, "protocol"), s(port, "hostIP"));
+            if !claimed.insert(claim.clone()) {
+                causes.push(Cause::duplicate(
+                    format!("{list_path}[{ci}].ports[{pi}].hostPort"),
+                    &Value::String(claim),
+                ));
+            }
+        }
+    }
+}
+
+/// `validatePodHostNetworkDeps`: with the host's network a container port is
+/// its host port.
+pub(super) fn host_network_ports(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
+    if spec.get("hostNetwork").and_then(Value::as_bool) != Some(true) {
+        return;
+    }
+    for (ci, container) in list(spec, "containers").iter().enumerate() {
+        for (pi, port) in list(container, "ports").iter().enumerate() {
+            let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            let container_port = port
+                .get("containerPort")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if host_port != container_port {
+                causes.push(Cause::invalid(
+                    format!("{path}.containers[{ci}].ports[{pi}].hostPort"),
+                    &Value::from(host_port),
+                    "must match `containerPort` when `hostNetwork` is true",
+                ));
+            }
+        }
     }
 }
 

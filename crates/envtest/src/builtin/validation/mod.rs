@@ -99,7 +99,12 @@ pub(crate) fn validate_through(
         };
         causes.extend(certificates::validate(obj, old, path));
     }
-    causes.extend(kind_rules(kind, obj, old));
+    match (kind.group, kind.kind, old, subresource) {
+        ("", "Pod", Some(old), Some("ephemeralcontainers")) => {
+            causes.extend(pod::ephemeral_containers_update(obj, old));
+        }
+        _ => causes.extend(kind_rules(kind, obj, old)),
+    }
     causes
 }
 

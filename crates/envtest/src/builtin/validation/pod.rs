@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::container::containers;
+use super::container::{containers, host_network_ports};
 use super::fields::{dns_label, list, present, s};
 use super::gofmt::invalid_raw;
 use super::meta::{annotations, labels};
@@ -19,6 +19,10 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
     if !list(spec, "initContainers").is_empty() {
         containers(spec, "initContainers", path, &volumes, &mut causes);
     }
+    if !list(spec, "ephemeralContainers").is_empty() {
+        containers(spec, "ephemeralContainers", path, &volumes, &mut causes);
+    }
+    host_network_ports(spec, path, &mut causes);
     let restart = s(spec, "restartPolicy");
     match restart {
         "Always" | "OnFailure" | "Never" => {}
@@ -267,6 +271,31 @@ pub(crate) fn pod_update(pod: &Value, old: &Value) -> Vec<Cause> {
         ));
     }
     causes.extend(only_deleted_scheduling_gates(spec, old_spec));
+    causes
+}
+
+/// `ValidatePodEphemeralContainersUpdate`: the spec as a whole, and the
+/// ephemeral containers already there kept as they are (they may only be
+/// added).
+pub(crate) fn ephemeral_containers_update(pod: &Value, old: &Value) -> Vec<Cause> {
+    let empty = Value::Null;
+    let spec = pod.get("spec").unwrap_or(&empty);
+    let mut causes = pod_spec(spec, "spec");
+    let new_list = list(spec, "ephemeralContainers");
+    for existing in list(old.get("spec").unwrap_or(&empty), "ephemeralContainers") {
+        let name = s(existing, "name");
+        match new_list.iter().find(|c| s(c, "name") == name) {
+            None => causes.push(Cause::forbidden(
+                "spec.ephemeralContainers",
+                &format!("existing ephemeral containers {name:?} may not be removed\n"),
+            )),
+            Some(now) if now != existing => causes.push(Cause::forbidden(
+                format!("spec.ephemeralContainers[{name}]"),
+                &format!("existing ephemeral containers {name:?} may not be changed\n"),
+            )),
+            Some(_) => {}
+        }
+    }
     causes
 }
 
