@@ -775,3 +775,107 @@ async fn every_builtin_kind_of_the_issue_is_served() {
         );
     }
 }
+
+/// Lists and watches served as kube-apiserver v1.32's watch cache serves
+/// them: a list at resourceVersion "0" ignores its limit (every item, no
+/// continue token), a limited list at another resourceVersion with no match
+/// is read exactly there (the legacy rule), a plain watch from a future
+/// resourceVersion opens at once and shows only what comes after it, and a
+/// streaming list from one answers its 504 inside the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_and_watches_follow_the_watch_cache_rules() {
+    let (_env, client, http) = start(Config::default()).await;
+    let ns = "default";
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    for name in ["l-a", "l-b", "l-c"] {
+        api.create(&PostParams::default(), &configmap(name, json!({})))
+            .await
+            .expect("created");
+    }
+    let list = |query: &str| {
+        HttpRequest::new(
+            "GET",
+            format!("/api/v1/namespaces/{ns}/configmaps?labelSelector=&{query}"),
+        )
+    };
+    let names = |body: &Value| -> Vec<String> {
+        body["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["metadata"]["name"].as_str())
+            .filter(|n| n.starts_with("l-"))
+            .map(str::to_string)
+            .collect()
+    };
+    let (_, zero) = send(&http, list("resourceVersion=0&limit=1")).await;
+    assert_eq!(names(&zero), ["l-a", "l-b", "l-c"]);
+    assert_eq!(zero["metadata"].get("continue"), None, "{zero}");
+    let (_, latest) = send(&http, list("limit=1")).await;
+    assert_eq!(latest["items"].as_array().map(Vec::len), Some(1));
+    assert!(latest["metadata"]["continue"].is_string(), "{latest}");
+    let at = latest["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("resourceVersion")
+        .to_string();
+    api.create(&PostParams::default(), &configmap("l-d", json!({})))
+        .await
+        .expect("created");
+    // Exact at the earlier resourceVersion: l-d is not there yet.
+    let (_, exact) = send(&http, list(&format!("resourceVersion={at}&limit=10"))).await;
+    assert_eq!(names(&exact), ["l-a", "l-b", "l-c"]);
+    assert_eq!(exact["metadata"]["resourceVersion"], at.as_str());
+    // Without a limit the same resourceVersion means "not older than".
+    let (_, newer) = send(&http, list(&format!("resourceVersion={at}"))).await;
+    assert_eq!(names(&newer), ["l-a", "l-b", "l-c", "l-d"]);
+
+    // A watch from two changes ahead: open at once, then only what follows.
+    let current: u64 = send(&http, list("limit=1")).await.1["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|rv| rv.parse().ok())
+        .expect("resourceVersion");
+    let ahead = current + 2;
+    let watching = {
+        let http = http.clone();
+        tokio::spawn(async move {
+            http.watch_until(
+                &format!("/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={ahead}&timeoutSeconds=10"),
+                Duration::from_secs(15),
+                |events: &[Value]| !events.is_empty(),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for name in ["w-1", "w-2", "w-3"] {
+        api.create(&PostParams::default(), &configmap(name, json!({})))
+            .await
+            .expect("created");
+    }
+    let events = watching.await.expect("joined").expect("the watch opened");
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "w-3");
+
+    // A streaming list from a resourceVersion the cache does not reach.
+    let target = format!(
+        "/api/v1/namespaces/{ns}/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=999999999&allowWatchBookmarks=true&timeoutSeconds=10"
+    );
+    let events = http
+        .watch_until(&target, Duration::from_secs(10), |events: &[Value]| {
+            !events.is_empty()
+        })
+        .await
+        .expect("the stream opens with 200");
+    assert_eq!(events[0]["type"], "ERROR");
+    let status = &events[0]["object"];
+    assert_eq!(
+        (status["code"].as_i64(), status["reason"].as_str()),
+        (Some(504), Some("Timeout"))
+    );
+    assert!(
+        status["message"].as_str().is_some_and(
+            |m| m.starts_with("Timeout: Too large resource version: 999999999, current: ")
+        ),
+        "{status}"
+    );
+}
