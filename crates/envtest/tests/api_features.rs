@@ -475,12 +475,18 @@ async fn names_are_validated_by_the_rules_of_each_kind() {
     let label_rule = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
     let dns1035_rule = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
     let cases = [
-        // A Namespace is a DNS label: no dots.
+        // A Namespace is a DNS label: a subdomain is told about its dots,
+        // anything else gets the label rule.
         (
             "/api/v1/namespaces",
             json!({"metadata": {"name": "a.b"}}),
+            Some("metadata.name: Invalid value: \"a.b\": must not contain dots".to_string()),
+        ),
+        (
+            "/api/v1/namespaces",
+            json!({"metadata": {"name": "A_b"}}),
             Some(format!(
-                "metadata.name: Invalid value: \"a.b\": {label_rule}"
+                "metadata.name: Invalid value: \"A_b\": {label_rule}"
             )),
         ),
         // A Service is a DNS-1035 label: starts with a letter.

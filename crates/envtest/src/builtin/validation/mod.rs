@@ -103,6 +103,9 @@ pub(crate) fn validate_through(
         ("", "Pod", Some(old), Some("ephemeralcontainers")) => {
             causes.extend(pod::ephemeral_containers_update(obj, old));
         }
+        ("", "Namespace", Some(_), Some("status")) => {
+            causes.extend(core::namespace_status(obj));
+        }
         _ => causes.extend(kind_rules(kind, obj, old)),
     }
     causes
