@@ -531,3 +531,97 @@ fn crd_schemas_round_trip_unchanged() {
         expected
     );
 }
+
+#[test]
+fn cron_job_schedules_refuse_a_time_zone_and_time_zones_are_checked() {
+    let cron_jobs = kind("batch", "cronjobs");
+    let body = |schedule: &str, zone: Option<&str>| {
+        let mut spec = json!({"schedule": schedule,
+            "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}});
+        if let Some(zone) = zone {
+            spec["timeZone"] = json!(zone);
+        }
+        json!({"metadata": {"name": "c", "namespace": "n"}, "spec": spec})
+    };
+    let (_, causes) = create(cron_jobs, body("CRON_TZ=UTC * * * * *", None));
+    assert_eq!(
+        summaries(&causes),
+        [
+            "spec.schedule: Invalid value: \"CRON_TZ=UTC * * * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
+        ]
+    );
+    let (_, causes) = create(cron_jobs, body("0 3 * * *", Some("Europe/Pariss")));
+    assert_eq!(
+        summaries(&causes),
+        ["spec.timeZone: Invalid value: \"Europe/Pariss\": unknown time zone Europe/Pariss"]
+    );
+    let (_, causes) = create(cron_jobs, body("0 3 * * *", Some("")));
+    assert_eq!(
+        summaries(&causes),
+        ["spec.timeZone: Invalid value: \"\": timeZone must be nil or non-empty string"]
+    );
+    let (ok, causes) = create(cron_jobs, body("0 3 * * *", Some("Europe/Paris")));
+    assert!(causes.is_empty(), "{causes:?}");
+    // A stored schedule with a zone may be kept (not with timeZone too).
+    let mut old = ok;
+    old["spec"]["schedule"] = json!("TZ=UTC 0 3 * * *");
+    old["spec"]["timeZone"] = Value::Null;
+    old["metadata"]["resourceVersion"] = json!("5");
+    let mut next = body("TZ=UTC 0 4 * * *", None);
+    next["metadata"]["resourceVersion"] = json!("5");
+    let (_, causes) = update(cron_jobs, next, &old, None);
+    assert!(causes.is_empty(), "{causes:?}");
+    let mut both = body("TZ=UTC 0 4 * * *", Some("UTC"));
+    both["metadata"]["resourceVersion"] = json!("5");
+    let (_, causes) = update(cron_jobs, both, &old, None);
+    assert_eq!(
+        summaries(&causes),
+        [
+            "spec.schedule: Invalid value: \"TZ=UTC 0 4 * * *\": cannot use both timeZone field and TZ or CRON_TZ in schedule"
+        ]
+    );
+}
+
+#[test]
+fn deployment_selectors_are_converted_as_kube_apiserver_converts_them() {
+    let deployments = kind("apps", "deployments");
+    let body = |selector: Value, labels: Value| {
+        json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": selector,
+            "template": {"metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    };
+    // An invalid value: the field error, then the selector that cannot be
+    // converted; the template is not checked against it.
+    let (_, causes) = create(
+        deployments,
+        body(
+            json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a b"]}]}),
+            json!({"app": "other"}),
+        ),
+    );
+    assert_eq!(
+        summaries(&causes),
+        [
+            "spec.selector.matchExpressions[0].values[0]: Invalid value: \"a b\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:\"app\", Operator:\"In\", Values:[]string{\"a b\"}}}}: invalid label selector",
+        ]
+    );
+    let (_, causes) = create(
+        deployments,
+        body(json!({"matchLabels": {"app": "web"}}), json!({"app": "db"})),
+    );
+    assert_eq!(
+        summaries(&causes),
+        [
+            "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"db\"}: `selector` does not match template `labels`"
+        ]
+    );
+    let (_, causes) = create(deployments, body(json!({}), json!({"app": "db"})));
+    assert_eq!(
+        summaries(&causes),
+        [
+            "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
+        ]
+    );
+}

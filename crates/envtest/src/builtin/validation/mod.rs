@@ -203,7 +203,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
         ("batch", "Job", None) => workloads::job(obj, true),
         ("batch", "Job", Some(old)) => workloads::job_update(obj, old),
-        ("batch", "CronJob", _) => workloads::cron_job(obj),
+        ("batch", "CronJob", old) => workloads::cron_job(obj, old),
         ("coordination.k8s.io", "Lease", _) => core::lease(obj),
         ("networking.k8s.io", "Ingress", _) => cluster_kinds::ingress(obj),
         ("autoscaling", "HorizontalPodAutoscaler", _) => {

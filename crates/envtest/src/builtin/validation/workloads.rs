@@ -600,19 +600,70 @@ pub(crate) fn job_update(obj: &Value, old: &Value) -> Vec<Cause> {
     causes
 }
 
-pub(crate) fn cron_job(obj: &Value) -> Vec<Cause> {
+/// `validateTimeZone`: an IANA name of sane parts that Go's
+/// `time.LoadLocation` knows (kube-apiserver embeds the time zone database).
+fn cron_time_zone(zone: Option<&str>) -> Vec<Cause> {
+    let Some(zone) = zone else {
+        return Vec::new();
+    };
+    let invalid = |detail: &str| {
+        vec![Cause::invalid(
+            "spec.timeZone",
+            &Value::String(zone.into()),
+            detail,
+        )]
+    };
+    if zone.is_empty() {
+        return invalid("timeZone must be nil or non-empty string");
+    }
+    let sane_part = |part: &str| {
+        part != "."
+            && part != ".."
+            && !part.starts_with('-')
+            && (1..=14).contains(&part.len())
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b))
+    };
+    let known = zone == "UTC" || zone == "Local" || jiff::tz::TimeZone::get(zone).is_ok();
+    if !zone.split('/').all(sane_part) || !known {
+        return invalid(&format!("unknown time zone {zone}"));
+    }
+    Vec::new()
+}
+
+/// `ValidateCronJobCreate` / `ValidateCronJobUpdate` (`old` on update).
+pub(crate) fn cron_job(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let empty = Value::Null;
     let spec = obj.get("spec").unwrap_or(&empty);
     let schedule = spec.get("schedule").and_then(Value::as_str).unwrap_or("");
+    let time_zone = spec.get("timeZone").and_then(Value::as_str);
     if schedule.is_empty() {
         causes.push(Cause::required("spec.schedule", ""));
-    } else if let Err(msg) = super::cron::parse_standard(schedule) {
-        causes.push(Cause::invalid(
-            "spec.schedule",
-            &Value::String(schedule.into()),
-            &msg,
-        ));
+    } else {
+        let invalid =
+            |detail: &str| Cause::invalid("spec.schedule", &Value::String(schedule.into()), detail);
+        if let Err(msg) = super::cron::parse_standard(schedule) {
+            causes.push(invalid(&msg));
+        }
+        // A zone in the schedule is refused since v1.27, unless the stored
+        // schedule already had one (and then never with `timeZone` too).
+        let allow_tz = old
+            .and_then(|o| o.pointer("/spec/schedule"))
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.contains("TZ"));
+        if schedule.contains("TZ") {
+            if !allow_tz {
+                causes.push(invalid(
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                ));
+            } else if time_zone.is_some() {
+                causes.push(invalid(
+                    "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                ));
+            }
+        }
     }
     nonnegative(
         spec,
@@ -620,6 +671,10 @@ pub(crate) fn cron_job(obj: &Value) -> Vec<Cause> {
         "spec.startingDeadlineSeconds",
         &mut causes,
     );
+    let old_zone = old.map(|o| o.pointer("/spec/timeZone").and_then(Value::as_str));
+    if old_zone.is_none_or(|z| z != time_zone) {
+        causes.extend(cron_time_zone(time_zone));
+    }
     match spec
         .get("concurrencyPolicy")
         .and_then(Value::as_str)
@@ -672,7 +727,8 @@ pub(crate) fn cron_job(obj: &Value) -> Vec<Cause> {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if name.len() > 52 {
+    // Only on create: older CronJobs with longer names stay writable.
+    if old.is_none() && name.len() > 52 {
         causes.push(Cause::invalid(
             "metadata.name",
             &Value::String(name.into()),
