@@ -32,5 +32,7 @@ mod quota_and_storage;
 mod rbac;
 #[path = "cluster/start_objects.rs"]
 mod start_objects;
+#[path = "cluster/strategies.rs"]
+mod strategies;
 #[path = "cluster/subresources.rs"]
 mod subresources;

@@ -625,3 +625,119 @@ fn deployment_selectors_are_converted_as_kube_apiserver_converts_them() {
         ]
     );
 }
+
+/// `metadata.generation` as each kind's v1.32 strategy keeps it.
+#[test]
+fn generation_follows_each_kinds_strategy() {
+    let with_rv = |mut v: Value| {
+        v["metadata"]["resourceVersion"] = json!("9");
+        v
+    };
+    // Deployment: spec and annotations bump it, labels do not; a status
+    // write keeps annotations (the controller's revision) but not labels,
+    // and never bumps it.
+    let deployments = kind("apps", "deployments");
+    let body = json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    let (old, _) = create(deployments, body.clone());
+    let old = with_rv(old);
+    let mut labelled = with_rv(body.clone());
+    labelled["metadata"]["labels"] = json!({"x": "y"});
+    let (after, _) = update(deployments, labelled, &old, None);
+    assert_eq!(after["metadata"]["generation"], 1);
+    let mut annotated = with_rv(body.clone());
+    annotated["metadata"]["annotations"] = json!({"x": "y"});
+    let (after, _) = update(deployments, annotated, &old, None);
+    assert_eq!(after["metadata"]["generation"], 2);
+    let mut status = old.clone();
+    status["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "1"});
+    status["metadata"]["labels"] = json!({"x": "y"});
+    status["status"] = json!({"observedGeneration": 1});
+    let (after, _) = update(deployments, status, &old, Some("status"));
+    assert_eq!(after["metadata"]["generation"], 1);
+    assert_eq!(
+        after["metadata"]["annotations"],
+        json!({"deployment.kubernetes.io/revision": "1"})
+    );
+    assert_eq!(after["metadata"].get("labels"), None);
+
+    // PriorityClass: 1 on create, never bumped.
+    let classes = kind("scheduling.k8s.io", "priorityclasses");
+    let (old, _) = create(classes, json!({"metadata": {"name": "p"}, "value": 10}));
+    assert_eq!(old["metadata"]["generation"], 1);
+    let (after, _) = update(
+        classes,
+        with_rv(json!({"metadata": {"name": "p"}, "value": 10, "description": "changed"})),
+        &with_rv(old),
+        None,
+    );
+    assert_eq!(after["metadata"]["generation"], 1);
+
+    // PodTemplate: bumped by its template.
+    let templates = kind("", "podtemplates");
+    let body = json!({"metadata": {"name": "t", "namespace": "n"}, "template": {"spec": {
+        "containers": [{"name": "c", "image": "i"}]}}});
+    let (old, _) = create(templates, body.clone());
+    assert_eq!(old["metadata"]["generation"], 1);
+    let mut changed = with_rv(body);
+    changed["template"]["spec"]["containers"][0]["image"] = json!("j");
+    let (after, _) = update(templates, changed, &with_rv(old), None);
+    assert_eq!(after["metadata"]["generation"], 2);
+
+    // CSIDriver: not set on create, bumped by spec changes.
+    let drivers = kind("storage.k8s.io", "csidrivers");
+    let body = json!({"metadata": {"name": "csi.example.com"}, "spec": {"attachRequired": true}});
+    let (old, _) = create(drivers, body.clone());
+    assert_eq!(old["metadata"].get("generation"), None);
+    let mut changed = with_rv(body);
+    changed["spec"]["podInfoOnMount"] = json!(true);
+    let (after, _) = update(drivers, changed, &with_rv(old), None);
+    assert_eq!(after["metadata"]["generation"], 1);
+}
+
+/// What status writes keep of the stored object besides the spec: a CRD's
+/// status write may change its metadata (v1.32 resets it with itself), an
+/// APIService's may not; a volume's phase change moves its transition time.
+#[test]
+fn status_writes_keep_what_each_status_strategy_keeps() {
+    let crds = kind("apiextensions.k8s.io", "customresourcedefinitions");
+    let body = json!({"metadata": {"name": "gadgets.example.com"}, "spec": {"group": "example.com",
+        "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
+        "versions": [{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+    let (mut old, causes) = create(crds, body);
+    assert!(causes.is_empty(), "{causes:?}");
+    old["metadata"]["resourceVersion"] = json!("4");
+    let mut status = old.clone();
+    status["metadata"]["labels"] = json!({"team": "a"});
+    let (after, _) = update(crds, status, &old, Some("status"));
+    assert_eq!(after["metadata"]["labels"], json!({"team": "a"}));
+
+    let volumes = kind("", "persistentvolumes");
+    let body = json!({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/pv"}}});
+    let (mut old, causes) = create(volumes, body);
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(old["status"]["phase"], "Pending");
+    assert!(
+        old["status"]["lastPhaseTransitionTime"].is_string(),
+        "{old}"
+    );
+    old["status"]["lastPhaseTransitionTime"] = json!("2020-01-01T00:00:00Z");
+    old["metadata"]["resourceVersion"] = json!("4");
+    let mut same = old.clone();
+    same["status"] = json!({"phase": "Pending"});
+    let (after, _) = update(volumes, same, &old, Some("status"));
+    assert_eq!(
+        after["status"]["lastPhaseTransitionTime"],
+        "2020-01-01T00:00:00Z"
+    );
+    let mut bound = old.clone();
+    bound["status"]["phase"] = json!("Available");
+    let (after, _) = update(volumes, bound, &old, Some("status"));
+    assert_ne!(
+        after["status"]["lastPhaseTransitionTime"],
+        "2020-01-01T00:00:00Z"
+    );
+    assert!(after["status"]["lastPhaseTransitionTime"].is_string());
+}
