@@ -741,3 +741,97 @@ fn status_writes_keep_what_each_status_strategy_keeps() {
     );
     assert!(after["status"]["lastPhaseTransitionTime"].is_string());
 }
+
+/// `ValidatePodSpec` beyond names and images: host ports, init containers
+/// and sidecars, probes, the security context, affinity, DNS, topology
+/// spread and host aliases, with v1.32's texts.
+#[test]
+fn pod_specs_are_validated_in_depth() {
+    let pods = kind("", "pods");
+    let pod = |spec: Value| json!({"metadata": {"name": "p", "namespace": "n"}, "spec": spec});
+    let c = |name: &str, extra: Value| {
+        let mut c = json!({"name": name, "image": "busybox"});
+        if let (Some(m), Some(e)) = (c.as_object_mut(), extra.as_object()) {
+            m.extend(e.clone());
+        }
+        c
+    };
+    let errors = |spec: Value| summaries(&create(pods, pod(spec)).1);
+
+    assert_eq!(
+        errors(json!({"containers": [
+            c("a", json!({"ports": [{"containerPort": 80, "hostPort": 8080}]})),
+            c("b", json!({"ports": [{"containerPort": 81, "hostPort": 8080}]})),
+        ]})),
+        ["spec.containers[1].ports[0].hostPort: Duplicate value: \"TCP//8080\""]
+    );
+    assert_eq!(
+        errors(json!({"hostNetwork": true, "containers": [
+            c("a", json!({"ports": [{"containerPort": 80, "hostPort": 81}]})),
+        ]})),
+        [
+            "spec.containers[0].ports[0].hostPort: Invalid value: 81: must match `containerPort` when `hostNetwork` is true"
+        ]
+    );
+    // A Deployment's template may leave the host port to its Pods.
+    let deployments = kind("apps", "deployments");
+    let (_, causes) = create(
+        deployments,
+        json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"hostNetwork": true,
+                "containers": [c("a", json!({"ports": [{"containerPort": 80}]}))]}}}}),
+    );
+    assert!(causes.is_empty(), "{causes:?}");
+
+    let probe = json!({"exec": {"command": ["true"]}});
+    assert_eq!(
+        errors(json!({
+            "initContainers": [
+                c("init", json!({"readinessProbe": probe})),
+                c("side", json!({"restartPolicy": "Always", "readinessProbe": probe})),
+                c("bad", json!({"restartPolicy": "OnFailure"})),
+            ],
+            "containers": [c("a", json!({"restartPolicy": "Always",
+                "readinessProbe": {"exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 5}}))],
+        })),
+        [
+            // Probes first, then the restart policy, as validateContainers orders them.
+            "spec.containers[0].readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must not be set for readinessProbes",
+            "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+            "spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
+            "spec.initContainers[2].restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\"",
+        ]
+    );
+
+    assert_eq!(
+        errors(json!({
+            "containers": [c("a", json!({}))],
+            "securityContext": {"runAsUser": -1, "seccompProfile": {"type": "Localhost"}},
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []},
+                    "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": {}}]},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels": {"a": "b"}}}]},
+            },
+            "dnsPolicy": "None",
+            "topologySpreadConstraints": [
+                {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "minDomains": 2},
+            ],
+            "hostAliases": [{"ip": "300.1.1.1", "hostnames": ["Web"]}],
+        })),
+        [
+            "spec.securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+            "spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost",
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value: must have at least one node selector term",
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100",
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty",
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Invalid value: \"\": name part must be non-empty",
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            "spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None",
+            "spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+            "spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}: Duplicate value: \"{zone, DoNotSchedule}\"",
+            "spec.hostAliases[0].ip: Invalid value: \"300.1.1.1\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            "spec.hostAliases[0].hostnames[0]: Invalid value: \"Web\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ]
+    );
+}

@@ -12,6 +12,7 @@ pub(crate) mod gofmt;
 pub(crate) mod meta;
 pub(crate) mod names;
 mod pod;
+mod pod_scheduling;
 mod rbac_admission;
 mod replication_controller;
 pub(crate) mod selector;

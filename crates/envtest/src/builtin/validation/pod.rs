@@ -8,6 +8,7 @@ use super::fields::{dns_label, list, present, s};
 use super::gofmt::invalid_raw;
 use super::meta::{annotations, labels};
 use super::names::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
+use super::pod_scheduling;
 use super::volumes::volumes;
 use crate::error::Cause;
 
@@ -22,7 +23,7 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
     if !list(spec, "ephemeralContainers").is_empty() {
         containers(spec, "ephemeralContainers", path, &volumes, &mut causes);
     }
-    host_network_ports(spec, path, &mut causes);
+    host_network_ports(spec, path, path == "spec", &mut causes);
     let restart = s(spec, "restartPolicy");
     match restart {
         "Always" | "OnFailure" | "Never" => {}
@@ -46,6 +47,7 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
         spec.get("nodeSelector"),
         &format!("{path}.nodeSelector"),
     ));
+    pod_scheduling::security_context(spec, path, &mut causes);
     for (i, secret) in list(spec, "imagePullSecrets").iter().enumerate() {
         if s(secret, "name").is_empty() {
             causes.push(Cause::required(
@@ -54,6 +56,10 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
             ));
         }
     }
+    pod_scheduling::affinity(spec, path, &mut causes);
+    pod_scheduling::dns_config(spec, path, &mut causes);
+    pod_scheduling::readiness_gates(spec, path, &mut causes);
+    pod_scheduling::topology_spread(spec, path, &mut causes);
     let sa = s(spec, "serviceAccountName");
     if !sa.is_empty() {
         for msg in is_dns1123_subdomain(sa) {
@@ -90,11 +96,21 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
         }
     }
     tolerations(spec, &format!("{path}.tolerations"), &mut causes);
+    pod_scheduling::host_aliases(spec, path, &mut causes);
     let class = s(spec, "priorityClassName");
     if !class.is_empty() {
         for msg in is_dns1123_subdomain(class) {
             causes.push(Cause::invalid(
                 format!("{path}.priorityClassName"),
+                &Value::String(class.into()),
+                &msg,
+            ));
+        }
+    }
+    if let Some(class) = spec.get("runtimeClassName").and_then(Value::as_str) {
+        for msg in is_dns1123_subdomain(class) {
+            causes.push(Cause::invalid(
+                format!("{path}.runtimeClassName"),
                 &Value::String(class.into()),
                 &msg,
             ));
