@@ -885,3 +885,81 @@ async fn lists_and_watches_follow_the_watch_cache_rules() {
         "{status}"
     );
 }
+
+/// The warnings registry strategies return (`WarningsOnCreate` and
+/// `WarningsOnUpdate`) arrive as `Warning` headers: a Pod name that is no
+/// DNS label, and the pod spec warnings of Pods and pod templates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strategies_warn_about_names_and_pod_specs() {
+    let (_env, _client, http) = start(Config::default()).await;
+    let warnings = |response: &HttpResponse| -> Vec<String> {
+        response
+            .warnings
+            .iter()
+            .map(|w| {
+                w.strip_prefix("299 - \"")
+                    .and_then(|w| w.strip_suffix('"'))
+                    .unwrap_or(w)
+                    .replace("\\\"", "\"")
+            })
+            .collect()
+    };
+    let pod = json!({"metadata": {"name": "web.v1"}, "spec": {"containers": [{
+        "name": "c", "image": "busybox",
+        "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}],
+        "ports": [{"containerPort": 80}, {"containerPort": 80}],
+        "resources": {"requests": {"memory": "1.5"}}
+    }], "nodeSelector": {"beta.kubernetes.io/os": "linux"}}});
+    let (response, body) = send(
+        &http,
+        HttpRequest::new("POST", "/api/v1/namespaces/default/pods").json(&pod),
+    )
+    .await;
+    assert_eq!(response.status, 201, "{body}");
+    assert_eq!(
+        warnings(&response),
+        [
+            "metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]",
+            "spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use \"kubernetes.io/os\" instead",
+            "spec.containers[0].resources.requests[memory]: fractional byte value \"1500m\" is invalid, must be an integer",
+            "spec.containers[0].env[1]: hides previous definition of \"A\", which may be dropped when using apply",
+            "spec.containers[0].ports[1]: duplicate port definition with spec.containers[0].ports[0]",
+        ]
+    );
+    // A Deployment's template warns under its path, on create and on a
+    // change that bumps the generation.
+    let deployment = json!({"metadata": {"name": "web"}, "spec": {
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}}}});
+    let (response, body) = send(
+        &http,
+        HttpRequest::new("POST", "/apis/apps/v1/namespaces/default/deployments").json(&deployment),
+    )
+    .await;
+    assert_eq!(response.status, 201, "{body}");
+    let expected = [
+        "spec.template.spec.topologySpreadConstraints[0].labelSelector: a null labelSelector results in matching no pod",
+    ];
+    assert_eq!(warnings(&response), expected);
+    let (response, _) = send(
+        &http,
+        HttpRequest::new("PATCH", "/apis/apps/v1/namespaces/default/deployments/web")
+            .header("Content-Type", "application/merge-patch+json")
+            .json(&json!({"metadata": {"labels": {"x": "y"}}})),
+    )
+    .await;
+    assert!(
+        warnings(&response).is_empty(),
+        "no new generation, no warnings"
+    );
+    let (response, _) = send(
+        &http,
+        HttpRequest::new("PATCH", "/apis/apps/v1/namespaces/default/deployments/web")
+            .header("Content-Type", "application/merge-patch+json")
+            .json(&json!({"spec": {"replicas": 2}})),
+    )
+    .await;
+    assert_eq!(warnings(&response), expected);
+}

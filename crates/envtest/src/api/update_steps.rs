@@ -244,6 +244,12 @@ pub(super) fn check(app: &App, c: &Change<'_>, s: &mut Staged) -> Result<(), Fai
         super::restore_allocation(app, res, &s.new, c.ctx.opts.dry_run);
         return Err(invalid(res, c.name, causes).into());
     }
+    if c.sub.is_none()
+        && let Some(kind) = res.builtin()
+    {
+        s.warnings
+            .extend(builtin::warnings::on_update(kind, &s.new, &s.old_view));
+    }
     if res.is_certificate_signing_requests() {
         builtin::certificates::admit(&app.store, &c.ctx.user, &s.new, Some(&s.old_view), c.sub)?;
     }
