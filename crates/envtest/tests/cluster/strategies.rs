@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -96,6 +97,61 @@ async fn a_priority_class_keeps_generation_one() {
         .expect("patched");
     assert_eq!(changed.metadata.generation, Some(1));
     api.delete(&name, &Default::default())
+        .await
+        .expect("deleted");
+}
+
+#[tokio::test]
+async fn csi_kinds_refuse_a_put_without_resource_version() {
+    let client = client().await;
+    let drivers: Api<CSIDriver> = Api::all(client.clone());
+    let name = server::unique_name("csi.example.com");
+    let driver: CSIDriver =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {}})).expect("driver");
+    let mut created = drivers
+        .create(&PostParams::default(), &driver)
+        .await
+        .expect("created");
+    created.metadata.resource_version = None;
+    let refused = drivers
+        .replace(&name, &PostParams::default(), &created)
+        .await
+        .expect_err("a CSIDriver needs its resourceVersion");
+    let kube::Error::Api(status) = refused else {
+        panic!("not an API error: {refused:?}")
+    };
+    assert_eq!(status.code, 422);
+    // The generic store names the resource where the kind would be.
+    assert_eq!(
+        status.message,
+        format!(
+            "csidrivers.storage.k8s.io \"{name}\" is invalid: metadata.resourceVersion: \
+             Invalid value: 0x0: must be specified for an update"
+        )
+    );
+    drivers
+        .delete(&name, &Default::default())
+        .await
+        .expect("deleted");
+
+    // A StorageClass's strategy allows it.
+    let classes: Api<StorageClass> = Api::all(client);
+    let name = server::unique_name("unconditional");
+    let class: StorageClass =
+        serde_json::from_value(json!({"metadata": {"name": name}, "provisioner": "example.com/p"}))
+            .expect("class");
+    let mut created = classes
+        .create(&PostParams::default(), &class)
+        .await
+        .expect("created");
+    created.metadata.resource_version = None;
+    created.metadata.labels = Some([("a".to_string(), "b".to_string())].into());
+    classes
+        .replace(&name, &PostParams::default(), &created)
+        .await
+        .expect("a StorageClass is updated without it");
+    classes
+        .delete(&name, &Default::default())
         .await
         .expect("deleted");
 }
