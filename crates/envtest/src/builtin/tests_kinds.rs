@@ -835,3 +835,83 @@ fn pod_specs_are_validated_in_depth() {
         ]
     );
 }
+
+/// ValidateRollingUpdateDeployment and ValidateRollingUpdateDaemonSet: an
+/// IntOrString is printed as Go's `%#v` prints the struct, a percent must
+/// match `[0-9]+%`, and a DaemonSet may surge or leave Pods unavailable, not
+/// both.
+#[test]
+fn rolling_updates_are_validated_as_v1_32_does() {
+    let deployments = kind("apps", "deployments");
+    let deployment = |rolling: Value| {
+        json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling},
+            "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    };
+    let errors = |rolling: Value| summaries(&create(deployments, deployment(rolling)).1);
+    assert_eq!(
+        errors(json!({"maxUnavailable": "-5%", "maxSurge": "150%"})),
+        [
+            "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"-5%\"}: a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+        ],
+        "maxSurge is not held to 100%"
+    );
+    assert_eq!(
+        errors(json!({"maxUnavailable": 0, "maxSurge": "0%"})),
+        [
+            "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: may not be 0 when `maxSurge` is 0"
+        ]
+    );
+    assert_eq!(
+        errors(json!({"maxUnavailable": "101%", "maxSurge": -1})),
+        [
+            "spec.strategy.rollingUpdate.maxSurge: Invalid value: -1: must be greater than or equal to 0",
+            "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"101%\"}: must not be greater than 100%",
+        ]
+    );
+
+    let daemon_sets = kind("apps", "daemonsets");
+    let daemon_set = |strategy: Value| {
+        json!({"metadata": {"name": "d", "namespace": "n"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "updateStrategy": strategy,
+            "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    };
+    let errors = |strategy: Value| summaries(&create(daemon_sets, daemon_set(strategy)).1);
+    // maxUnavailable defaults to 1, so a surge alone is refused.
+    assert_eq!(
+        errors(json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "10%"}})),
+        [
+            "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"10%\"}: may not be set when maxUnavailable is non-zero"
+        ]
+    );
+    assert!(
+        errors(
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        errors(
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "200%", "maxUnavailable": 0}})
+        ),
+        [
+            "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"200%\"}: must not be greater than 100%"
+        ]
+    );
+    assert_eq!(
+        errors(
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}})
+        ),
+        [
+            "spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0"
+        ]
+    );
+    assert_eq!(
+        errors(json!({"type": "Sometimes"})),
+        [
+            "spec.updateStrategy: Unsupported value: apps.DaemonSetUpdateStrategy{Type:\"Sometimes\", RollingUpdate:(*apps.RollingUpdateDaemonSet)(nil)}: supported values: \"RollingUpdate\", \"OnDelete\""
+        ]
+    );
+}
