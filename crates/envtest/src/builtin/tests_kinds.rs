@@ -915,3 +915,178 @@ fn rolling_updates_are_validated_as_v1_32_does() {
         ]
     );
 }
+
+/// PersistentVolumeClaims, PersistentVolumes and ephemeral volumes'
+/// claim templates, validated as v1.32's storage rules validate them.
+#[test]
+fn claims_and_volumes_are_validated() {
+    let claims = kind("", "persistentvolumeclaims");
+    let claim = |spec: Value| json!({"metadata": {"name": "data", "namespace": "n"}, "spec": spec});
+    assert_eq!(
+        summaries(&create(claims, claim(json!({}))).1),
+        [
+            "spec.accessModes: Required value: at least 1 access mode is required",
+            "spec.resources[storage]: Required value",
+        ]
+    );
+    assert_eq!(
+        summaries(
+            &create(
+                claims,
+                claim(
+                    json!({"accessModes": ["ReadWriteOncePod", "ReadWriteOnce", "Sometimes"],
+                "resources": {"requests": {"storage": "0"}}, "storageClassName": "Fast",
+                "dataSource": {"kind": "Snapshot", "name": "s"}})
+                )
+            )
+            .1
+        ),
+        [
+            "spec.accessModes: Unsupported value: \"Sometimes\": supported values: \"ReadOnlyMany\", \"ReadWriteMany\", \"ReadWriteOnce\", \"ReadWriteOncePod\"",
+            "spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes",
+            "spec.resources[storage]: Invalid value: \"0\": must be greater than zero",
+            "spec.storageClassName: Invalid value: \"Fast\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            "spec.dataSource: Invalid value: \"Snapshot\": must be 'PersistentVolumeClaim' when referencing the default apiGroup",
+        ]
+    );
+    // Updates: a first volumeName is allowed, a bound claim may grow, nothing else changes.
+    let valid =
+        json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}});
+    let (old, causes) = create(claims, claim(valid.clone()));
+    assert!(causes.is_empty(), "{causes:?}");
+    let mut named = old.clone();
+    named["spec"]["volumeName"] = json!("pv-1");
+    assert!(update(claims, named.clone(), &old, None).1.is_empty());
+    let mut grown = named.clone();
+    grown["spec"]["resources"]["requests"]["storage"] = json!("1024Mi");
+    assert!(
+        update(claims, grown.clone(), &named, None).1.is_empty(),
+        "the same quantity in another unit"
+    );
+    grown["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
+    assert_eq!(
+        summaries(&update(claims, grown.clone(), &named, None).1),
+        [
+            "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
+        ]
+    );
+    let mut bound = named.clone();
+    bound["status"] = json!({"phase": "Bound"});
+    grown["status"] = json!({"phase": "Bound"});
+    assert!(update(claims, grown.clone(), &bound, None).1.is_empty());
+    grown["spec"]["resources"]["requests"]["storage"] = json!("512Mi");
+    assert_eq!(
+        summaries(&update(claims, grown, &bound, None).1),
+        ["spec.resources.requests.storage: Forbidden: field can not be less than previous value"]
+    );
+    let mut mode = named.clone();
+    mode["spec"]["volumeMode"] = json!("Block");
+    let errors = summaries(&update(claims, mode, &named, None).1);
+    assert_eq!(
+        errors.last().map(String::as_str),
+        Some("volumeMode: Invalid value: \"Block\": field is immutable")
+    );
+
+    let volumes = kind("", "persistentvolumes");
+    let volume = |spec: Value| json!({"metadata": {"name": "pv"}, "spec": spec});
+    assert_eq!(
+        summaries(&create(volumes, volume(json!({}))).1),
+        [
+            "spec.accessModes: Required value",
+            "spec.capacity: Required value",
+            "spec.capacity: Unsupported value: core.ResourceList(nil): supported values: \"storage\"",
+            "spec: Required value: must specify a volume type",
+        ]
+    );
+    assert_eq!(
+        summaries(
+            &create(
+                volumes,
+                volume(
+                    json!({"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+                "persistentVolumeReclaimPolicy": "Recycle",
+                "hostPath": {"path": "/var/..", "type": "Folder"}, "local": {"path": "/mnt"}})
+                )
+            )
+            .1
+        ),
+        [
+            "spec.hostPath.path: Invalid value: \"/var/..\": must not contain '..'",
+            "spec.hostPath.type: Unsupported value: \"Folder\": supported values: \"\", \"BlockDevice\", \"CharDevice\", \"Directory\", \"DirectoryOrCreate\", \"File\", \"FileOrCreate\", \"Socket\"",
+            "spec.local: Forbidden: may not specify more than 1 volume type",
+            "spec.persistentVolumeReclaimPolicy: Forbidden: may not be 'recycle' for a hostPath mount of '/'",
+        ]
+    );
+    assert_eq!(
+        summaries(
+            &create(
+                volumes,
+                volume(
+                    json!({"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+                "local": {"path": "/mnt/disk"}, "csi": {"driver": "x"}})
+                )
+            )
+            .1
+        ),
+        [
+            "spec.nodeAffinity: Required value: Local volume requires node affinity",
+            "spec.csi: Forbidden: may not specify more than 1 volume type",
+        ]
+    );
+    let (old, causes) = create(
+        volumes,
+        volume(
+            json!({"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+            "nfs": {"server": "nfs.example.com", "path": "/exports"}}),
+        ),
+    );
+    assert!(causes.is_empty(), "{causes:?}");
+    let mut moved = old.clone();
+    moved["spec"]["nfs"]["path"] = json!("/other");
+    assert_eq!(
+        summaries(&update(volumes, moved, &old, None).1),
+        [
+            "spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation"
+        ]
+    );
+    let mut resized = old.clone();
+    resized["spec"]["capacity"]["storage"] = json!("2Gi");
+    assert!(update(volumes, resized, &old, None).1.is_empty());
+
+    // A Pod's ephemeral volume: its claim template, and the claim's name.
+    let pods = kind("", "pods");
+    let pod = |name: &str, ephemeral: Value| {
+        json!({"metadata": {"name": name, "namespace": "n"}, "spec": {
+            "containers": [{"name": "c", "image": "i"}],
+            "volumes": [{"name": "scratch", "ephemeral": ephemeral}]}})
+    };
+    assert_eq!(
+        summaries(&create(pods, pod("p", json!({}))).1),
+        ["spec.volumes[0].ephemeral.volumeClaimTemplate: Required value"]
+    );
+    assert_eq!(
+        summaries(
+            &create(
+                pods,
+                pod(
+                    "p",
+                    json!({"volumeClaimTemplate": {"metadata": {"name": "x", "labels": {"a": "b"}},
+                    "spec": {"accessModes": ["ReadWriteOnce"]}}})
+                )
+            )
+            .1
+        ),
+        [
+            "spec.volumes[0].ephemeral.volumeClaimTemplate.metadata.name: Forbidden: cannot be set",
+            "spec.volumes[0].ephemeral.volumeClaimTemplate.spec.resources[storage]: Required value",
+        ]
+    );
+    let long = "p".repeat(250);
+    let template = json!({"volumeClaimTemplate": {"spec": valid}});
+    assert_eq!(
+        summaries(&create(pods, pod(&long, template)).1),
+        [format!(
+            "spec.volumes[0].name: Invalid value: \"scratch\": PVC name \"{long}-scratch\": must be no more than 253 characters"
+        )]
+    );
+}

@@ -17,6 +17,7 @@ mod rbac_admission;
 mod replication_controller;
 pub(crate) mod selector;
 mod service;
+mod storage;
 mod volumes;
 mod workloads;
 
@@ -104,6 +105,9 @@ pub(crate) fn validate_through(
         ("", "Pod", Some(old), Some("ephemeralcontainers")) => {
             causes.extend(pod::ephemeral_containers_update(obj, old));
         }
+        // ValidatePersistentVolume[Claim]StatusUpdate: the spec is the
+        // stored one, not checked again.
+        ("", "PersistentVolumeClaim" | "PersistentVolume", Some(_), Some("status")) => {}
         ("", "Namespace", Some(_), Some("status")) => {
             causes.extend(core::namespace_status(obj));
         }
@@ -134,6 +138,10 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ("", "Namespace", _) => core::namespace(obj),
         ("", "Pod", None) => pod::pod_create(obj),
         ("", "Pod", Some(old)) => pod::pod_update(obj, old),
+        ("", "PersistentVolumeClaim", None) => storage::claim(obj),
+        ("", "PersistentVolumeClaim", Some(old)) => storage::claim_update(obj, old),
+        ("", "PersistentVolume", None) => storage::volume(obj),
+        ("", "PersistentVolume", Some(old)) => storage::volume_update(obj, old),
         ("", "PodTemplate", _) => pod::template(obj.get("template"), "template"),
         ("", "ReplicationController", _) => replication_controller::validate(obj),
         ("apiregistration.k8s.io", "APIService", _) => apiservices::apiservice(obj),

@@ -12,10 +12,11 @@ use super::pod_scheduling;
 use super::volumes::volumes;
 use crate::error::Cause;
 
-/// `ValidatePodSpec`: `path` is `spec` or `spec.template.spec`.
-pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
+/// `ValidatePodSpec`: `path` is `spec` or `spec.template.spec`; `pod_name`
+/// is the Pod's own name (none for a template).
+pub(crate) fn pod_spec(spec: &Value, path: &str, pod_name: Option<&str>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let volumes = volumes(spec, &format!("{path}.volumes"), &mut causes);
+    let volumes = volumes(spec, &format!("{path}.volumes"), pod_name, &mut causes);
     containers(spec, "containers", path, &volumes, &mut causes);
     if !list(spec, "initContainers").is_empty() {
         containers(spec, "initContainers", path, &volumes, &mut causes);
@@ -210,7 +211,7 @@ pub(crate) fn template(template: Option<&Value>, path: &str) -> Vec<Cause> {
         &format!("{path}.annotations"),
     ));
     let spec = template.get("spec").unwrap_or(&empty);
-    causes.extend(pod_spec(spec, &format!("{path}.spec")));
+    causes.extend(pod_spec(spec, &format!("{path}.spec"), None));
     if !list(spec, "ephemeralContainers").is_empty() {
         causes.push(Cause::forbidden(
             format!("{path}.spec.ephemeralContainers"),
@@ -224,7 +225,7 @@ pub(crate) fn template(template: Option<&Value>, path: &str) -> Vec<Cause> {
 pub(crate) fn pod_create(pod: &Value) -> Vec<Cause> {
     let empty = Value::Null;
     let spec = pod.get("spec").unwrap_or(&empty);
-    let mut causes = pod_spec(spec, "spec");
+    let mut causes = pod_spec(spec, "spec", Some(crate::meta::name(pod)));
     if !list(spec, "ephemeralContainers").is_empty() {
         causes.push(Cause::forbidden(
             "spec.ephemeralContainers",
@@ -240,7 +241,7 @@ pub(crate) fn pod_update(pod: &Value, old: &Value) -> Vec<Cause> {
     let empty = Value::Null;
     let spec = pod.get("spec").unwrap_or(&empty);
     let old_spec = old.get("spec").unwrap_or(&empty);
-    let mut causes = pod_spec(spec, "spec");
+    let mut causes = pod_spec(spec, "spec", Some(crate::meta::name(pod)));
     let mut mutated = old_spec.clone();
     if let (Some(m), Some(new)) = (mutated.as_object_mut(), spec.as_object()) {
         for key in ["containers", "initContainers"] {
@@ -296,7 +297,7 @@ pub(crate) fn pod_update(pod: &Value, old: &Value) -> Vec<Cause> {
 pub(crate) fn ephemeral_containers_update(pod: &Value, old: &Value) -> Vec<Cause> {
     let empty = Value::Null;
     let spec = pod.get("spec").unwrap_or(&empty);
-    let mut causes = pod_spec(spec, "spec");
+    let mut causes = pod_spec(spec, "spec", Some(crate::meta::name(pod)));
     let new_list = list(spec, "ephemeralContainers");
     for existing in list(old.get("spec").unwrap_or(&empty), "ephemeralContainers") {
         let name = s(existing, "name");

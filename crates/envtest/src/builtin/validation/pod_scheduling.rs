@@ -103,18 +103,7 @@ pub(super) fn affinity(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
         let node_path = format!("{path}.nodeAffinity");
         let required = "requiredDuringSchedulingIgnoredDuringExecution";
         if let Some(selector) = node.get(required).filter(|v| v.is_object()) {
-            let terms_path = format!("{node_path}.{required}.nodeSelectorTerms");
-            let terms = list(selector, "nodeSelectorTerms");
-            if terms.is_empty() {
-                causes.push(Cause::required(
-                    terms_path,
-                    "must have at least one node selector term",
-                ));
-            } else {
-                for (i, term) in terms.iter().enumerate() {
-                    node_selector_term(term, false, &format!("{terms_path}[{i}]"), causes);
-                }
-            }
+            node_selector(selector, &format!("{node_path}.{required}"), causes);
         }
         let preferred = "preferredDuringSchedulingIgnoredDuringExecution";
         for (i, term) in list(node, preferred).iter().enumerate() {
@@ -157,6 +146,22 @@ fn weight(term: &Value, path: &str, causes: &mut Vec<Cause>) {
             &Value::from(weight),
             "must be in the range 1-100",
         ));
+    }
+}
+
+/// `ValidateNodeSelector` (invalid label values refused).
+pub(super) fn node_selector(selector: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let terms_path = format!("{path}.nodeSelectorTerms");
+    let terms = list(selector, "nodeSelectorTerms");
+    if terms.is_empty() {
+        causes.push(Cause::required(
+            terms_path,
+            "must have at least one node selector term",
+        ));
+        return;
+    }
+    for (i, term) in terms.iter().enumerate() {
+        node_selector_term(term, false, &format!("{terms_path}[{i}]"), causes);
     }
 }
 
