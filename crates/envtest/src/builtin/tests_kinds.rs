@@ -1090,3 +1090,148 @@ fn claims_and_volumes_are_validated() {
         )]
     );
 }
+
+/// PodDisruptionBudgets, ResourceQuotas, RuntimeClasses and IngressClasses,
+/// which v1.32 validates beyond their metadata.
+#[test]
+fn budgets_quotas_and_classes_are_validated() {
+    let budgets = kind("policy", "poddisruptionbudgets");
+    let budget = |spec: Value| json!({"metadata": {"name": "b", "namespace": "n"}, "spec": spec});
+    let causes = create(
+        budgets,
+        budget(json!({"minAvailable": "150%", "maxUnavailable": -1,
+            "unhealthyPodEvictionPolicy": "Never"})),
+    )
+    .1;
+    let errors = summaries(&causes);
+    // The spec is printed with its pointers' addresses.
+    assert!(
+        errors[0].starts_with("spec: Invalid value: policy.PodDisruptionBudgetSpec{MinAvailable:(*intstr.IntOrString)(0xc000")
+            && errors[0].contains(", Selector:(*v1.LabelSelector)(nil), MaxUnavailable:(*intstr.IntOrString)(0xc000")
+            && errors[0].ends_with(": minAvailable and maxUnavailable cannot be both set"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        errors[1..],
+        [
+            "spec.minAvailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"150%\"}: must not be greater than 100%",
+            "spec.maxUnavailable: Invalid value: -1: must be greater than or equal to 0",
+            "spec.unhealthyPodEvictionPolicy: Unsupported value: \"Never\": supported values: \"AlwaysAllow\", \"IfHealthyBudget\"",
+        ]
+    );
+
+    let quotas = kind("", "resourcequotas");
+    let quota = |spec: Value| json!({"metadata": {"name": "q", "namespace": "n"}, "spec": spec});
+    assert_eq!(
+        summaries(
+            &create(
+                quotas,
+                quota(
+                    json!({"hard": {"pods": "1500m", "gpus": "1", "storage": "1Gi",
+                    "count/deployments.apps": "2", "requests.example.com/gpu": "1"}})
+                )
+            )
+            .1
+        ),
+        [
+            "spec.hard[gpus]: Invalid value: \"gpus\": must be a standard resource type or fully qualified",
+            "spec.hard[pods]: Invalid value: \"1500m\": must be an integer",
+            "spec.hard[storage]: Invalid value: \"storage\": must be a standard resource for quota",
+        ]
+    );
+    assert_eq!(
+        summaries(
+            &create(
+                quotas,
+                quota(json!({"hard": {"pods": "10", "cpu": "1"},
+                    "scopes": ["BestEffort", "NotBestEffort"]}))
+            )
+            .1
+        ),
+        [
+            "spec.scopes: Invalid value: []core.ResourceQuotaScope{\"BestEffort\", \"NotBestEffort\"}: unsupported scope applied to resource",
+            "spec.scopes: Invalid value: []core.ResourceQuotaScope{\"BestEffort\", \"NotBestEffort\"}: conflicting scopes",
+        ]
+    );
+    assert_eq!(
+        summaries(
+            &create(
+                quotas,
+                quota(
+                    json!({"hard": {"pods": "10"}, "scopeSelector": {"matchExpressions": [
+                        {"scopeName": "PriorityClass", "operator": "In"},
+                        {"scopeName": "Terminating", "operator": "In", "values": ["x"]},
+                    ]}})
+                )
+            )
+            .1
+        ),
+        [
+            "spec.scopeSelector.matchExpressions.values: Required value: must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+            "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
+        ]
+    );
+
+    let runtime_classes = kind("node.k8s.io", "runtimeclasses");
+    let (old, causes) = create(
+        runtime_classes,
+        json!({"metadata": {"name": "gvisor"}, "handler": "runsc",
+            "overhead": {"podFixed": {"cpu": "100m", "nvidia.com/gpu": "1"}}}),
+    );
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(
+        summaries(
+            &create(
+                runtime_classes,
+                json!({"metadata": {"name": "r"}, "handler": "Run_SC"})
+            )
+            .1
+        ),
+        [
+            "handler: Invalid value: \"Run_SC\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+        ]
+    );
+    let mut changed = old.clone();
+    changed["handler"] = json!("runc");
+    assert_eq!(
+        summaries(&update(runtime_classes, changed, &old, None).1),
+        ["handler: Invalid value: \"runc\": field is immutable"]
+    );
+
+    let ingress_classes = kind("networking.k8s.io", "ingressclasses");
+    let class = |spec: Value| json!({"metadata": {"name": "c"}, "spec": spec});
+    assert_eq!(
+        summaries(&create(ingress_classes, class(json!({}))).1),
+        ["spec.controller: Required value"]
+    );
+    assert_eq!(
+        summaries(
+            &create(
+                ingress_classes,
+                class(
+                    json!({"controller": "nginx", "parameters": {"kind": "Params", "name": "p",
+                    "scope": "Namespace"}})
+                )
+            )
+            .1
+        ),
+        [
+            "spec.controller: Invalid value: \"nginx\": must be a domain-prefixed path (such as \"acme.io/foo\")",
+            "spec.parameters.namespace: Required value: `parameters.scope` is set to 'Namespace'",
+        ]
+    );
+    let (old, causes) = create(
+        ingress_classes,
+        class(
+            json!({"controller": "example.com/ingress", "parameters": {"kind": "Params", "name": "p"}}),
+        ),
+    );
+    assert!(causes.is_empty(), "{causes:?}");
+    assert_eq!(old["spec"]["parameters"]["scope"], "Cluster");
+    let mut changed = old.clone();
+    changed["spec"]["controller"] = json!("example.com/other");
+    assert_eq!(
+        summaries(&update(ingress_classes, changed, &old, None).1),
+        ["spec.controller: Invalid value: \"example.com/other\": field is immutable"]
+    );
+}

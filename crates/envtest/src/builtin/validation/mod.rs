@@ -13,6 +13,7 @@ pub(crate) mod meta;
 pub(crate) mod names;
 mod pod;
 mod pod_scheduling;
+mod quota_budget;
 mod rbac_admission;
 mod replication_controller;
 pub(crate) mod selector;
@@ -142,6 +143,11 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ("", "PersistentVolumeClaim", Some(old)) => storage::claim_update(obj, old),
         ("", "PersistentVolume", None) => storage::volume(obj),
         ("", "PersistentVolume", Some(old)) => storage::volume_update(obj, old),
+        ("", "ResourceQuota", _) => quota_budget::resource_quota(obj),
+        ("policy", "PodDisruptionBudget", _) => quota_budget::pod_disruption_budget(obj),
+        ("node.k8s.io", "RuntimeClass", None) => cluster_kinds::runtime_class(obj),
+        ("node.k8s.io", "RuntimeClass", Some(old)) => cluster_kinds::runtime_class_update(obj, old),
+        ("networking.k8s.io", "IngressClass", old) => cluster_kinds::ingress_class(obj, old),
         ("", "PodTemplate", _) => pod::template(obj.get("template"), "template"),
         ("", "ReplicationController", _) => replication_controller::validate(obj),
         ("apiregistration.k8s.io", "APIService", _) => apiservices::apiservice(obj),

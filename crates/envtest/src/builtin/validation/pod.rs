@@ -129,7 +129,7 @@ pub(crate) fn pod_spec(spec: &Value, path: &str, pod_name: Option<&str>) -> Vec<
     causes
 }
 
-fn tolerations(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
+pub(super) fn tolerations(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
     for (i, toleration) in list(spec, "tolerations").iter().enumerate() {
         let idx = format!("{path}[{i}]");
         let key = s(toleration, "key");

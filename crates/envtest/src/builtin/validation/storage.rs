@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+use super::cluster_kinds::go_quantity;
 use super::fields::{list, present, s};
 use super::gofmt::{self, invalid_raw};
 use super::meta::{annotations, labels};
@@ -525,8 +526,7 @@ fn pv_source(key: &str, source: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// Go's `%#v` of a `core.ResourceList` (quantities other than an empty or
-/// absent list are printed in a shortened form).
+/// Go's `%#v` of a `core.ResourceList`.
 fn go_resource_list(capacity: Option<&Value>) -> String {
     match capacity.and_then(Value::as_object) {
         None => "core.ResourceList(nil)".into(),
@@ -537,12 +537,16 @@ fn go_resource_list(capacity: Option<&Value>) -> String {
             let items: Vec<String> = keys
                 .into_iter()
                 .map(|k| {
-                    let q =
+                    let text = match &map[k] {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    let canonical =
                         quantity::from_json(&map[k]).map_or_else(String::new, |q| q.canonical());
                     format!(
-                        "{}:resource.Quantity{{s:{}}}",
+                        "{}:{}",
                         crate::gofmt::quote(k),
-                        crate::gofmt::quote(&q)
+                        go_quantity(&text, &canonical)
                     )
                 })
                 .collect();
