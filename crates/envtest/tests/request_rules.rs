@@ -19,6 +19,8 @@ mod support;
 mod common;
 #[path = "request_rules/custom_resources.rs"]
 mod custom_resources;
+#[path = "request_rules/json_patch.rs"]
+mod json_patch;
 #[path = "request_rules/query_parameters.rs"]
 mod query_parameters;
 #[path = "request_rules/ratcheting.rs"]

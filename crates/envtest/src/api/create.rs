@@ -187,6 +187,10 @@ fn check(
         super::restore_allocation(app, res, &obj, ctx.opts.dry_run);
         return Err(invalid(res, meta::name(&obj), causes));
     }
+    let mut warnings = warnings;
+    if let Some(kind) = res.builtin() {
+        warnings.extend(builtin::warnings::on_create(kind, &obj));
+    }
     if res.is_certificate_signing_requests() {
         builtin::certificates::admit(&app.store, &ctx.user, &obj, None, None)?;
     }

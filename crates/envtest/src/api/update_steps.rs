@@ -144,7 +144,7 @@ fn before_update(res: &Resource, new: &mut Value, old: &Value, sub: Option<&str>
     copy_meta(new, old, "generation", false);
     match res.builtin() {
         Some(kind) => {
-            let sub = sub.filter(|s| matches!(*s, "status" | "approval"));
+            let sub = sub.filter(|s| matches!(*s, "status" | "approval" | "ephemeralcontainers"));
             builtin::prepare_for_update(kind, new, old, sub);
         }
         None => prepare_custom(res, new, old, sub),
@@ -242,6 +242,12 @@ pub(super) fn check(app: &App, c: &Change<'_>, s: &mut Staged) -> Result<(), Fai
     if !causes.is_empty() {
         super::restore_allocation(app, res, &s.new, c.ctx.opts.dry_run);
         return Err(invalid(res, c.name, causes).into());
+    }
+    if c.sub.is_none()
+        && let Some(kind) = res.builtin()
+    {
+        s.warnings
+            .extend(builtin::warnings::on_update(kind, &s.new, &s.old_view));
     }
     if res.is_certificate_signing_requests() {
         builtin::certificates::admit(&app.store, &c.ctx.user, &s.new, Some(&s.old_view), c.sub)?;

@@ -17,6 +17,7 @@ mod prepare;
 mod shape;
 mod tables;
 pub(crate) mod validation;
+pub(crate) mod warnings;
 
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,7 @@ mod apply;
 mod fieldpath;
 mod gosort;
 mod json;
+pub(crate) mod json_ops;
 mod last_applied;
 mod managed;
 mod merge;
