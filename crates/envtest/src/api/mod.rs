@@ -32,7 +32,7 @@ mod decode;
 mod errors;
 mod write;
 
-pub use app::{App, ClusterControllers};
+pub use app::App;
 
 /// The manager name and event source of the writes kube-apiserver makes
 /// itself (budget status on eviction, quota usage).

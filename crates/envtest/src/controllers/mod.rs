@@ -20,6 +20,7 @@ mod node_lifecycle;
 mod policy_status;
 mod root_ca;
 mod sa_tokens;
+pub mod selection;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +34,7 @@ use crate::api::{App, WriteCtx};
 use crate::error::ApiResult;
 use crate::registry::Resource;
 use crate::store::{Event, WatchFilter, WatcherTx};
+use selection::Controller;
 
 /// Manager names of the server's own writes, as on a real cluster.
 pub use crate::api::APISERVER;
@@ -86,14 +88,23 @@ impl Controllers {
             }
             None => {}
         }
-        root_ca::on_event(&self.app, ev, |ns| self.namespaces.is_terminating(ns));
-        self.gc.on_event(&self.app, ev);
-        node_lifecycle::on_event(&self.app, ev);
-        sa_tokens::on_event(&self.app, ev);
+        let on = |c: Controller| self.app.controllers.is_on(c);
+        if on(Controller::RootCaCertificatePublisher) {
+            root_ca::on_event(&self.app, ev, |ns| self.namespaces.is_terminating(ns));
+        }
+        if on(Controller::GarbageCollector) {
+            self.gc.on_event(&self.app, ev);
+        }
+        if on(Controller::NodeLifecycle) {
+            node_lifecycle::on_event(&self.app, ev);
+        }
+        if on(Controller::ServiceAccountToken) {
+            sa_tokens::on_event(&self.app, ev);
+        }
         if crate::api::admit::is_configuration_key(&ev.resource) {
             self.webhooks_changed = true;
         }
-        if &*ev.resource == aggregation::KEY {
+        if &*ev.resource == aggregation::KEY && on(Controller::ClusterRoleAggregation) {
             self.cluster_roles_changed = true;
         }
         if &*ev.resource == crds::CRD_KEY {
@@ -105,10 +116,10 @@ impl Controllers {
         if flowcontrol::concerns(ev) {
             self.flowcontrol_changed = true;
         }
-        if policy_status::concerns(ev) {
+        if policy_status::concerns(ev) && on(Controller::ValidatingAdmissionPolicyStatus) {
             self.policies_changed = true;
         }
-        if self.app.cluster_controllers.disruption
+        if on(Controller::Disruption)
             && let Some(ns) = disruption::namespace_to_sync(ev)
         {
             self.dirty_budgets.insert(ns.to_string());
@@ -130,7 +141,9 @@ impl Controllers {
         if std::mem::take(&mut self.cluster_roles_changed) {
             aggregation::aggregate_all(&self.app);
         }
-        if std::mem::take(&mut self.crds_changed) {
+        if std::mem::take(&mut self.crds_changed)
+            && self.app.controllers.is_on(Controller::GarbageCollector)
+        {
             self.gc.recheck_unresolved(&self.app);
         }
         if std::mem::take(&mut self.apiservices_changed) {

@@ -30,6 +30,15 @@ impl Replicated {
         }
     }
 
+    /// The kube-controller-manager controller that runs it.
+    pub fn controller(self) -> crate::controllers::selection::Controller {
+        use crate::controllers::selection::Controller;
+        match self {
+            Replicated::ReplicaSet => Controller::ReplicaSet,
+            Replicated::ReplicationController => Controller::ReplicationController,
+        }
+    }
+
     pub fn store_key(self) -> &'static str {
         match self {
             Replicated::ReplicaSet => REPLICASETS,
