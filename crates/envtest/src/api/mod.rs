@@ -17,6 +17,7 @@ pub mod scale;
 mod scale_view;
 pub(crate) mod service_account;
 pub(crate) mod storage_limit;
+pub(crate) mod storage_protection;
 mod store_view;
 pub mod update;
 pub(crate) mod update_steps;

@@ -4,10 +4,10 @@
 //! otherwise), must have room for it ("exceeded quota"), and are charged
 //! with it in `status.used`, written as `kube-apiserver` (not for dry runs).
 //!
-//! As on a cluster, only `status.hard` counts (the resourcequota controller
-//! copies `spec.hard` there; envtest runs no such controller, see
-//! docs/envtest-conformance.md) and nothing lowers `status.used` when
-//! objects go.
+//! As on a cluster, only `status.hard` counts (the resourcequota controller,
+//! `controllers/resource_quota.rs`, copies `spec.hard` there) and only that
+//! controller lowers `status.used` when objects go. It evaluates usage with
+//! the functions here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ const QUOTAS: &str = "resourcequotas";
 const RETRIES: usize = 10;
 
 /// Resource names to quantities, sorted as Go prints them.
-type Usage = BTreeMap<String, Quantity>;
+pub(crate) type Usage = BTreeMap<String, Quantity>;
 
 /// Core resources whose object count also has a name without `count/`.
 const LEGACY_COUNTS: [&str; 7] = [
@@ -165,7 +165,7 @@ fn charge(
     Ok(())
 }
 
-fn quantities(value: Option<&Value>) -> Usage {
+pub(crate) fn quantities(value: Option<&Value>) -> Usage {
     value
         .and_then(Value::as_object)
         .map(|map| {
@@ -195,7 +195,7 @@ fn count_names(res: &Resource) -> Vec<String> {
 }
 
 /// Whether the resource's evaluator covers the quota resource `name`.
-fn evaluates(res: &Resource, name: &str) -> bool {
+pub(crate) fn evaluates(res: &Resource, name: &str) -> bool {
     if count_names(res).iter().any(|n| n == name) {
         return true;
     }
@@ -216,7 +216,7 @@ fn evaluates(res: &Resource, name: &str) -> bool {
 }
 
 /// What the new object uses.
-fn usage_of(res: &Resource, obj: &Value) -> Usage {
+pub(crate) fn usage_of(res: &Resource, obj: &Value) -> Usage {
     let mut usage = Usage::new();
     let counted = !is_pods(res) || !pod_is_terminal(obj);
     if counted {
@@ -369,7 +369,7 @@ fn missing_requests(res: &Resource, obj: &Value, restricted: &[&String]) -> Opti
 
 /// Whether the quota's scopes select the object: only Pods have scopes; a
 /// quota with any scope leaves every other kind alone.
-fn scopes_match(quota: &Value, res: &Resource, obj: &Value) -> bool {
+pub(crate) fn scopes_match(quota: &Value, res: &Resource, obj: &Value) -> bool {
     let mut scopes: Vec<(String, String, Vec<String>)> = quota
         .pointer("/spec/scopes")
         .and_then(Value::as_array)

@@ -42,6 +42,9 @@ pub fn record(
         "reason": reason,
         "message": message,
         "source": {"component": component},
+        // client-go's recorder reports as its source's component and host.
+        "reportingComponent": component,
+        "reportingInstance": "",
         "firstTimestamp": time,
         "lastTimestamp": time,
         "count": 1,

@@ -1,10 +1,12 @@
-//! The controllers a test cluster needs and kube-apiserver alone lacks: the
-//! CRD registry (conditions and serving), the garbage collector, the
-//! namespace lifecycle, the serviceaccount and token controllers, the root-CA
-//! publisher, the disruption controller, the clusterrole-aggregation
-//! controller, the aggregator's APIService controllers, the API Priority
-//! and Fairness configuration controllers and the ValidatingAdmissionPolicy
-//! status controller. They share one task
+//! The controllers that keep a cluster's objects in order: kube-apiserver's
+//! own (CRD names, conditions and serving, the aggregator's APIService
+//! controllers, the API Priority and Fairness configuration, admission
+//! webhook configurations) and, as [`selection`] chooses them,
+//! kube-controller-manager's garbage collector, namespace, serviceaccount,
+//! token, root-CA publisher, disruption, clusterrole-aggregation,
+//! resourcequota, PersistentVolume(Claim) protection, node lifecycle
+//! (taints) and ValidatingAdmissionPolicy status controllers; its workload
+//! controllers run in `workloads`. They share one task
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
@@ -18,9 +20,11 @@ mod gc;
 mod namespaces;
 mod node_lifecycle;
 mod policy_status;
+mod resource_quota;
 mod root_ca;
 mod sa_tokens;
 pub mod selection;
+mod storage_protection;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +71,10 @@ struct Controllers {
     policies_changed: bool,
     /// Namespaces whose PodDisruptionBudgets may need a new status.
     dirty_budgets: std::collections::BTreeSet<String>,
+    /// ResourceQuotas to recalculate.
+    quotas: resource_quota::Work,
+    /// Claims and volumes whose protection finalizer may change.
+    storage_protection: storage_protection::Work,
 }
 
 impl Controllers {
@@ -119,6 +127,10 @@ impl Controllers {
         if policy_status::concerns(ev) && on(Controller::ValidatingAdmissionPolicyStatus) {
             self.policies_changed = true;
         }
+        if on(Controller::ResourceQuota) {
+            self.quotas.on_event(ev);
+        }
+        self.storage_protection.on_event(&self.app, ev);
         if on(Controller::Disruption)
             && let Some(ns) = disruption::namespace_to_sync(ev)
         {
@@ -158,6 +170,8 @@ impl Controllers {
         for ns in std::mem::take(&mut self.dirty_budgets) {
             disruption::sync_namespace(&self.app, &ns);
         }
+        self.quotas.flush(&self.app);
+        self.storage_protection.flush(&self.app);
     }
 }
 
@@ -187,6 +201,8 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         flowcontrol_changed: false,
         policies_changed: false,
         dirty_budgets: Default::default(),
+        quotas: Default::default(),
+        storage_protection: Default::default(),
     };
     crds::rebuild_registry(&app);
     let existing: Vec<Event> = app
@@ -214,8 +230,15 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         if sub.is_err() {
             return;
         }
+        let start = tokio::time::Instant::now() + resource_quota::RESYNC;
+        let mut quota_resync = tokio::time::interval_at(start, resource_quota::RESYNC);
         loop {
             tokio::select! {
+                _ = quota_resync.tick() => {
+                    if ctl.app.controllers.is_on(Controller::ResourceQuota) {
+                        ctl.quotas.resync_all(&ctl.app);
+                    }
+                }
                 ev = rx.recv() => {
                     let Some(ev) = ev else { return };
                     ctl.handle(&ev);

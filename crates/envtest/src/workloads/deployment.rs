@@ -41,6 +41,11 @@ pub fn template_hash(template: &Value, collisions: i64) -> String {
     if collisions > 0 {
         feed(collisions.to_string().as_bytes());
     }
+    safe_encode(hash)
+}
+
+/// apimachinery's `rand.SafeEncodeString` of a hash's decimal form.
+pub fn safe_encode(hash: u32) -> String {
     hash.to_string()
         .bytes()
         .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)
@@ -297,7 +302,7 @@ fn scaled_event(app: &App, d: &Value, rs: &Value, from: i64, to: i64) {
     let direction = if to > from { "up" } else { "down" };
     client::event(
         app,
-        CONTROLLER_MANAGER,
+        client::DEPLOYMENT_CONTROLLER,
         d,
         "Normal",
         "ScalingReplicaSet",
@@ -527,50 +532,59 @@ async fn write_status(
     };
 
     let (ns, name) = (meta::namespace(d), meta::name(d));
-    if let Some(rev) = revision_of_new.filter(|r| *r > 0) {
-        let rev = rev.to_string();
-        client::modify(
-            app,
-            DEPLOYMENTS,
-            ns,
-            name,
-            None,
-            CONTROLLER_MANAGER,
-            |obj| {
-                if meta::get_path(obj, &["metadata", "annotations", REVISION])
+    // The revision annotation goes with the status, through `/status` (as
+    // kube-controller-manager writes it: no new generation).
+    let rev = revision_of_new.filter(|r| *r > 0).map(|r| r.to_string());
+    client::modify(
+        app,
+        DEPLOYMENTS,
+        ns,
+        name,
+        Some("status"),
+        CONTROLLER_MANAGER,
+        |obj| {
+            let mut changed = false;
+            if let Some(rev) = &rev
+                && meta::get_path(obj, &["metadata", "annotations", REVISION])
                     .and_then(Value::as_str)
-                    == Some(rev.as_str())
-                {
-                    return false;
-                }
+                    != Some(rev.as_str())
+            {
                 meta::set_path(obj, &["metadata", "annotations", REVISION], json!(rev));
-                true
-            },
-        )
-        .await?;
-    }
-    client::write_status(app, DEPLOYMENTS, ns, name, |obj, status| {
-        status.insert("observedGeneration".into(), json!(generation));
-        pods::set_count(status, "replicas", observed);
-        pods::set_count(status, "updatedReplicas", updated);
-        pods::set_count(status, "readyReplicas", ready);
-        pods::set_count(status, "availableReplicas", available);
-        pods::set_count(
-            status,
-            "unavailableReplicas",
-            (total_spec - available).max(0),
-        );
-        let mut conditions = client::conditions(obj);
-        client::set_condition(
-            &mut conditions,
-            available_cond.clone(),
-            ConditionStyle::Deployment,
-        );
-        if let Some(p) = &progress_cond {
-            client::set_condition(&mut conditions, p.clone(), ConditionStyle::Deployment);
-        }
-        status.insert("conditions".into(), json!(conditions));
-    })
+                changed = true;
+            }
+            let mut status = obj
+                .get("status")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let before = status.clone();
+            status.insert("observedGeneration".into(), json!(generation));
+            pods::set_count(&mut status, "replicas", observed);
+            pods::set_count(&mut status, "updatedReplicas", updated);
+            pods::set_count(&mut status, "readyReplicas", ready);
+            pods::set_count(&mut status, "availableReplicas", available);
+            pods::set_count(
+                &mut status,
+                "unavailableReplicas",
+                (total_spec - available).max(0),
+            );
+            let mut conditions = client::conditions(obj);
+            client::set_condition(
+                &mut conditions,
+                available_cond.clone(),
+                ConditionStyle::Deployment,
+            );
+            if let Some(p) = &progress_cond {
+                client::set_condition(&mut conditions, p.clone(), ConditionStyle::Deployment);
+            }
+            status.insert("conditions".into(), json!(conditions));
+            if status != before {
+                obj["status"] = Value::Object(status);
+                changed = true;
+            }
+            changed
+        },
+    )
     .await?;
     // Look again when the progress deadline would pass.
     Ok((!complete && !paused && !timed_out)

@@ -366,7 +366,7 @@ impl Engine {
                     self.due
                         .insert(Key::StatefulSet(ns.clone(), set.to_string()));
                 }
-                if on(Controller::PersistentVolumeBinder) || self.sim.provisioner {
+                if on(Controller::PersistentVolumeBinder) {
                     for claim in volumes::claims_of(obj) {
                         self.due.insert(Key::Claim(ns.clone(), claim));
                     }
@@ -385,7 +385,7 @@ impl Engine {
                 self.due.insert(Key::Service(ns, name));
             }
             PERSISTENTVOLUMECLAIMS => {
-                if on(Controller::PersistentVolumeBinder) || self.sim.provisioner {
+                if on(Controller::PersistentVolumeBinder) {
                     let volume = client::str_at(obj, &["spec", "volumeName"]);
                     if deleted == Some(true) && !volume.is_empty() {
                         self.due.insert(Key::Volume(volume.to_string()));
@@ -403,7 +403,7 @@ impl Engine {
                     }
                 }
             }
-            PERSISTENTVOLUMES if on(Controller::PersistentVolumeBinder) || self.sim.provisioner => {
+            PERSISTENTVOLUMES if on(Controller::PersistentVolumeBinder) => {
                 if deleted != Some(true) {
                     self.due.insert(Key::Volume(name));
                 }
@@ -516,18 +516,26 @@ impl Engine {
                     };
                     retry(slices.and(endpoints).map(|()| None), "endpoint controllers")
                 }
-                Key::Claim(ns, name) => retry(
-                    volumes::reconcile_claim(&self.app, ns, name, &mut self.announced)
-                        .await
-                        .map(|()| None),
+                Key::Claim(ns, name) if self.on(Controller::PersistentVolumeBinder) => retry(
+                    volumes::reconcile_claim(
+                        &self.app,
+                        ns,
+                        name,
+                        &mut self.announced,
+                        self.sim.provisioner,
+                    )
+                    .await
+                    .map(|()| None),
                     "persistentvolume controller",
                 ),
-                Key::Volume(name) => retry(
+                Key::Claim(..) => None,
+                Key::Volume(name) if self.on(Controller::PersistentVolumeBinder) => retry(
                     volumes::reconcile_volume(&self.app, name)
                         .await
                         .map(|()| None),
                     "persistentvolume controller",
                 ),
+                Key::Volume(_) => None,
                 Key::Node(name) => self.node(name).await,
                 Key::Orphans if self.on(Controller::PodGarbageCollector) => retry(
                     node_lifecycle::collect_orphans(

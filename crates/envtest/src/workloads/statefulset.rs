@@ -194,7 +194,7 @@ fn delete_pod(app: &App, set: &Value, pod: &Value) -> ApiResult<()> {
     )?;
     client::event(
         app,
-        CONTROLLER_MANAGER,
+        client::STATEFULSET_CONTROLLER,
         set,
         "Normal",
         "SuccessfulDelete",
@@ -217,6 +217,13 @@ async fn create_pod(app: &App, set: &Value, revision: &Value, ordinal: i64) -> A
     labels.insert(POD_NAME_LABEL.into(), json!(pod_name));
     labels.insert(POD_INDEX_LABEL.into(), json!(ordinal.to_string()));
     let mut pod = pods::from_template(set, &template, &labels, &Map::new());
+    // kube-controller-manager makes every controller's Pod with the
+    // `<controller>-` generateName, then names a StatefulSet's.
+    meta::set_path(
+        &mut pod,
+        &["metadata", "generateName"],
+        json!(format!("{set_name}-")),
+    );
     meta::set_path(&mut pod, &["metadata", "name"], json!(pod_name));
     meta::set_path(&mut pod, &["spec", "hostname"], json!(pod_name));
     let service = client::str_at(set, &["spec", "serviceName"]);
@@ -296,7 +303,7 @@ async fn ensure_claim(
         Ok(_) => {
             client::event(
                 app,
-                CONTROLLER_MANAGER,
+                client::STATEFULSET_CONTROLLER,
                 set,
                 "Normal",
                 "SuccessfulCreate",
@@ -308,7 +315,7 @@ async fn ensure_claim(
         Err(e) => {
             client::event(
                 app,
-                CONTROLLER_MANAGER,
+                client::STATEFULSET_CONTROLLER,
                 set,
                 "Warning",
                 "FailedCreate",
