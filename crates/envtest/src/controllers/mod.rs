@@ -71,6 +71,8 @@ struct Controllers {
     policies_changed: bool,
     /// Namespaces whose PodDisruptionBudgets may need a new status.
     dirty_budgets: std::collections::BTreeSet<String>,
+    /// Budgets told they select no Pod.
+    told_no_pods: std::collections::HashSet<String>,
     /// ResourceQuotas to recalculate.
     quotas: resource_quota::Work,
     /// Claims and volumes whose protection finalizer may change.
@@ -168,7 +170,7 @@ impl Controllers {
             policy_status::sync(&self.app);
         }
         for ns in std::mem::take(&mut self.dirty_budgets) {
-            disruption::sync_namespace(&self.app, &ns);
+            disruption::sync_namespace(&self.app, &ns, &mut self.told_no_pods);
         }
         self.quotas.flush(&self.app);
         self.storage_protection.flush(&self.app);
@@ -201,6 +203,7 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         flowcontrol_changed: false,
         policies_changed: false,
         dirty_budgets: Default::default(),
+        told_no_pods: Default::default(),
         quotas: Default::default(),
         storage_protection: Default::default(),
     };

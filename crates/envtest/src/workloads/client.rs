@@ -276,6 +276,14 @@ pub fn controller_uid<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
         .and_then(|r| r.get("uid").and_then(Value::as_str))
 }
 
+/// The uid of the object's controller, whatever its kind.
+pub fn controller_uid_any(obj: &Value) -> Option<&str> {
+    meta::owner_references(obj)
+        .into_iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|r| r.get("uid").and_then(Value::as_str))
+}
+
 /// The name of the object's controller of `kind`.
 pub fn controller_name<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
     meta::owner_references(obj)

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ConditionStyle, DEPLOYMENTS, REPLICASETS};
-use super::pods;
+use super::{ownership, pods};
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -155,6 +155,14 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         return Ok(None);
     }
     let paused = meta::get_path(&d, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
+    // Orphan ReplicaSets it selects are adopted, its own it no longer selects released.
+    let claim = ownership::Claim {
+        key: REPLICASETS,
+        selector: ownership::selector_of(&d),
+        finalizers: &[],
+    };
+    let candidates = client::list(app, REPLICASETS, Some(ns));
+    ownership::claim(app, &d, &claim, candidates, |_| true).await?;
     let mut sets = replica_sets(app, &d);
     let max_old_revision = sets.old.iter().map(|rs| revision(rs)).max().unwrap_or(0);
     let mut created = false;

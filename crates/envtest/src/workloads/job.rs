@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ConditionStyle, JOBS, PODS};
-use super::pods;
+use super::{ownership, pods};
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -141,7 +141,14 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         return Ok(None);
     };
     release_orphans(app, ns, name, Some(meta::uid(&job))).await?;
-    let owned = pods::owned(app, ns, meta::uid(&job));
+    // Orphans it selects are adopted with the tracking finalizer.
+    let claim = ownership::Claim {
+        key: PODS,
+        selector: ownership::selector_of(&job),
+        finalizers: &[TRACKING_FINALIZER],
+    };
+    let candidates = client::list(app, PODS, Some(ns));
+    let owned = ownership::claim(app, &job, &claim, candidates, |_| true).await?;
     if meta::is_deleting(&job) {
         for pod in owned.iter().filter(|p| tracked(p)) {
             release(app, pod).await?;

@@ -24,11 +24,13 @@ pub mod job;
 pub mod kubelet;
 pub mod node_lifecycle;
 pub mod nodes;
+pub mod ownership;
 pub mod pods;
 pub mod replicaset;
 pub mod revisions;
 pub mod scheduler;
 pub mod statefulset;
+pub mod ttl_after_finished;
 pub mod volumes;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -82,6 +84,8 @@ enum Key {
     Replicas(Replicated, String, String),
     Deployment(String, String),
     Job(String, String),
+    /// A finished Job's time to live.
+    FinishedJob(String, String),
     StatefulSet(String, String),
     DaemonSet(String, String),
     CronJob(String, String),
@@ -342,6 +346,10 @@ impl Engine {
                 if self.sim.scheduler {
                     self.due.insert(Key::Schedule);
                 }
+                if deleted != Some(true) && ownership::is_orphan(obj) {
+                    let adopters = self.adopters(key, obj);
+                    self.due.extend(adopters);
+                }
                 for which in [Replicated::ReplicaSet, Replicated::ReplicationController] {
                     if on(which.controller())
                         && let Some(owner) = client::controller_name(obj, which.kind())
@@ -420,6 +428,10 @@ impl Engine {
                 }
             }
             REPLICASETS => {
+                if deleted != Some(true) && ownership::is_orphan(obj) {
+                    let adopters = self.adopters(key, obj);
+                    self.due.extend(adopters);
+                }
                 if on(Controller::Deployment)
                     && let Some(d) = client::controller_name(obj, "Deployment")
                 {
@@ -444,6 +456,9 @@ impl Engine {
                     && let Some(cj) = client::controller_name(obj, "CronJob")
                 {
                     self.due.insert(Key::CronJob(ns.clone(), cj.to_string()));
+                }
+                if deleted != Some(true) && on(Controller::TtlAfterFinished) {
+                    self.due.insert(Key::FinishedJob(ns.clone(), name.clone()));
                 }
                 if deleted != Some(true) && on(Controller::Job) {
                     self.due.insert(Key::Job(ns, name));
@@ -488,6 +503,10 @@ impl Engine {
                 Key::Job(ns, name) => {
                     retry(job::reconcile(&self.app, ns, name).await, "job controller")
                 }
+                Key::FinishedJob(ns, name) => retry(
+                    ttl_after_finished::reconcile(&self.app, ns, name),
+                    "ttl-after-finished controller",
+                ),
                 Key::StatefulSet(ns, name) => retry(
                     statefulset::reconcile(&self.app, ns, name).await,
                     "statefulset controller",
@@ -667,6 +686,52 @@ impl Engine {
 }
 
 impl Engine {
+    /// The controllers of an orphan's namespace whose selector matches it:
+    /// they may adopt it.
+    fn adopters(&self, key: &str, obj: &Value) -> Vec<Key> {
+        let ns = meta::namespace(obj);
+        let mut out = Vec::new();
+        let mut look = |owners: &str, controller: Controller, make: &dyn Fn(String) -> Key| {
+            if !self.on(controller) {
+                return;
+            }
+            for owner in client::list(&self.app, owners, Some(ns)) {
+                let selector = match owners {
+                    REPLICATIONCONTROLLERS => Replicated::ReplicationController.selector(&owner),
+                    _ => ownership::selector_of(&owner),
+                };
+                if selector.is_some_and(|s| !s.is_empty() && s.matches_object(obj)) {
+                    out.push(make(meta::name(&owner).to_string()));
+                }
+            }
+        };
+        let ns_owned = ns.to_string();
+        match key {
+            PODS => {
+                look(REPLICASETS, Controller::ReplicaSet, &|n| {
+                    Key::Replicas(Replicated::ReplicaSet, ns_owned.clone(), n)
+                });
+                look(
+                    REPLICATIONCONTROLLERS,
+                    Controller::ReplicationController,
+                    &|n| Key::Replicas(Replicated::ReplicationController, ns_owned.clone(), n),
+                );
+                look(STATEFULSETS, Controller::StatefulSet, &|n| {
+                    Key::StatefulSet(ns_owned.clone(), n)
+                });
+                look(DAEMONSETS, Controller::DaemonSet, &|n| {
+                    Key::DaemonSet(ns_owned.clone(), n)
+                });
+                look(JOBS, Controller::Job, &|n| Key::Job(ns_owned.clone(), n));
+            }
+            REPLICASETS => look(DEPLOYMENTS, Controller::Deployment, &|n| {
+                Key::Deployment(ns_owned.clone(), n)
+            }),
+            _ => {}
+        }
+        out
+    }
+
     /// Whether a Pod not started yet mounts a claim that is not bound (the
     /// kubelet waits to mount its volumes; the claim's change wakes it).
     fn waits_for_volumes(&self, pod: &Value) -> bool {

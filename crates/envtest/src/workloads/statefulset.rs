@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::client::{self, CONTROLLER_MANAGER, PERSISTENTVOLUMECLAIMS, STATEFULSETS};
-use super::pods;
+use super::client::{self, CONTROLLER_MANAGER, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS};
 use super::revisions;
+use super::{ownership, pods};
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -87,8 +87,20 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         .cloned()
         .unwrap_or_else(|| update.clone());
 
+    // Pods named as its members that it selects are adopted; its own that
+    // it no longer selects are released.
+    let claim = ownership::Claim {
+        key: PODS,
+        selector: ownership::selector_of(&set),
+        finalizers: &[],
+    };
+    let candidates = client::list(app, PODS, Some(ns));
+    let owned = ownership::claim(app, &set, &claim, candidates, |p| {
+        ordinal(&set, p).is_some()
+    })
+    .await?;
     let mut by_ordinal: BTreeMap<i64, Arc<Value>> = BTreeMap::new();
-    for pod in pods::owned(app, ns, meta::uid(&set)) {
+    for pod in owned {
         if let Some(o) = ordinal(&set, &pod) {
             by_ordinal.insert(o, pod);
         }
