@@ -61,7 +61,7 @@ impl Normalizer {
             .iter()
             .filter_map(|o| o["metadata"]["generateName"].as_str())
             .filter(|g| !g.is_empty())
-            .map(|g| regex::escape(g))
+            .map(regex::escape)
             .collect();
         let mut renames = names;
         renames.extend(uids);
