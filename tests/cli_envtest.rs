@@ -110,7 +110,16 @@ fn controllers_are_chosen_as_kube_controller_manager_chooses_them() {
     for list in ["*,-deploymnet-controller", "garbagecollector,foo"] {
         let line = opctl_fails(
             &dir,
-            &["envtest", "run", "--controllers", list, "--", "sh", "-c", &touch],
+            &[
+                "envtest",
+                "run",
+                "--controllers",
+                list,
+                "--",
+                "sh",
+                "-c",
+                &touch,
+            ],
         );
         assert!(
             line.starts_with("error: invalid --controllers: \"")
@@ -150,7 +159,16 @@ fn controllers_are_chosen_as_kube_controller_manager_chooses_them() {
         && kubectl get serviceaccount/default configmap/kube-root-ca.crt -n full -o name";
     let run = opctl(
         &dir,
-        &["envtest", "run", "--simulate", "none", "--", "sh", "-c", script],
+        &[
+            "envtest",
+            "run",
+            "--simulate",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
     );
     assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(

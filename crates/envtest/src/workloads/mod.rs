@@ -676,7 +676,15 @@ impl Engine {
                 .await;
                 report(written, "kubelet");
                 for (kind, reason, message) in events {
-                    client::event(&self.app, client::KUBELET, &pod, kind, reason, &message);
+                    crate::controllers::events::record_from_host(
+                        &self.app,
+                        client::KUBELET,
+                        node_name,
+                        client::reference(&pod),
+                        kind,
+                        reason,
+                        &message,
+                    );
                 }
                 self.kubelet_clock.insert(uid, Instant::now());
                 None
