@@ -28,7 +28,8 @@ const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
 /// Go's `rand.SafeEncodeString` alphabet (no vowels, no confusable digits).
 const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
-/// The pod-template-hash of a template (FNV-32a, safely encoded).
+/// A hash of the same form as the pod-template-hash, for templates
+/// [`super::template_hash`] cannot print as Go (FNV-32a of the JSON).
 pub fn template_hash(template: &Value, collisions: i64) -> String {
     let mut hash: u32 = 0x811c_9dc5;
     let mut feed = |bytes: &[u8]| {
@@ -211,11 +212,15 @@ async fn create_new(
     sets: &Sets,
     max_old_revision: i64,
 ) -> ApiResult<Arc<Value>> {
-    let collisions = client::int_at(d, &["status", "collisionCount"]).unwrap_or(0);
+    let collision_count = client::int_at(d, &["status", "collisionCount"]);
+    let collisions = collision_count.unwrap_or(0);
     let template = meta::get_path(d, &["spec", "template"])
         .cloned()
         .unwrap_or_default();
-    let hash = template_hash(&template, collisions);
+    // kube-controller-manager's hash where the template prints as Go's
+    // struct would; otherwise one of the same form.
+    let hash = super::template_hash::pod_template_hash(&template, collision_count)
+        .unwrap_or_else(|| template_hash(&template, collisions));
     let name = format!("{}-{hash}", meta::name(d));
     let mut rs_template = template.clone();
     meta::set_path(

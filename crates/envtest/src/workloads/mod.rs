@@ -30,6 +30,7 @@ pub mod replicaset;
 pub mod revisions;
 pub mod scheduler;
 pub mod statefulset;
+pub mod template_hash;
 pub mod ttl_after_finished;
 pub mod volumes;
 

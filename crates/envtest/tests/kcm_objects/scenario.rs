@@ -304,9 +304,7 @@ async fn run(base_url: &str) -> Scenario {
     }
 }
 
-/// A normaliser for one side: every object of `values` (lists flattened),
-/// and the ReplicaSet's pod-template-hash shown as `<pod-template-hash>`
-/// (`pod_template_hash_is_kube_controller_managers` compares the value).
+/// A normaliser for one side: every object of `values` (lists flattened).
 fn normalizer(values: &[Value]) -> Normalizer {
     let mut all: Vec<&Value> = Vec::new();
     for v in values {
@@ -315,11 +313,5 @@ fn normalizer(values: &[Value]) -> Normalizer {
             None => all.push(v),
         }
     }
-    let hash = all
-        .iter()
-        .find(|o| o["kind"] == "ReplicaSet")
-        .and_then(|rs| rs["metadata"]["labels"]["pod-template-hash"].as_str())
-        .unwrap_or("")
-        .to_string();
-    Normalizer::new(&all).rename(&hash, "<pod-template-hash>")
+    Normalizer::new(&all)
 }
