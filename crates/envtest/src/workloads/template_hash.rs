@@ -200,16 +200,13 @@ fn value(out: &mut String, t: &str, v: Option<&Value>) -> Option<()> {
             };
             let _ = write!(out, "{n}");
         }
-        "bool" => out.push_str(match v {
-            None => "false",
-            Some(v) => {
-                if v.as_bool()? {
-                    "true"
-                } else {
-                    "false"
-                }
-            }
-        }),
+        "bool" => {
+            let b = match v {
+                None => false,
+                Some(v) => v.as_bool()?,
+            };
+            out.push_str(if b { "true" } else { "false" });
+        }
         // The zero time of a template's metadata; any other is not printed here.
         "metav1.Time" => {
             if v.is_some() {
