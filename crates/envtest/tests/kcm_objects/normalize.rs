@@ -77,14 +77,6 @@ impl Normalizer {
         Normalizer { renames, generated }
     }
 
-    /// Also replaces `from` (e.g. a hash envtest computes differently).
-    pub fn rename(mut self, from: &str, to: &str) -> Normalizer {
-        if !from.is_empty() {
-            self.renames.push((from.to_string(), to.to_string()));
-        }
-        self
-    }
-
     pub fn apply(&self, value: &Value) -> Value {
         self.walk(value, None)
     }
