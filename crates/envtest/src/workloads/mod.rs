@@ -1,9 +1,11 @@
 //! Workloads that move as on a cluster, without containers: simulated
-//! Nodes and their kubelets, the default scheduler, and kube-controller-
-//! manager's workload controllers (ReplicaSet and ReplicationController,
-//! Deployment, Job, StatefulSet, DaemonSet, CronJob), endpoint controllers (Endpoints, EndpointSlice), the
-//! PersistentVolume binder with a simulated provisioner and the
-//! HorizontalPodAutoscaler controller (without metrics).
+//! Nodes and their kubelets, the default scheduler and a volume provisioner
+//! (`Simulation`), and kube-controller-manager's workload controllers
+//! (ReplicaSet and ReplicationController, Deployment, Job and its time to
+//! live, StatefulSet, DaemonSet, CronJob), endpoint controllers (Endpoints,
+//! EndpointSlice), the PersistentVolume binder, the node lifecycle, taint
+//! eviction and Pod garbage collectors and the HorizontalPodAutoscaler
+//! controller (without metrics), each as `Config::controllers` says.
 //!
 //! One task follows every change in the store and reconciles what the
 //! change concerns, level-triggered: each part looks at the objects as
