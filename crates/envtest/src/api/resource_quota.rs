@@ -1,5 +1,6 @@
 //! The ResourceQuota admission plugin (on by default in kube-apiserver
-//! v1.32), for creates: the namespace's quotas whose `status.hard` names
+//! v1.32), for creates, and for the updates its evaluators handle (a
+//! Service's type, a claim's storage request: what grows is charged): the namespace's quotas whose `status.hard` names
 //! something the new object uses must know their usage ("status unknown"
 //! otherwise), must have room for it ("exceeded quota"), and are charged
 //! with it in `status.used`, written as `kube-apiserver` (not for dry runs).
@@ -47,7 +48,50 @@ pub(crate) fn admit_create(
     obj: &Value,
     dry_run: bool,
 ) -> ApiResult<()> {
-    if !res.namespaced || ns.is_empty() {
+    admit(app, res, ns, obj, usage_of(res, obj), dry_run)
+}
+
+/// Checks and charges what an update of a Service or a claim adds to the
+/// quotas' usage (kube-apiserver v1.32's evaluators handle updates of those
+/// two only; Pods' only with the alpha in-place resize).
+pub(crate) fn admit_update(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    obj: &Value,
+    old: &Value,
+    dry_run: bool,
+) -> ApiResult<()> {
+    if !res.group.is_empty()
+        || !matches!(res.plural.as_str(), "services" | "persistentvolumeclaims")
+    {
+        return Ok(());
+    }
+    let before = usage_of(res, old);
+    let delta: Usage = usage_of(res, obj)
+        .into_iter()
+        .map(|(r, q)| {
+            let grown = match before.get(&r) {
+                Some(b) => q.sub_non_negative(b),
+                None => q,
+            };
+            (r, grown)
+        })
+        .collect();
+    admit(app, res, ns, obj, delta, dry_run)
+}
+
+/// Checks `usage` (of `obj`) against the namespace's quotas and charges it.
+fn admit(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    obj: &Value,
+    usage: Usage,
+    dry_run: bool,
+) -> ApiResult<()> {
+    // Nothing used (an update that grows nothing): no quota is consulted.
+    if !res.namespaced || ns.is_empty() || usage.values().all(|q| q.nanos() == 0) {
         return Ok(());
     }
     let Some(quotas_res) = app.registry.load().get("", "v1", QUOTAS) else {
@@ -59,7 +103,6 @@ pub(crate) fn admit_create(
         named => named,
     };
     let forbidden = |message: String| ApiError::forbidden(&res.group, &res.plural, name, &message);
-    let usage = usage_of(res, obj);
     for _ in 0..RETRIES {
         let (stored, _) = app.store.list(&key, Some(ns), None);
         let mut charged = Vec::new();

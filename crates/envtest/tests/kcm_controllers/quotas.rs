@@ -83,3 +83,63 @@ async fn a_quota_is_counted_charged_and_replenished() {
         .expect("quota");
     assert_eq!(quota["status"]["used"]["services"], "0");
 }
+
+#[tokio::test]
+async fn an_update_that_grows_usage_is_charged_and_refused_beyond_the_quota() {
+    let api = no_nodes();
+    let ns = api.namespace("quotaupd").await;
+    let quota_path = format!("/api/v1/namespaces/{ns}/resourcequotas/q");
+    api.create(
+        &format!("/api/v1/namespaces/{ns}/resourcequotas"),
+        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+            "spec": {"hard": {"services": "5", "services.nodeports": "1"}}}),
+    )
+    .await;
+    api.until(&quota_path, "the quota's status", |q| {
+        q.is_some_and(|q| q["status"]["used"]["services.nodeports"] == "0")
+    })
+    .await;
+    let service = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"selector": {"app": name}, "ports": [{"port": 80}]}})
+    };
+    for name in ["a", "b"] {
+        api.create(&format!("/api/v1/namespaces/{ns}/services"), service(name))
+            .await;
+    }
+    // A relabelled Service grows nothing: admitted without a charge.
+    api.patch(
+        &format!("/api/v1/namespaces/{ns}/services/a"),
+        json!({"metadata": {"labels": {"x": "y"}}}),
+    )
+    .await;
+    // Becoming a NodePort Service takes the one node port the quota allows...
+    api.patch(
+        &format!("/api/v1/namespaces/{ns}/services/a"),
+        json!({"spec": {"type": "NodePort"}}),
+    )
+    .await;
+    let quota = api.get(&quota_path).await.expect("quota");
+    assert_eq!(
+        quota["status"]["used"]["services.nodeports"], "1",
+        "{quota}"
+    );
+    assert_eq!(quota["status"]["used"]["services"], "2", "{quota}");
+    // ...so the second cannot.
+    let refused = api
+        .send(
+            crate::support::http::HttpRequest::new(
+                "PATCH",
+                format!("/api/v1/namespaces/{ns}/services/b"),
+            )
+            .header("Content-Type", "application/merge-patch+json")
+            .with_body(json!({"spec": {"type": "NodePort"}}).to_string()),
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let status = refused.json().expect("Status");
+    assert_eq!(
+        status["message"],
+        "services \"b\" is forbidden: exceeded quota: q, requested: services.nodeports=1, used: services.nodeports=1, limited: services.nodeports=1"
+    );
+}
