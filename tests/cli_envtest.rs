@@ -1,7 +1,8 @@
-//! `opctl envtest run` with faults, driven as a user drives it: the real
-//! kubectl receives the injected failure, envtest logs it on one line, and
-//! a malformed spec is refused before anything starts, and the command is
-//! told the spec in OPCTL_ENVTEST_FAULTS.
+//! `opctl envtest run` driven as a user drives it: with faults (the real
+//! kubectl receives the injected failure, envtest logs it on one line, a
+//! malformed spec is refused before anything starts, and the command is
+//! told the spec in OPCTL_ENVTEST_FAULTS), with `--controllers` (unknown
+//! names refused, a bare server), serving and signals.
 
 mod common;
 
@@ -99,6 +100,81 @@ fn a_malformed_fault_spec_is_refused_before_the_command_runs() {
         assert!(line.contains(names), "{line}");
         assert!(!marker.exists(), "the command ran despite {spec:?}");
     }
+}
+
+#[test]
+fn controllers_are_chosen_as_kube_controller_manager_chooses_them() {
+    let (_tmp, dir) = project_dir("controllers");
+    let marker = dir.join("ran");
+    let touch = format!("touch {}", marker.display());
+    for list in ["*,-deploymnet-controller", "garbagecollector,foo"] {
+        let line = opctl_fails(
+            &dir,
+            &[
+                "envtest",
+                "run",
+                "--controllers",
+                list,
+                "--",
+                "sh",
+                "-c",
+                &touch,
+            ],
+        );
+        assert!(
+            line.starts_with("error: invalid --controllers: \"")
+                && line.contains("is not in the list of known controllers: ")
+                && line.contains("deployment-controller"),
+            "{line}"
+        );
+        assert!(!marker.exists(), "the command ran despite {list:?}");
+    }
+    // A bare server: nothing makes a namespace's ServiceAccount or root CA,
+    // nothing gives a Deployment its ReplicaSet.
+    let script = "kubectl create namespace bare >/dev/null \
+        && kubectl create deployment web --image=nginx -n bare >/dev/null \
+        && sleep 1 \
+        && kubectl get serviceaccounts,configmaps,replicasets -n bare -o name \
+        && kubectl get storageclasses,nodes -o name";
+    let run = opctl(
+        &dir,
+        &[
+            "envtest",
+            "run",
+            "--simulate",
+            "none",
+            "--controllers=",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.trim(), "", "{}", run.stdout);
+    // The default runs them all (no Node with --simulate none).
+    let script = "kubectl create namespace full >/dev/null \
+        && kubectl create deployment web --image=nginx -n full >/dev/null \
+        && kubectl wait -n full --for=jsonpath='{.status.replicas}'=1 deployment/web --timeout=20s >/dev/null \
+        && kubectl get serviceaccount/default configmap/kube-root-ca.crt -n full -o name";
+    let run = opctl(
+        &dir,
+        &[
+            "envtest",
+            "run",
+            "--simulate",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        "serviceaccount/default\nconfigmap/kube-root-ca.crt"
+    );
 }
 
 /// Waits (bounded) until `path` exists.

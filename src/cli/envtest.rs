@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use opctl_envtest::WebhookRoute;
-use opctl_envtest::{Config, Envtest, FaultSpec, Serving};
+use opctl_envtest::{Config, Controllers, Envtest, FaultSpec, Serving};
 use opctl_envtest::{NodeSpec, NodeTaint, Simulation};
 
 const RUN_EXAMPLES: &str = "Examples:
@@ -25,6 +25,12 @@ const RUN_EXAMPLES: &str = "Examples:
 
   # Nodes and kubelets only: Pods with spec.nodeName run, nothing schedules others
   opctl envtest run --simulate nodes,kubelet -- cargo test --test e2e
+
+  # A bare API server, as controller-runtime's envtest starts (kube-apiserver + etcd)
+  opctl envtest run --simulate none --controllers= -- go test ./...
+
+  # kube-controller-manager's controllers without the Deployment controller
+  opctl envtest run --controllers='*,-deployment-controller' -- cargo test --test e2e
 
   # Send the calls of webhooks behind Service system/webhook-service (port 443)
   # to a manager listening on 127.0.0.1:9443
@@ -77,6 +83,11 @@ pub enum Command {
 pub struct ServerArgs {
     #[command(flatten)]
     pub simulation: SimulationArgs,
+    /// kube-controller-manager's controllers to run, as its own --controllers
+    /// takes them: '*' (all), NAME, -NAME, comma-separated (repeatable); empty
+    /// for none (docs/envtest.md, "kube-controller-manager's controllers").
+    #[arg(long, value_name = "NAMES", default_value = "*", action = clap::ArgAction::Append, allow_hyphen_values = true)]
+    pub controllers: Vec<String>,
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -122,8 +133,9 @@ pub struct StartArgs {
 /// The workload simulation (see docs/envtest-workloads.md).
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulationArgs {
-    /// Parts of the workload simulation to run: all (the default), none, or a
-    /// comma-separated list of nodes, scheduler, kubelet, controllers.
+    /// Parts of the simulation to run: all (the default), none, or a
+    /// comma-separated list of nodes, scheduler, kubelet, provisioner
+    /// (kube-controller-manager's controllers: --controllers).
     #[arg(long, value_name = "PARTS", default_value = "all")]
     pub simulate: String,
     /// How many simulated Nodes to register (envtest-node-1, envtest-node-2, ...).
@@ -173,8 +185,14 @@ fn config(args: ServerArgs) -> anyhow::Result<Config> {
             anyhow::anyhow!("invalid --faults-seed {seed:?}: expected a whole number, e.g. 42")
         })?);
     }
+    let controllers = args
+        .controllers
+        .join(",")
+        .parse::<Controllers>()
+        .map_err(|e| anyhow::anyhow!("invalid --controllers: {e}"))?;
     Ok(Config {
         port: args.port,
+        controllers,
         crd_paths: args.crds.into_iter().collect(),
         webhook_routes: args.webhook_routes,
         faults,
@@ -576,7 +594,7 @@ mod tests {
         assert_eq!(sim.nodes.len(), 3);
         assert_eq!(sim.nodes[1].taints[0].to_string(), "gpu=yes:NoSchedule");
         assert!(!sim.nodes[2].ready);
-        assert!(sim.kubelet && !sim.scheduler && !sim.controllers);
+        assert!(sim.kubelet && !sim.scheduler && !sim.provisioner);
         let cli = Cli::try_parse_from(["opctl", "start", "--node-not-ready", "envtest-node-9"])
             .expect("parses");
         let Command::Start(args) = cli.cmd else {
@@ -591,6 +609,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("KEY[=VALUE]:EFFECT"), "{err}");
+    }
+
+    #[test]
+    fn controllers_take_kube_controller_manager_syntax_and_unknown_names_are_refused() {
+        use opctl_envtest::Controller;
+        let all = config(server_args(&[])).expect("valid");
+        assert_eq!(all.controllers, Controllers::all());
+        let none = config(server_args(&["--simulate", "none", "--controllers="])).expect("valid");
+        assert_eq!(none.controllers, Controllers::none());
+        assert!(none.simulation.is_off());
+        let some = config(server_args(&[
+            "--controllers",
+            "*,-deployment-controller",
+            "--controllers",
+            "-podgc",
+        ]))
+        .expect("valid");
+        assert_eq!(
+            some.controllers,
+            Controllers::all()
+                .without(Controller::Deployment)
+                .without(Controller::PodGarbageCollector)
+        );
+        let recording = "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller";
+        let replay = config(server_args(&["--controllers", recording])).expect("valid");
+        assert_eq!(replay.controllers, Controllers::transcript_recording());
+        let err = config(server_args(&["--controllers", "*,-deploymnet-controller"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("invalid --controllers: \"deploymnet-controller\" is not in the list of known controllers: "),
+            "{err}"
+        );
+        assert!(
+            err.contains("deployment-controller") && !err.contains('\n'),
+            "{err}"
+        );
+        let err = config(server_args(&["--simulate", "nodes,controllers"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--controllers"), "{err}");
     }
 
     #[test]

@@ -149,6 +149,10 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
         }
         if (kind.group, kind.kind) == ("", "PersistentVolumeClaim") {
             super::default_storage_class::admit(app, &mut obj);
+            super::storage_protection::admit(&mut obj, false);
+        }
+        if (kind.group, kind.kind) == ("", "PersistentVolume") {
+            super::storage_protection::admit(&mut obj, true);
         }
         builtin::admit_create(kind, &mut obj, service_account.as_deref());
     }

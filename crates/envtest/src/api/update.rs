@@ -38,7 +38,20 @@ pub(crate) async fn update_once_admitted(
     s.new = admit::mutate(app, &req, staged_new, Some(&s.old_view), c.ctx).await?;
     super::check_escalation(app, c.res, c.ns, c.ctx, &s.new, Some(&*s.old_view))?;
     check(app, c, &mut s)?;
-    if let Err(e) = admit::validate(app, &req, &s.new, Some(&s.old_view), c.ctx).await {
+    let admitted = match admit::validate(app, &req, &s.new, Some(&s.old_view), c.ctx).await {
+        // ResourceQuota comes last among kube-apiserver's admission plugins.
+        Ok(()) if c.sub.is_none() => super::resource_quota::admit_update(
+            app,
+            c.res,
+            c.ns,
+            &s.new,
+            &s.old_view,
+            c.ctx.opts.dry_run,
+        ),
+        Ok(()) => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = admitted {
         super::restore_allocation(app, c.res, &s.new, c.ctx.opts.dry_run);
         return Err(e.into());
     }
