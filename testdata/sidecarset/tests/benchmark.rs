@@ -344,7 +344,7 @@ fn describe((verb, resource, subresource): &Request) -> String {
 /// `/metrics` (which `opctl envtest` serves; on a cluster every client's
 /// requests count, not only the manager's).
 async fn api_requests(client: &Client) -> anyhow::Result<Requests> {
-    let get = axum::http::Request::get("/metrics").body(Vec::new())?;
+    let get = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(get).await?;
     let mut requests = Requests::new();
     for line in text.lines() {
