@@ -135,7 +135,11 @@ fn runtime_from_repository(copy: &Path) {
     let manifest = copy.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).expect("Cargo.toml");
     let relative = "path = \"../../crates/runtime\"";
-    assert!(text.contains(relative), "{}: {relative}", manifest.display());
+    assert!(
+        text.contains(relative),
+        "{}: {relative}",
+        manifest.display()
+    );
     let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/runtime");
     let absolute = format!("path = {:?}", runtime.display().to_string());
     std::fs::write(&manifest, text.replace(relative, &absolute)).expect("write Cargo.toml");
