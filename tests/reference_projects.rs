@@ -129,6 +129,22 @@ fn regenerates_byte_for_byte(name: &str) {
     );
 }
 
+/// A reference project takes opctl-runtime from `../../crates/runtime`:
+/// points a copy of one elsewhere at the crate by its absolute path.
+fn runtime_from_repository(copy: &Path) {
+    let manifest = copy.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).expect("Cargo.toml");
+    let relative = "path = \"../../crates/runtime\"";
+    assert!(
+        text.contains(relative),
+        "{}: {relative}",
+        manifest.display()
+    );
+    let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/runtime");
+    let absolute = format!("path = {:?}", runtime.display().to_string());
+    std::fs::write(&manifest, text.replace(relative, &absolute)).expect("write Cargo.toml");
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     for (rel, bytes) in snapshot(from) {
         let dest = to.join(&rel);
@@ -141,6 +157,7 @@ fn manifests_are_current(name: &str) {
     let reference = reference_dir(name);
     let (_tmp, copy) = project_dir(name);
     copy_tree(&reference, &copy);
+    runtime_from_repository(&copy);
     let before = snapshot(&copy);
     let _turn = build_turn(&copy);
     let run = Command::new(opctl_bin())

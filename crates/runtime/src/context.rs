@@ -63,6 +63,8 @@ pub(crate) struct Settings {
     pub(crate) max_concurrent_reconciles: u16,
     /// How often every object is reconciled when nothing changes.
     pub(crate) sync_period: Duration,
+    /// Whether a [`crate::Batch`] issues its writes together.
+    pub(crate) batch_writes: bool,
 }
 
 impl Default for Settings {
@@ -70,6 +72,7 @@ impl Default for Settings {
         Self {
             max_concurrent_reconciles: crate::options::DEFAULT_MAX_CONCURRENT_RECONCILES,
             sync_period: Duration::from_secs(10 * 60 * 60),
+            batch_writes: true,
         }
     }
 }

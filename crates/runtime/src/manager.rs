@@ -85,6 +85,7 @@ impl Manager {
         context.settings = crate::context::Settings {
             max_concurrent_reconciles: options.max_concurrent_reconciles,
             sync_period: options.sync_period(),
+            batch_writes: options.batch_writes,
         };
         Ok(Self {
             options,

@@ -58,6 +58,13 @@ pub struct Options {
     #[arg(value_parser = clap::value_parser!(u16).range(1..))]
     pub max_concurrent_reconciles: u16,
 
+    /// Issue the writes of a reconcile's `Batch` together (the default) or,
+    /// with false, one after another: slower under a backlog, but in a
+    /// fixed order (for debugging, or to compare).
+    #[arg(long, env = "BATCH_WRITES", action = ArgAction::Set)]
+    #[arg(num_args = 0..=1, default_value = "true", default_missing_value = "true")]
+    pub batch_writes: bool,
+
     /// Seconds between two reconciles of every object when nothing changes
     /// (from the caches: no API request unless something differs).
     #[arg(long, env = "SYNC_PERIOD_SECONDS", default_value_t = 10 * 60 * 60)]
@@ -188,6 +195,9 @@ mod tests {
         assert_eq!(cli.options.metrics_bind_address.port(), 9090);
         assert!(!cli.options.metrics_secure);
         assert_eq!(cli.options.max_concurrent_reconciles, 16);
+        assert!(cli.options.batch_writes);
+        let cli = Cli::try_parse_from(["manager", "--batch-writes=false"]).expect("parses");
+        assert!(!cli.options.batch_writes);
     }
 
     /// The arguments config/manager/manager.yaml gives the manager in every

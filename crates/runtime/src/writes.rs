@@ -163,7 +163,10 @@ impl Context {
 
     /// A batch of independent writes to issue together: see [`Batch`].
     pub fn batch(&self) -> Batch<'_> {
-        Batch { writes: Vec::new() }
+        Batch {
+            writes: Vec::new(),
+            together: self.settings.batch_writes,
+        }
     }
 }
 
@@ -196,6 +199,8 @@ impl Context {
 #[must_use = "a batch writes nothing until it is run"]
 pub struct Batch<'a> {
     writes: Vec<BoxFuture<'a, Result<bool, kube::Error>>>,
+    /// False under `--batch-writes=false`: one after another.
+    together: bool,
 }
 
 impl std::fmt::Debug for Batch<'_> {
@@ -223,9 +228,23 @@ impl<'a> Batch<'a> {
         self.writes.is_empty()
     }
 
-    /// Issues every write at once and waits for all of them; whether each
+    /// Issues every write at once (one after another under
+    /// `--batch-writes=false`) and waits for all of them; whether each
     /// wrote, in the order they were pushed, or the first failure.
     pub async fn run(self) -> Result<Vec<bool>, kube::Error> {
+        if !self.together {
+            let mut written = Vec::with_capacity(self.writes.len());
+            let mut failure = None;
+            for write in self.writes {
+                match write.await {
+                    Ok(wrote) => written.push(wrote),
+                    Err(err) => {
+                        failure.get_or_insert(err);
+                    }
+                }
+            }
+            return failure.map_or(Ok(written), Err);
+        }
         futures::future::join_all(self.writes)
             .await
             .into_iter()

@@ -286,12 +286,8 @@ pub fn patch<K: Serialize>(
     if operations.0.is_empty() {
         return response;
     }
-    // kube's `with_patch` takes the Patch of the json-patch version kube
-    // builds with; the operations go over as their JSON, which is the same.
-    let typed = serde_json::to_value(&operations).and_then(serde_json::from_value);
-    match typed.map(|typed| response.clone().with_patch(typed)) {
-        Ok(Ok(patched)) => patched,
-        Ok(Err(err)) => response.deny(format!("cannot encode the patch: {err}")),
+    match response.clone().with_patch(operations) {
+        Ok(patched) => patched,
         Err(err) => response.deny(format!("cannot encode the patch: {err}")),
     }
 }
