@@ -25,9 +25,6 @@ pub const REVISION: &str = "deployment.kubernetes.io/revision";
 const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
 const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
 
-/// Go's `rand.SafeEncodeString` alphabet (no vowels, no confusable digits).
-const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
 /// A hash of the same form as the pod-template-hash, for templates
 /// [`super::template_hash`] cannot print as Go (FNV-32a of the JSON).
 pub fn template_hash(template: &Value, collisions: i64) -> String {
@@ -42,15 +39,7 @@ pub fn template_hash(template: &Value, collisions: i64) -> String {
     if collisions > 0 {
         feed(collisions.to_string().as_bytes());
     }
-    safe_encode(hash)
-}
-
-/// apimachinery's `rand.SafeEncodeString` of a hash's decimal form.
-pub fn safe_encode(hash: u32) -> String {
-    hash.to_string()
-        .bytes()
-        .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)
-        .collect()
+    super::template_hash::safe_encode(hash)
 }
 
 fn replicas(obj: &Value) -> i64 {
@@ -625,7 +614,10 @@ mod tests {
         let a = template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 0);
         let b = template_hash(&json!({"spec": {"containers": [{"image": "nginx:2"}]}}), 0);
         assert_ne!(a, b);
-        assert!(a.bytes().all(|c| SAFE_ALPHABET.contains(&c)));
+        assert!(
+            a.bytes()
+                .all(|c| super::super::template_hash::SAFE_ALPHABET.contains(&c))
+        );
         assert_ne!(
             a,
             template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 1)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, CONTROLLERREVISIONS};
-use super::deployment::safe_encode;
+use super::template_hash::safe_encode;
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;

@@ -19,6 +19,17 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
+/// Go's `rand.SafeEncodeString` alphabet (no vowels, no confusable digits).
+pub(super) const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// apimachinery's `rand.SafeEncodeString` of a hash's decimal form.
+pub fn safe_encode(hash: u32) -> String {
+    hash.to_string()
+        .bytes()
+        .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)
+        .collect()
+}
+
 struct Field {
     go_name: String,
     go_type: String,
@@ -83,7 +94,7 @@ pub fn pod_template_hash(template: &Value, collision_count: Option<i64>) -> Opti
         hash ^= u32::from(b);
         hash = hash.wrapping_mul(0x0100_0193);
     }
-    Some(super::deployment::safe_encode(hash))
+    Some(safe_encode(hash))
 }
 
 /// How `reflect.Type.String()` names a Go type of the table.
