@@ -1,7 +1,8 @@
-//! `opctl envtest run` with faults, driven as a user drives it: the real
-//! kubectl receives the injected failure, envtest logs it on one line, and
-//! a malformed spec is refused before anything starts, and the command is
-//! told the spec in OPCTL_ENVTEST_FAULTS.
+//! `opctl envtest run` driven as a user drives it: with faults (the real
+//! kubectl receives the injected failure, envtest logs it on one line, a
+//! malformed spec is refused before anything starts, and the command is
+//! told the spec in OPCTL_ENVTEST_FAULTS), with `--controllers` (unknown
+//! names refused, a bare server), serving and signals.
 
 mod common;
 
@@ -164,6 +165,81 @@ fn a_malformed_fault_spec_is_refused_before_the_command_runs() {
     }
 }
 
+#[test]
+fn controllers_are_chosen_as_kube_controller_manager_chooses_them() {
+    let (_tmp, dir) = project_dir("controllers");
+    let marker = dir.join("ran");
+    let touch = format!("touch {}", marker.display());
+    for list in ["*,-deploymnet-controller", "garbagecollector,foo"] {
+        let line = opctl_fails(
+            &dir,
+            &[
+                "envtest",
+                "run",
+                "--controllers",
+                list,
+                "--",
+                "sh",
+                "-c",
+                &touch,
+            ],
+        );
+        assert!(
+            line.starts_with("error: invalid --controllers: \"")
+                && line.contains("is not in the list of known controllers: ")
+                && line.contains("deployment-controller"),
+            "{line}"
+        );
+        assert!(!marker.exists(), "the command ran despite {list:?}");
+    }
+    // A bare server: nothing makes a namespace's ServiceAccount or root CA,
+    // nothing gives a Deployment its ReplicaSet.
+    let script = "kubectl create namespace bare >/dev/null \
+        && kubectl create deployment web --image=nginx -n bare >/dev/null \
+        && sleep 1 \
+        && kubectl get serviceaccounts,configmaps,replicasets -n bare -o name \
+        && kubectl get storageclasses,nodes -o name";
+    let run = opctl(
+        &dir,
+        &[
+            "envtest",
+            "run",
+            "--simulate",
+            "none",
+            "--controllers=",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.trim(), "", "{}", run.stdout);
+    // The default runs them all (no Node with --simulate none).
+    let script = "kubectl create namespace full >/dev/null \
+        && kubectl create deployment web --image=nginx -n full >/dev/null \
+        && kubectl wait -n full --for=jsonpath='{.status.replicas}'=1 deployment/web --timeout=20s >/dev/null \
+        && kubectl get serviceaccount/default configmap/kube-root-ca.crt -n full -o name";
+    let run = opctl(
+        &dir,
+        &[
+            "envtest",
+            "run",
+            "--simulate",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(run.ok, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        "serviceaccount/default\nconfigmap/kube-root-ca.crt"
+    );
+}
+
 /// Waits (bounded) until `path` exists.
 fn wait_for(path: &std::path::Path) {
     for _ in 0..600 {
@@ -307,4 +383,129 @@ fn run_passes_a_signal_to_its_command_and_stops_the_server_after_it() {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
     assert_eq!(read("trapped").trim(), "term");
     assert_eq!(read("during-term").trim(), "namespace/default");
+}
+
+/// A fresh temp directory for one opctl process (its TMPDIR), and whether
+/// anything is left in it afterwards.
+fn leftovers(tmp: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `opctl envtest start` stopped by SIGTERM as soon as it prints its ready
+/// line, ten times over: every time it exits 0 by itself (not killed by the
+/// signal) and its private kubeconfig directory is gone. Stopped at points
+/// during its start-up, it leaves nothing behind either.
+#[test]
+fn start_stopped_at_any_moment_exits_cleanly_and_leaves_nothing() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let spawn = |tmp: &std::path::Path| {
+        std::process::Command::new(common::opctl_bin())
+            .args(["envtest", "start", "--simulate", "none"])
+            .env("TMPDIR", tmp)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("opctl envtest start runs")
+    };
+    for round in 0..10 {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut server = spawn(tmp.path());
+        let mut line = String::new();
+        std::io::BufReader::new(server.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the serving line");
+        send_signal(server.id(), "-TERM");
+        assert!(
+            line.starts_with("envtest serving "),
+            "round {round}: {line:?}"
+        );
+        let status = server.wait().expect("opctl exits");
+        assert_eq!(
+            (status.code(), status.signal()),
+            (Some(0), None),
+            "round {round}: {status:?}"
+        );
+        assert_eq!(leftovers(tmp.path()), Vec::<String>::new(), "round {round}");
+    }
+    for delay_ms in [0, 5, 20, 50, 100, 200, 400] {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut server = spawn(tmp.path());
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        send_signal(server.id(), "-TERM");
+        let status = server.wait().expect("opctl exits");
+        // In the first instants of the process, before its handlers are in
+        // place, the signal may still kill it: nothing is written then.
+        assert!(
+            status.code() == Some(0) || status.signal() == Some(15),
+            "SIGTERM after {delay_ms} ms: {status:?}"
+        );
+        assert_eq!(
+            leftovers(tmp.path()),
+            Vec::<String>::new(),
+            "SIGTERM after {delay_ms} ms"
+        );
+    }
+}
+
+/// `opctl envtest run` stopped by SIGTERM right as its command starts (the
+/// command signals opctl itself), five times over: it passes the signal on
+/// and exits with the command's status (143), never by the signal, and its
+/// private kubeconfig directory is gone. Stopped at points during its
+/// start-up, it leaves nothing behind either.
+#[test]
+fn run_stopped_at_any_moment_exits_cleanly_and_leaves_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    let spawn = |tmp: &std::path::Path, script: &str| {
+        std::process::Command::new(common::opctl_bin())
+            .args([
+                "envtest",
+                "run",
+                "--simulate",
+                "none",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ])
+            .env("TMPDIR", tmp)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("opctl envtest run runs")
+    };
+    for round in 0..5 {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut run = spawn(tmp.path(), "kill -TERM $PPID; sleep 20");
+        let status = run.wait().expect("opctl exits");
+        assert_eq!(
+            (status.code(), status.signal()),
+            (Some(128 + 15), None),
+            "round {round}: {status:?}"
+        );
+        assert_eq!(leftovers(tmp.path()), Vec::<String>::new(), "round {round}");
+    }
+    for delay_ms in [5, 20, 50, 100, 200, 400] {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut run = spawn(tmp.path(), "sleep 20");
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        send_signal(run.id(), "-TERM");
+        let status = run.wait().expect("opctl exits");
+        assert!(
+            status.code() == Some(128 + 15) || status.signal() == Some(15),
+            "SIGTERM after {delay_ms} ms: {status:?}"
+        );
+        assert_eq!(
+            leftovers(tmp.path()),
+            Vec::<String>::new(),
+            "SIGTERM after {delay_ms} ms"
+        );
+    }
 }

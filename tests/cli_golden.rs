@@ -1,5 +1,6 @@
 //! Golden tests: the whole tree opctl generates for a few command sequences
-//! (but its `Cargo.lock`), compared byte for byte with tests/golden/<sequence>/. Any change to the
+//! (but its `Cargo.lock` and the runtime's copy in `.opctl/runtime/`),
+//! compared byte for byte with tests/golden/<sequence>/. Any change to the
 //! output shows up here for review; regenerate with
 //! `UPDATE_GOLDEN=1 cargo test --test cli_golden`.
 
@@ -24,11 +25,25 @@ fn check(sequence: &str, project: &str, commands: &[&[&str]]) {
     }
     let mut actual = snapshot(&dir);
     // The tested lock is the same in every project but for the project's
-    // name (tests/scaffold_lock.rs checks it): not copied into each tree.
+    // name (tests/scaffold_lock.rs checks it), and the copy of the runtime
+    // under .opctl/runtime/ is crates/runtime (tests/vendored_runtime.rs):
+    // neither is copied into each tree.
     assert!(
         actual.remove("Cargo.lock").is_some(),
         "{sequence}: no Cargo.lock"
     );
+    let copy: Vec<String> = actual
+        .keys()
+        .filter(|path| path.starts_with(".opctl/runtime/"))
+        .cloned()
+        .collect();
+    assert!(
+        copy.contains(&".opctl/runtime/src/lib.rs".to_owned()),
+        "{sequence}: no copy of the runtime"
+    );
+    for path in copy {
+        actual.remove(&path);
+    }
     let golden = golden_dir(sequence);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         let _ = std::fs::remove_dir_all(&golden);

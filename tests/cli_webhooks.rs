@@ -478,7 +478,8 @@ fn the_file_listing_names_the_webhook_files() {
     for line in [
         "user\tsrc/webhook/core/v1/pod_defaulting.rs",
         "scaffold\tsrc/webhook/core/v1/mod.rs",
-        "scaffold\tsrc/manager/webhook/mod.rs",
+        "scaffold\tsrc/manager/mod.rs",
+        "vendored\t.opctl/runtime/src/webhook/mod.rs",
         "scaffold\ttests/webhooks/mod.rs",
         "scaffold\tconfig/webhook/service.yaml",
         "scaffold\tconfig/certmanager/certificate.yaml",

@@ -21,7 +21,7 @@ use std::process::Command;
 
 use heck::ToSnakeCase;
 
-use common::{opctl_ok, project_dir, shared_target_dir};
+use common::{build_env, opctl_ok, project_dir};
 
 /// The kinds, as `create api` names them; autoscaling/v1 is served but not
 /// offered (a controller watches the preferred version, v2).
@@ -54,7 +54,7 @@ fn make(dir: &Path, target: &str) -> String {
         .arg(target)
         .arg(format!("OPCTL={}", common::opctl_bin()))
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .output()
         .expect("make runs");
     let text = format!(
@@ -105,7 +105,7 @@ fn controllers_of_built_in_kinds_reconcile_under_envtest() {
     let out = Command::new(common::opctl_bin())
         .arg("manifests")
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .output()
         .expect("opctl runs");
     assert!(

@@ -17,14 +17,14 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{opctl_bin, opctl_ok, project_dir, shared_target_dir, snapshot};
+use common::{build_env, opctl_bin, opctl_ok, project_dir, snapshot};
 
 /// Runs `program args` in `dir` with the shared target directory; its output.
 fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     let out = Command::new(program)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .output()
         .unwrap_or_else(|e| panic!("{program} runs: {e}"));
     let text = format!(

@@ -31,7 +31,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use common::{opctl_ok, project_dir, shared_target_dir, snapshot};
+use common::{build_env, opctl_ok, project_dir, snapshot};
 
 const PROJECT: &str = "opctl-build-check";
 
@@ -40,7 +40,7 @@ fn cargo(dir: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(cargo)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .output()
         .expect("cargo runs");
     let text = format!(
@@ -199,12 +199,11 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     }
 
     // manifests builds the CRD generator; a second run changes nothing.
-    let target = shared_target_dir();
     let manifests = |dir: &Path| {
         let out = Command::new(common::opctl_bin())
             .arg("manifests")
             .current_dir(dir)
-            .env("CARGO_TARGET_DIR", &target)
+            .envs(build_env())
             .output()
             .expect("opctl runs");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -433,7 +432,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         .args(["cargo", "test", "--test", "e2e", "--", "--ignored"])
         .arg("--test-threads=1")
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
+        .envs(build_env())
         .output()
         .expect("opctl runs");
     let text = format!(
@@ -505,7 +504,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         .arg("test-e2e-faults")
         .arg(format!("OPCTL={}", common::opctl_bin()))
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
+        .envs(build_env())
         .output()
         .expect("make runs");
     let text = format!(
@@ -533,7 +532,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
     let out = Command::new(common::opctl_bin())
         .arg("manifests")
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
+        .envs(build_env())
         .output()
         .expect("opctl runs");
     assert!(!out.status.success());

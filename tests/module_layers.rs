@@ -1,6 +1,7 @@
-//! The layers of both crates point one way: no module reaches (through
-//! `crate::` or `super::` paths) a module that reaches back to it, and in
-//! envtest nothing outside the HTTP front imports `http/`. See
+//! The layers of the three crates (opctl, envtest, the runtime) point one
+//! way: no module reaches (through `crate::` or `super::` paths) a module
+//! that reaches back to it, and in envtest nothing outside the HTTP front
+//! imports `http/`. See
 //! docs/architecture.md for the layers and the seams that keep them so.
 //!
 //! A module's own submodules and its parents are not counted as circles
@@ -190,6 +191,18 @@ fn no_module_of_envtest_reaches_back_to_itself() {
         circle(&edges),
         None,
         "a circle of imports in crates/envtest/src/"
+    );
+}
+
+#[test]
+fn no_module_of_the_runtime_reaches_back_to_itself() {
+    let modules = source("crates/runtime/src");
+    let edges = edges(&modules);
+    assert!(edges["controller"].contains("cache"), "paths are resolved");
+    assert_eq!(
+        circle(&edges),
+        None,
+        "a circle of imports in crates/runtime/src/"
     );
 }
 

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use common::{opctl_bin, opctl_ok, project_dir, shared_target_dir, snapshot};
+use common::{build_env, opctl_bin, opctl_ok, project_dir, snapshot};
 
 /// The file in each reference project that records how opctl made it.
 const COMMANDS_FILE: &str = "opctl-commands.sh";
@@ -91,7 +91,7 @@ fn regenerates_byte_for_byte(name: &str) {
         let run = Command::new(opctl_bin())
             .args(&args)
             .current_dir(&fresh)
-            .env("CARGO_TARGET_DIR", shared_target_dir())
+            .envs(build_env())
             .output()
             .expect("opctl runs");
         assert!(
@@ -129,6 +129,22 @@ fn regenerates_byte_for_byte(name: &str) {
     );
 }
 
+/// A reference project takes opctl-runtime from `../../crates/runtime`:
+/// points a copy of one elsewhere at the crate by its absolute path.
+fn runtime_from_repository(copy: &Path) {
+    let manifest = copy.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).expect("Cargo.toml");
+    let relative = "path = \"../../crates/runtime\"";
+    assert!(
+        text.contains(relative),
+        "{}: {relative}",
+        manifest.display()
+    );
+    let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/runtime");
+    let absolute = format!("path = {:?}", runtime.display().to_string());
+    std::fs::write(&manifest, text.replace(relative, &absolute)).expect("write Cargo.toml");
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     for (rel, bytes) in snapshot(from) {
         let dest = to.join(&rel);
@@ -141,12 +157,13 @@ fn manifests_are_current(name: &str) {
     let reference = reference_dir(name);
     let (_tmp, copy) = project_dir(name);
     copy_tree(&reference, &copy);
+    runtime_from_repository(&copy);
     let before = snapshot(&copy);
     let _turn = build_turn(&copy);
     let run = Command::new(opctl_bin())
         .arg("manifests")
         .current_dir(&copy)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .output()
         .expect("opctl manifests runs");
     assert!(
@@ -173,7 +190,7 @@ fn run_in(dir: &Path, program: &str, args: &[&str]) {
     let status = Command::new(program)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .status()
         .unwrap_or_else(|e| panic!("{program} runs: {e}"));
     assert!(

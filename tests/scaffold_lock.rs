@@ -16,7 +16,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{opctl_ok, project_dir, shared_target_dir};
+use common::{build_env, opctl_ok, project_dir};
 
 /// The project name the lock in templates/ is made with (its two packages
 /// are renamed for each project).
@@ -129,7 +129,7 @@ fn cargo(dir: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(cargo)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .output()
         .expect("cargo runs");
     let text = format!(

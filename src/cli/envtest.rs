@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use opctl_envtest::WebhookRoute;
-use opctl_envtest::{Config, Envtest, FaultSpec, Serving};
+use opctl_envtest::{Config, Controllers, Envtest, FaultSpec, Serving};
 use opctl_envtest::{NodeSpec, NodeTaint, Simulation};
 
 const RUN_EXAMPLES: &str = "Examples:
@@ -25,6 +25,12 @@ const RUN_EXAMPLES: &str = "Examples:
 
   # Nodes and kubelets only: Pods with spec.nodeName run, nothing schedules others
   opctl envtest run --simulate nodes,kubelet -- cargo test --test e2e
+
+  # A bare API server, as controller-runtime's envtest starts (kube-apiserver + etcd)
+  opctl envtest run --simulate none --controllers= -- go test ./...
+
+  # kube-controller-manager's controllers without the Deployment controller
+  opctl envtest run --controllers='*,-deployment-controller' -- cargo test --test e2e
 
   # Send the calls of webhooks behind Service system/webhook-service (port 443)
   # to a manager listening on 127.0.0.1:9443
@@ -77,6 +83,11 @@ pub enum Command {
 pub struct ServerArgs {
     #[command(flatten)]
     pub simulation: SimulationArgs,
+    /// kube-controller-manager's controllers to run, as its own --controllers
+    /// takes them: '*' (all), NAME, -NAME, comma-separated (repeatable); empty
+    /// for none (docs/envtest.md, "kube-controller-manager's controllers").
+    #[arg(long, value_name = "NAMES", default_value = "*", action = clap::ArgAction::Append, allow_hyphen_values = true)]
+    pub controllers: Vec<String>,
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -122,8 +133,9 @@ pub struct StartArgs {
 /// The workload simulation (see docs/envtest-workloads.md).
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimulationArgs {
-    /// Parts of the workload simulation to run: all (the default), none, or a
-    /// comma-separated list of nodes, scheduler, kubelet, controllers.
+    /// Parts of the simulation to run: all (the default), none, or a
+    /// comma-separated list of nodes, scheduler, kubelet, provisioner
+    /// (kube-controller-manager's controllers: --controllers).
     #[arg(long, value_name = "PARTS", default_value = "all")]
     pub simulate: String,
     /// How many simulated Nodes to register (envtest-node-1, envtest-node-2, ...).
@@ -181,8 +193,14 @@ fn config(args: ServerArgs) -> anyhow::Result<Config> {
             anyhow::anyhow!("invalid --faults-seed {seed:?}: expected a whole number, e.g. 42")
         })?);
     }
+    let controllers = args
+        .controllers
+        .join(",")
+        .parse::<Controllers>()
+        .map_err(|e| anyhow::anyhow!("invalid --controllers: {e}"))?;
     Ok(Config {
         port: args.port,
+        controllers,
         crd_paths: args.crds.into_iter().collect(),
         webhook_routes: args.webhook_routes,
         faults,
@@ -244,28 +262,51 @@ fn exit_code(status: ExitStatus) -> i32 {
     1
 }
 
-/// The signal that asks opctl to stop: SIGINT or SIGTERM (its number).
-async fn terminate_signal() -> i32 {
+/// The signals that ask opctl to stop, SIGINT and SIGTERM, listened for
+/// from the moment this is made: made before anything is started or
+/// written, so that a signal at any later moment (during start-up, right
+/// after the ready line) is caught and opctl stops cleanly, removing the
+/// private kubeconfig directory, instead of dying by the signal.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => libc::SIGINT,
-                    _ = term.recv() => libc::SIGTERM,
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                libc::SIGINT
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> anyhow::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listen =
+                |kind: SignalKind| signal(kind).context("cannot listen for SIGINT and SIGTERM");
+            Ok(StopSignals {
+                interrupt: listen(SignalKind::interrupt())?,
+                terminate: listen(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(StopSignals {})
+    }
+
+    /// The next stop signal (its number); one that came since [`listen`]
+    /// returns at once.
+    ///
+    /// [`listen`]: StopSignals::listen
+    async fn recv(&mut self) -> i32 {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => libc::SIGINT,
+                _ = self.terminate.recv() => libc::SIGTERM,
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        2
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            2
+        }
     }
 }
 
@@ -303,10 +344,13 @@ fn signal_group(child: &tokio::process::Child, signal: i32) {
 /// Waits for the command. A SIGINT or SIGTERM to opctl goes on to the
 /// command's process group, which then has [`CHILD_GRACE`] to exit before
 /// it is killed; the server keeps serving all that time.
-async fn supervise(child: &mut tokio::process::Child) -> std::io::Result<ExitStatus> {
+async fn supervise(
+    child: &mut tokio::process::Child,
+    signals: &mut StopSignals,
+) -> std::io::Result<ExitStatus> {
     let signal = tokio::select! {
         status = child.wait() => return status,
-        signal = terminate_signal() => signal,
+        signal = signals.recv() => signal,
     };
     #[cfg(unix)]
     signal_group(child, signal);
@@ -334,10 +378,31 @@ async fn supervise(child: &mut tokio::process::Child) -> std::io::Result<ExitSta
 /// `--faults` value, so that tests can allow for retried requests.
 pub const FAULTS_ENV: &str = "OPCTL_ENVTEST_FAULTS";
 
+/// How the start-up ended.
+enum Started {
+    Serving(Envtest),
+    /// A stop signal (its number) came first: the start-up was abandoned
+    /// before anything was written.
+    Stopped(i32),
+}
+
+async fn start_server(config: Config, signals: &mut StopSignals) -> anyhow::Result<Started> {
+    tokio::select! {
+        env = Envtest::start(config) => env.map(Started::Serving),
+        signal = signals.recv() => Ok(Started::Stopped(signal)),
+    }
+}
+
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+    let mut signals = StopSignals::listen()?;
     let faults = args.server.faults.clone();
     let config = config(args.server)?;
-    let env = Envtest::start(config).await?;
+    let env = match start_server(config, &mut signals).await? {
+        Started::Serving(env) => env,
+        // Stopped before the command ran: the shell's code for a command
+        // ended by that signal, as if the command had been.
+        Started::Stopped(signal) => return Ok(128 + signal),
+    };
     let dir = private_dir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     env.write_kubeconfig(&kubeconfig)?;
@@ -362,7 +427,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             anyhow::bail!("cannot run {program:?}: {e}");
         }
     };
-    let status = supervise(&mut child).await;
+    let status = supervise(&mut child, &mut signals).await;
     env.shutdown().await;
     drop(dir);
     let status = status.with_context(|| format!("waiting for {program:?}"))?;
@@ -370,8 +435,11 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 }
 
 async fn serve(args: StartArgs) -> anyhow::Result<()> {
+    let mut signals = StopSignals::listen()?;
     let config = config(args.server)?;
-    let env = Envtest::start(config).await?;
+    let Started::Serving(env) = start_server(config, &mut signals).await? else {
+        return Ok(());
+    };
     let (path, dir) = match args.kubeconfig {
         Some(p) => (p, None),
         None => {
@@ -386,7 +454,7 @@ async fn serve(args: StartArgs) -> anyhow::Result<()> {
         path.display(),
         shell_quote(&path)
     );
-    terminate_signal().await;
+    signals.recv().await;
     env.shutdown().await;
     // Removes the private directory with the kubeconfig.
     drop(dir);
@@ -534,7 +602,7 @@ mod tests {
         assert_eq!(sim.nodes.len(), 3);
         assert_eq!(sim.nodes[1].taints[0].to_string(), "gpu=yes:NoSchedule");
         assert!(!sim.nodes[2].ready);
-        assert!(sim.kubelet && !sim.scheduler && !sim.controllers);
+        assert!(sim.kubelet && !sim.scheduler && !sim.provisioner);
         let cli = Cli::try_parse_from(["opctl", "start", "--node-not-ready", "envtest-node-9"])
             .expect("parses");
         let Command::Start(args) = cli.cmd else {
@@ -549,6 +617,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("KEY[=VALUE]:EFFECT"), "{err}");
+    }
+
+    #[test]
+    fn controllers_take_kube_controller_manager_syntax_and_unknown_names_are_refused() {
+        use opctl_envtest::Controller;
+        let all = config(server_args(&[])).expect("valid");
+        assert_eq!(all.controllers, Controllers::all());
+        let none = config(server_args(&["--simulate", "none", "--controllers="])).expect("valid");
+        assert_eq!(none.controllers, Controllers::none());
+        assert!(none.simulation.is_off());
+        let some = config(server_args(&[
+            "--controllers",
+            "*,-deployment-controller",
+            "--controllers",
+            "-podgc",
+        ]))
+        .expect("valid");
+        assert_eq!(
+            some.controllers,
+            Controllers::all()
+                .without(Controller::Deployment)
+                .without(Controller::PodGarbageCollector)
+        );
+        let recording = "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller";
+        let replay = config(server_args(&["--controllers", recording])).expect("valid");
+        assert_eq!(replay.controllers, Controllers::transcript_recording());
+        let err = config(server_args(&["--controllers", "*,-deploymnet-controller"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("invalid --controllers: \"deploymnet-controller\" is not in the list of known controllers: "),
+            "{err}"
+        );
+        assert!(
+            err.contains("deployment-controller") && !err.contains('\n'),
+            "{err}"
+        );
+        let err = config(server_args(&["--simulate", "nodes,controllers"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--controllers"), "{err}");
     }
 
     #[test]

@@ -5,11 +5,11 @@
 use crate::project::Project;
 use crate::scaffold::plans;
 
-/// List the project's files and who owns each (user, scaffold, generated).
+/// List the project's files and who owns each (user, scaffold, generated, vendored).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Only files of this owner.
-    #[arg(long, value_parser = ["user", "scaffold", "generated"])]
+    #[arg(long, value_parser = ["user", "scaffold", "generated", "vendored"])]
     pub owner: Option<String>,
 }
 

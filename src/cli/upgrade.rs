@@ -2,7 +2,7 @@
 //! [`crate::upgrade`]).
 
 use crate::project::Project;
-use crate::scaffold::lockfile::LOCK_FILE;
+use crate::project::paths::LOCK_FILE;
 use crate::upgrade::{self, Change};
 
 const EXAMPLES: &str = "\

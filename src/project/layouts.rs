@@ -17,18 +17,52 @@ struct Migration {
 }
 
 /// Every layout change, oldest first.
-const MIGRATIONS: &[Migration] = &[Migration {
-    // v2: the API types and the CRD generator are a crate of their own in
-    // api/, so that `opctl manifests` builds only them.
-    from: "opctl.rs/v1",
-    to: "opctl.rs/v2",
-    moves: &[
-        ("src/api/mod.rs", "api/src/lib.rs"),
-        ("src/crdgen.rs", "api/src/crdgen.rs"),
-        ("src/api/", "api/src/"),
-    ],
-    removed: &[],
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        // v2: the API types and the CRD generator are a crate of their own in
+        // api/, so that `opctl manifests` builds only them.
+        from: "opctl.rs/v1",
+        to: "opctl.rs/v2",
+        moves: &[
+            ("src/api/mod.rs", "api/src/lib.rs"),
+            ("src/crdgen.rs", "api/src/crdgen.rs"),
+            ("src/api/", "api/src/"),
+        ],
+        removed: &[],
+    },
+    Migration {
+        // v3: the manager runtime is the library opctl-runtime (vendored under
+        // .opctl/runtime until it is published) instead of a copy in
+        // src/manager/, which keeps only the project's glue (mod.rs).
+        from: "opctl.rs/v2",
+        to: "opctl.rs/v3",
+        moves: &[],
+        removed: &[
+            "src/manager/backoff.rs",
+            "src/manager/cache.rs",
+            "src/manager/conditions.rs",
+            "src/manager/context.rs",
+            "src/manager/controller.rs",
+            "src/manager/expectations.rs",
+            "src/manager/http.rs",
+            "src/manager/leader.rs",
+            "src/manager/metrics.rs",
+            "src/manager/metrics_auth.rs",
+            "src/manager/options.rs",
+            "src/manager/readiness.rs",
+            "src/manager/self_signed.rs",
+            "src/manager/shutdown.rs",
+            "src/manager/telemetry.rs",
+            "src/manager/tls.rs",
+            "src/manager/writes.rs",
+            "src/manager/webhook/convert.rs",
+            "src/manager/webhook/inject.rs",
+            "src/manager/webhook/mod.rs",
+            "src/manager/webhook/options.rs",
+            "src/manager/webhook/self_signed.rs",
+        ],
+    },
+];
 
 /// The layouts this opctl upgrades from, oldest first (without the current one).
 pub fn older_layouts() -> impl Iterator<Item = &'static str> {
@@ -100,6 +134,21 @@ mod tests {
         assert_eq!(old("api/Cargo.toml"), "api/Cargo.toml");
         assert_eq!(old("src/main.rs"), "src/main.rs");
         assert_eq!(old_path(LAYOUT, "api/src/lib.rs"), "api/src/lib.rs");
-        assert_eq!(older_layouts().collect::<Vec<_>>(), ["opctl.rs/v1"]);
+        assert_eq!(
+            older_layouts().collect::<Vec<_>>(),
+            ["opctl.rs/v1", "opctl.rs/v2"]
+        );
+    }
+
+    #[test]
+    fn a_v2_project_drops_its_copy_of_the_runtime() {
+        let removed = removed("opctl.rs/v2");
+        assert!(removed.contains(&"src/manager/cache.rs"), "{removed:?}");
+        assert!(removed.contains(&"src/manager/webhook/mod.rs"));
+        // The glue stays where the copy's root module was.
+        assert!(!removed.contains(&"src/manager/mod.rs"));
+        // A v1 project goes through both steps.
+        assert_eq!(removed, super::removed("opctl.rs/v1"));
+        assert!(super::removed(LAYOUT).is_empty());
     }
 }

@@ -25,6 +25,16 @@ pub fn api_file(relative: &str) -> String {
 /// generated it, the common base `opctl upgrade` merges from.
 pub const PRISTINE_DIR: &str = ".opctl/pristine";
 
+/// The project's lock file: the versions it builds with (at first, those
+/// opctl tested).
+pub const LOCK_FILE: &str = "Cargo.lock";
+
+/// Whether the user-owned file `relative` gets a pristine copy: every one
+/// but the lock, which `opctl upgrade` merges by package, not by line.
+pub fn has_pristine_copy(relative: &str) -> bool {
+    relative != LOCK_FILE
+}
+
 /// The scaffolding commands that made the project, in order.
 pub const HISTORY_FILE: &str = ".opctl/history.yaml";
 

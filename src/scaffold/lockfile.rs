@@ -24,9 +24,6 @@ use crate::project::Project;
 /// The project name of the scaffold `templates/Cargo.lock` was made from.
 pub const PLACEHOLDER: &str = "opctl-scaffold";
 
-/// The lock file's path in a project.
-pub const LOCK_FILE: &str = "Cargo.lock";
-
 /// The lock of `templates/Cargo.lock`, with `project`'s package names.
 pub fn render(project: &Project) -> anyhow::Result<String> {
     let template = super::templates::data("Cargo.lock")
@@ -361,13 +358,6 @@ fn quote(text: &str) -> String {
     }
     out.push('"');
     out
-}
-
-/// Whether the user-owned file `relative` gets a pristine copy: every one
-/// but the lock, which `opctl upgrade` merges by package, not by line
-/// ([`merge`]).
-pub fn has_pristine_copy(relative: &str) -> bool {
-    relative != LOCK_FILE
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod markers;
 pub mod plans;
 pub mod pristine;
 pub mod replay;
+pub mod runtime;
 pub mod templates;
 pub mod values;
 pub mod webhooks;
@@ -31,6 +32,9 @@ pub enum Owner {
     Scaffold,
     /// Derived from the code by `opctl manifests` (CRDs, RBAC, their kustomizations).
     Generated,
+    /// A copy of a crate the project builds with: the manager runtime under
+    /// `.opctl/runtime/`, written by `opctl init` and `opctl upgrade` only.
+    Vendored,
 }
 
 impl fmt::Display for Owner {
@@ -39,6 +43,7 @@ impl fmt::Display for Owner {
             Owner::User => "user",
             Owner::Scaffold => "scaffold",
             Owner::Generated => "generated",
+            Owner::Vendored => "vendored",
         })
     }
 }

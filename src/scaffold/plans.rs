@@ -6,17 +6,16 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::lockfile::has_pristine_copy;
-use super::lockfile::{self, LOCK_FILE};
 use super::templates::Renderer;
 use super::values::{ResourceValues, Values};
 use super::webhooks::{self, WebhookKind};
 use super::{IfExists, Owner, Plan};
+use super::{lockfile, runtime};
 use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
 use crate::project::paths::{
-    CRD_KUSTOMIZATION, HISTORY_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base, crd_file,
-    kind_file, pristine, target,
+    CRD_KUSTOMIZATION, HISTORY_FILE, LOCK_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base,
+    crd_file, has_pristine_copy, kind_file, pristine, target,
 };
 use crate::project::{License, Project, Resource, names};
 
@@ -86,24 +85,7 @@ const PROJECT_TEMPLATES: &[(&str, &str)] = &[
     ("api/src/crdgen.rs", "api/src/crdgen.rs"),
     ("api/src/lib.rs", "api/src/lib.rs"),
     ("src/controller/mod.rs", "src/controller/mod.rs"),
-    ("src/manager/backoff.rs", "src/manager/backoff.rs"),
-    ("src/manager/cache.rs", "src/manager/cache.rs"),
-    ("src/manager/conditions.rs", "src/manager/conditions.rs"),
-    ("src/manager/context.rs", "src/manager/context.rs"),
-    ("src/manager/controller.rs", "src/manager/controller.rs"),
-    ("src/manager/expectations.rs", "src/manager/expectations.rs"),
-    ("src/manager/http.rs", "src/manager/http.rs"),
-    ("src/manager/leader.rs", "src/manager/leader.rs"),
-    ("src/manager/metrics.rs", "src/manager/metrics.rs"),
-    ("src/manager/metrics_auth.rs", "src/manager/metrics_auth.rs"),
     ("src/manager/mod.rs", "src/manager/mod.rs"),
-    ("src/manager/options.rs", "src/manager/options.rs"),
-    ("src/manager/readiness.rs", "src/manager/readiness.rs"),
-    ("src/manager/self_signed.rs", "src/manager/self_signed.rs"),
-    ("src/manager/shutdown.rs", "src/manager/shutdown.rs"),
-    ("src/manager/telemetry.rs", "src/manager/telemetry.rs"),
-    ("src/manager/tls.rs", "src/manager/tls.rs"),
-    ("src/manager/writes.rs", "src/manager/writes.rs"),
 ];
 
 /// User-owned files written once by `opctl init`.
@@ -275,6 +257,7 @@ pub fn init(project: &Project) -> anyhow::Result<Plan> {
         IfExists::Error,
     );
     scaffold_owned(project, &mut renderer, &mut plan)?;
+    vendored(&mut plan)?;
     plan.file(
         CRD_KUSTOMIZATION,
         crd_kustomization(&[], &[]),
@@ -283,6 +266,15 @@ pub fn init(project: &Project) -> anyhow::Result<Plan> {
     );
     add_role(project, None, &mut plan)?;
     Ok(plan)
+}
+
+/// Adds the copy of the manager runtime (`.opctl/runtime/`), which the
+/// project's `Cargo.toml` patches in until the crate is published.
+pub fn vendored(plan: &mut Plan) -> anyhow::Result<()> {
+    for (path, text) in runtime::files()? {
+        plan.file(path, text, Owner::Vendored, IfExists::Overwrite);
+    }
+    Ok(())
 }
 
 /// The plan of `opctl create api`: `project` already holds `resource`;
@@ -422,6 +414,7 @@ pub fn ownership(project: &Project) -> anyhow::Result<BTreeMap<String, Owner>> {
     }
     plan.file(LOCK_FILE, String::new(), Owner::User, IfExists::Error);
     scaffold_owned(project, &mut renderer, &mut plan)?;
+    vendored(&mut plan)?;
     for r in &project.resources {
         resource_files(project, r, false, &mut renderer, &mut plan)?;
         let webhooks = r.webhooks();

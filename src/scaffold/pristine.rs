@@ -10,7 +10,7 @@ use std::path::Path;
 use super::replay::{Step, history_text, load_history, replay};
 use super::{IfExists, Owner, Plan, apply};
 use crate::project::Project;
-use crate::project::paths::{HISTORY_FILE, pristine, target};
+use crate::project::paths::{HISTORY_FILE, has_pristine_copy, pristine, target};
 
 /// Records `step` (the command that just ran; none for `init`) and writes
 /// the pristine copy of every user-owned file of `project` under `root`.
@@ -31,7 +31,7 @@ pub fn record(root: &Path, project: &Project, step: Option<Step>) -> anyhow::Res
 pub fn write(root: &Path, project: &Project, history: &[Step]) -> anyhow::Result<()> {
     let mut plan = Plan::default();
     for (path, file) in replay(project, history)? {
-        if file.owner == Owner::User && super::lockfile::has_pristine_copy(&path) {
+        if file.owner == Owner::User && has_pristine_copy(&path) {
             plan.file(
                 pristine(&path),
                 file.contents,

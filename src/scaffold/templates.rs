@@ -361,7 +361,7 @@ mod tests {
             let by_us = Renderer.render(&name, &tera::Context::new()).unwrap();
             assert_eq!(by_us, by_tera, "{name}");
         }
-        assert!(plain > 10, "{plain} plain templates");
+        assert!(plain >= 5, "{plain} plain templates");
         assert!(
             !is_plain("a {{ b }}") && !is_plain("{% if x %}{% endif %}") && !is_plain("{# c #}")
         );

@@ -214,6 +214,8 @@ pub struct Values {
     /// point them at the local manager).
     conversion_plurals: Vec<String>,
     webhook_groups: Vec<WebhookGroup>,
+    /// What `Cargo.toml` requires of opctl-runtime (`0.1`).
+    runtime_requirement: String,
 }
 
 /// The project-wide values with one family's additions beside them.
@@ -354,6 +356,7 @@ impl Values {
                 .map(|r| r.plural.clone())
                 .collect(),
             webhook_groups,
+            runtime_requirement: super::runtime::requirement(),
         }
     }
 

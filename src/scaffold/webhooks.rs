@@ -109,19 +109,6 @@ const WEBHOOK_TEMPLATES: &[(&str, &str)] = &[
         "config/network-policy/allow-webhook-traffic.yaml",
         "config/network-policy/allow-webhook-traffic.yaml",
     ),
-    (
-        "src/manager/webhook/inject.rs",
-        "src/manager/webhook/inject.rs",
-    ),
-    ("src/manager/webhook/mod.rs", "src/manager/webhook/mod.rs"),
-    (
-        "src/manager/webhook/options.rs",
-        "src/manager/webhook/options.rs",
-    ),
-    (
-        "src/manager/webhook/self_signed.rs",
-        "src/manager/webhook/self_signed.rs",
-    ),
     ("src/webhook/mod.rs", "src/webhook/mod.rs"),
     ("tests/webhooks/mod.rs", "tests/webhooks/mod.rs"),
 ];
@@ -294,14 +281,6 @@ pub(super) fn scaffold_owned(
         plan.file(
             *path,
             renderer.render(template, &context)?,
-            Owner::Scaffold,
-            IfExists::Overwrite,
-        );
-    }
-    if project.has_conversion() {
-        plan.file(
-            "src/manager/webhook/convert.rs",
-            renderer.render("src/manager/webhook/convert.rs", &context)?,
             Owner::Scaffold,
             IfExists::Overwrite,
         );

@@ -15,10 +15,11 @@ use std::path::Path;
 pub use git::require_clean;
 pub use merge::Change;
 
+use crate::project::paths::LOCK_FILE;
 use crate::project::paths::{HISTORY_FILE, PRISTINE_DIR, pristine as pristine_path, target};
 use crate::project::{LAYOUT, Project, layouts};
-use crate::scaffold::lockfile::LOCK_FILE;
 use crate::scaffold::replay::{load_history, replay};
+use crate::scaffold::runtime;
 use crate::scaffold::{IfExists, Owner, Plan, apply, pristine};
 
 /// What an upgrade changes, by path.
@@ -43,12 +44,17 @@ pub fn plan(root: &Path, project: &Project) -> anyhow::Result<Upgrade> {
     let current = current_layout(project);
     let history = load_history(root);
     let mut upgrade = Upgrade::default();
+    let mut runtime_copy = BTreeMap::new();
     for (path, theirs) in replay(&current, &history)? {
         // The record of the upgrade itself is written afterwards.
         if path.starts_with(PRISTINE_DIR)
             || path == HISTORY_FILE
             || theirs.owner == Owner::Generated
         {
+            continue;
+        }
+        if theirs.owner == Owner::Vendored {
+            runtime_copy.insert(path, theirs.contents);
             continue;
         }
         // A file the older layout kept elsewhere is read from there, and moved.
@@ -87,7 +93,70 @@ pub fn plan(root: &Path, project: &Project) -> anyhow::Result<Upgrade> {
             upgrade.changes.insert(path.to_owned(), Change::Remove);
         }
     }
+    vendor_runtime(root, &mut upgrade, &runtime_copy)?;
     Ok(upgrade)
+}
+
+/// Brings the copy of the manager runtime under `.opctl/runtime/` to this
+/// opctl's (`copy`), files of an older copy removed, if the project's
+/// `Cargo.toml` as the upgrade leaves it takes the runtime from there; a
+/// project that points elsewhere (opctl's repository, crates.io) gets none.
+fn vendor_runtime(
+    root: &Path,
+    upgrade: &mut Upgrade,
+    copy: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    let manifest = match upgrade.changes.get("Cargo.toml").and_then(Change::contents) {
+        Some(text) => Some(text.to_owned()),
+        None => read(root, "Cargo.toml")?,
+    };
+    if !manifest.is_some_and(|text| runtime::is_vendored(&text)) {
+        return Ok(());
+    }
+    for (path, text) in copy {
+        match read(root, path)? {
+            Some(ours) if ours == *text => {}
+            Some(_) => {
+                upgrade
+                    .changes
+                    .insert(path.clone(), Change::Update(text.clone()));
+            }
+            None => {
+                upgrade
+                    .changes
+                    .insert(path.clone(), Change::Create(text.clone()));
+            }
+        }
+    }
+    for path in files_under(root, runtime::DIR)? {
+        if !copy.contains_key(&path) {
+            upgrade.changes.insert(path, Change::Remove);
+        }
+    }
+    Ok(())
+}
+
+/// Every file under the directory `relative` (paths relative to `root`).
+fn files_under(root: &Path, relative: &str) -> anyhow::Result<Vec<String>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![relative.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        let entries = match std::fs::read_dir(target(root, &dir)) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => anyhow::bail!("cannot read {dir}: {err}"),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|err| anyhow::anyhow!("cannot read {dir}: {err}"))?;
+            let path = format!("{dir}/{}", entry.file_name().to_string_lossy());
+            if entry.path().is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// `project` as the current layout records it.

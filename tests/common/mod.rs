@@ -105,6 +105,17 @@ pub fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
+/// The environment of every build of a generated or reference project: the
+/// workspace's target directory, shared by all of them, and no incremental
+/// compilation (each project is built afresh in a temporary directory, so
+/// its incremental state was never read again and filled gigabytes).
+pub fn build_env() -> [(&'static str, std::ffi::OsString); 2] {
+    [
+        ("CARGO_TARGET_DIR", shared_target_dir().into_os_string()),
+        ("CARGO_INCREMENTAL", "0".into()),
+    ]
+}
+
 /// The workspace's target directory, shared with generated projects' builds.
 pub fn shared_target_dir() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));

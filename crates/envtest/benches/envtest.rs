@@ -6,12 +6,18 @@
 //!   (target >= 5,000/s on 2 cores);
 //! - watch-event latency p50/p99 (write sent -> event received);
 //! - resident memory per 10,000 stored ConfigMaps;
-//! - the workload simulation (`rollout`, `pods`, see `envtest/workloads.rs`).
+//! - the workload simulation (`rollout`, `pods`, see `envtest/workloads.rs`);
+//! - the server's memory around LISTs of 20,000 ConfigMaps (`lists`, see
+//!   `envtest/lists.rs`).
 //!
 //! Run: `cargo bench -p opctl-envtest --bench envtest` (builds `opctl`
 //! in release mode first if target/release/opctl is missing). Set
-//! `ENVTEST_BENCH=start,writes,latency,memory,cli,rollout,pods` to run some only.
+//! `ENVTEST_BENCH=start,writes,latency,memory,cli,rollout,pods,lists` to run some only;
+//! `ENVTEST_BENCH_OPCTL=PATH` measures another `opctl` binary in the
+//! figures that start one.
 
+#[path = "envtest/lists.rs"]
+mod lists;
 #[path = "envtest/workloads.rs"]
 mod workloads;
 
@@ -278,6 +284,9 @@ async fn memory_per_10k() {
 }
 
 fn opctl_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("ENVTEST_BENCH_OPCTL") {
+        return PathBuf::from(path);
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
@@ -391,5 +400,8 @@ fn main() {
     }
     if selected("pods") {
         runtime.block_on(workloads::pods(&opctl_binary()));
+    }
+    if selected("lists") {
+        runtime.block_on(lists::lists(&opctl_binary()));
     }
 }

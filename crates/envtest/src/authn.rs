@@ -70,53 +70,145 @@ pub fn service_account_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<
     };
     match check(app, token, &api_audiences()) {
         Ok((user, _)) => Ok(Some(user)),
-        Err(Refused::NotOurs) => Ok(None),
+        Err(e) if e == INVALID_TOKEN => Ok(None),
         Err(_) => Err(unauthorized()),
     }
 }
 
-/// Who a token authenticates as and the audiences it holds, when it is
+/// A TokenReview's judgement of `token`, by the authenticators that guard
+/// requests, in kube-apiserver's order: the administrator's static token
+/// (audience-agnostic: it holds the server's own audiences), then
+/// ServiceAccount tokens.
+fn review(app: &App, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), String> {
+    if let Some(id) = &app.identity
+        && id.is_admin_token(token)
+    {
+        let granted: Vec<String> = api_audiences()
+            .into_iter()
+            .filter(|a| audiences.contains(a))
+            .collect();
+        if granted.is_empty() {
+            return Err(INVALID_TOKEN.to_string());
+        }
+        return Ok((UserInfo::default(), granted));
+    }
+    check(app, token, audiences)
+}
+
+/// Who a token authenticates as and the audiences granted, when it is
 /// valid now for one of `audiences` and its ServiceAccount still exists
-/// with the uid it was issued for.
-fn check(app: &App, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), Refused> {
-    match app.tokens.verify(token, now(), audiences) {
-        Ok(claims) => {
-            if !account_alive(app, &claims.namespace, &claims.name, &claims.uid) {
-                return Err(Refused::Malformed);
-            }
-            Ok((claims.user(), claims.audiences))
-        }
-        Err(Refused::NotOurs) => {
-            let claims = app.tokens.verify_legacy(token)?;
-            check_legacy(app, token, &claims)?;
-            // A legacy token has no audience: it holds the server's own.
-            let implicit = api_audiences();
-            if !implicit.iter().any(|a| audiences.contains(a)) {
-                return Err(Refused::WrongAudience);
-            }
-            Ok((claims.user(), implicit))
-        }
-        Err(e) => Err(e),
+/// with the uid it was issued for; otherwise the error kube-apiserver's
+/// token authenticators give (what a TokenReview reports).
+fn check(app: &App, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), String> {
+    let claims = match app.tokens.verify(token, now(), audiences) {
+        Ok(claims) => claims,
+        Err(Refused::NotOurs) => return check_legacy_token(app, token, audiences),
+        Err(refused) => return Err(refusal_text(&refused, audiences)),
+    };
+    account_alive(app, &claims.namespace, &claims.name, &claims.uid, false)?;
+    let granted = claims
+        .audiences
+        .iter()
+        .filter(|a| audiences.contains(a))
+        .cloned()
+        .collect();
+    Ok((claims.user(), granted))
+}
+
+/// A legacy token (from a token Secret), or `invalid bearer token` for a
+/// credential no authenticator recognises.
+fn check_legacy_token(
+    app: &App,
+    token: &str,
+    audiences: &[String],
+) -> Result<(UserInfo, Vec<String>), String> {
+    let claims = match app.tokens.verify_legacy(token) {
+        Ok(claims) => claims,
+        Err(refused) => return Err(refusal_text(&refused, audiences)),
+    };
+    // A legacy token has no audience: it holds the server's own.
+    let implicit = api_audiences();
+    let granted: Vec<String> = implicit
+        .iter()
+        .filter(|a| audiences.contains(a))
+        .cloned()
+        .collect();
+    if granted.is_empty() {
+        return Err(audience_text(&implicit, audiences));
+    }
+    check_legacy(app, token, &claims)?;
+    Ok((claims.user(), granted))
+}
+
+/// The texts of pkg/serviceaccount (jwt.go, claims.go) and go-jose for a
+/// token this server's key or issuer refuses.
+fn refusal_text(refused: &Refused, audiences: &[String]) -> String {
+    match refused {
+        Refused::NotOurs | Refused::Malformed => INVALID_TOKEN.to_string(),
+        // A key id this server does not have finds no key; a signature
+        // made for other bytes fails go-jose's check.
+        Refused::UnknownKey => "invalid signature, no keys found".to_string(),
+        Refused::BadSignature => "go-jose/go-jose: error in cryptographic primitive".to_string(),
+        Refused::Expired => "service account token has expired".to_string(),
+        Refused::NotYetValid => "service account token is not valid yet".to_string(),
+        Refused::WrongAudience(held) => audience_text(held, audiences),
     }
 }
 
-fn account_alive(app: &App, ns: &str, name: &str, uid: &str) -> bool {
+/// jwt.go's refusal of a token meant for other audiences (Go's `%q` of a
+/// string slice).
+fn audience_text(held: &[String], wanted: &[String]) -> String {
+    let quote = |list: &[String]| {
+        let items: Vec<String> = list.iter().map(|a| crate::gofmt::quote(a)).collect();
+        format!("[{}]", items.join(" "))
+    };
+    format!(
+        "token audiences {} is invalid for the target audiences {}",
+        quote(held),
+        quote(wanted)
+    )
+}
+
+/// What kube-apiserver's bearer-token authenticator answers when no token
+/// authenticator recognises the credential.
+const INVALID_TOKEN: &str = "invalid bearer token";
+
+/// The ServiceAccount a token names must still exist, not be deleted, and
+/// have the uid the token was issued for (claims.go; legacy.go writes
+/// `ServiceAccount` where claims.go writes `service account`).
+fn account_alive(app: &App, ns: &str, name: &str, uid: &str, legacy: bool) -> Result<(), String> {
     let key: ResKey = Arc::from(SERVICE_ACCOUNTS);
-    app.store.get(&key, ns, name).is_some_and(|sa| {
-        meta::uid(&sa) == uid && sa.pointer("/metadata/deletionTimestamp").is_none()
-    })
+    let Some(sa) = app.store.get(&key, ns, name) else {
+        return Err(format!("serviceaccounts \"{name}\" not found"));
+    };
+    let noun = if legacy {
+        "ServiceAccount"
+    } else {
+        "service account"
+    };
+    if sa.pointer("/metadata/deletionTimestamp").is_some() {
+        return Err(format!("{noun} {ns}/{name} has been deleted"));
+    }
+    if meta::uid(&sa) != uid {
+        return Err(format!(
+            "{noun} UID ({}) does not match claim ({uid})",
+            meta::uid(&sa)
+        ));
+    }
+    Ok(())
 }
 
 /// A legacy token is good while its Secret (not being deleted) still holds
 /// exactly it and its ServiceAccount exists with the same uid.
-fn check_legacy(app: &App, token: &str, claims: &LegacyClaims) -> Result<(), Refused> {
+fn check_legacy(app: &App, token: &str, claims: &LegacyClaims) -> Result<(), String> {
     let key: ResKey = Arc::from(SECRETS);
+    let invalidated = || "Token has been invalidated".to_string();
     let secret = app
         .store
         .get(&key, &claims.namespace, &claims.secret)
-        .ok_or(Refused::Malformed)?;
+        .ok_or_else(invalidated)?;
     if meta::is_deleting(&secret) {
-        return Err(Refused::Malformed);
+        return Err(invalidated());
     }
     let held = secret
         .pointer("/data/token")
@@ -126,12 +218,9 @@ fn check_legacy(app: &App, token: &str, claims: &LegacyClaims) -> Result<(), Ref
             base64::engine::general_purpose::STANDARD.decode(d).ok()
         });
     if held.as_deref() != Some(token.as_bytes()) {
-        return Err(Refused::Malformed);
+        return Err("Token does not match server's copy".to_string());
     }
-    if !account_alive(app, &claims.namespace, &claims.name, &claims.uid) {
-        return Err(Refused::Malformed);
-    }
-    Ok(())
+    account_alive(app, &claims.namespace, &claims.name, &claims.uid, true)
 }
 
 fn invalid_request(detail_field: &str, value: i64, detail: &str) -> ApiError {
@@ -305,12 +394,16 @@ pub fn token_review(app: &App, mut body: Value, manager: &str) -> ApiResult<Valu
     } else {
         requested
     };
-    let status = match check(app, &token, &audiences) {
-        Ok((user, held)) => {
-            let granted: Vec<&String> = held.iter().filter(|a| audiences.contains(a)).collect();
+    if token.is_empty() {
+        return Err(ApiError::bad_request(
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let status = match review(app, &token, &audiences) {
+        Ok((user, granted)) => {
             json!({"authenticated": true, "user": user.to_json(), "audiences": granted})
         }
-        Err(_) => json!({"user": {}, "error": "invalid bearer token"}),
+        Err(error) => json!({"user": {}, "error": error}),
     };
     let map = body
         .as_object_mut()

@@ -27,6 +27,7 @@ mod gofmt;
 mod gojson;
 mod http;
 mod jsonpath;
+mod memory;
 mod meta;
 mod metrics;
 mod nodes;
@@ -48,8 +49,8 @@ mod version;
 mod workloads;
 
 pub use admission::WebhookRoute;
-pub use api::ClusterControllers;
 pub use builtin::{KindInfo as BuiltinKind, kinds as builtin_kinds};
+pub use controllers::selection::{Controller, Controllers};
 pub use error::{ApiError, ApiResult, Cause};
 pub use faults::{FaultSpec, SpecError as FaultSpecError};
 pub use server::{

@@ -73,7 +73,7 @@ impl Identity {
     /// rustls' server side: the serving certificate, HTTP/2 and HTTP/1.1
     /// offered by ALPN as kube-apiserver offers them.
     pub fn server_config(&self) -> anyhow::Result<Arc<ServerConfig>> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .context("TLS protocol versions")?

@@ -1,6 +1,7 @@
-//! `pods/log` and `pods/exec`: kube-apiserver checks the request against
-//! the Pod, then proxies it to the kubelet of the Pod's node. envtest runs
-//! no containers:
+//! `pods/log`, `exec`, `attach`, `portforward` and the `proxy` subresources:
+//! kube-apiserver checks the request against the Pod (Service, Node), then
+//! proxies it to the kubelet of the Pod's node (or the backend). envtest runs
+//! no containers and proxies no traffic:
 //!
 //! - a Pod no node runs answers as on a real server (an empty log; an exec
 //!   refused because the Pod has no host);
@@ -9,7 +10,8 @@
 //!   derived from the container statuses (started, image, how it ended), read
 //!   with the kubelet's rules for `container`, `previous`, `tailLines`,
 //!   `timestamps`, `sinceSeconds` / `sinceTime` and `limitBytes`; `follow`
-//!   ends with what is there. Exec is refused: no process runs;
+//!   ends with what is there. Exec, attach and port forwarding are refused:
+//!   no process runs;
 //! - a Pod bound to any other node answers with the error a real server
 //!   gives when it cannot reach that node's kubelet.
 
@@ -102,33 +104,128 @@ pub fn log(
     }
 }
 
-/// GET or POST `pods/<name>/exec`: refused before any stream is opened.
-pub fn exec(
+/// GET or POST `pods/<name>/exec` or `attach` (`stream` names which):
+/// refused before any stream is opened, as `streamLocation` checks the
+/// container and the host before the kubelet is dialled.
+pub fn stream(
     pod: &Value,
     name: &str,
     requested: Option<&str>,
     node: Option<(&str, bool)>,
+    stream: &str,
 ) -> ApiError {
-    if let Some(phase @ ("Succeeded" | "Failed")) =
-        pod.pointer("/status/phase").and_then(Value::as_str)
-    {
-        return ApiError::bad_request(format!(
-            "cannot exec into a container in a completed pod; current phase is {phase}"
-        ));
-    }
     if let Err(e) = container(pod, name, requested) {
         return e;
     }
     match node {
-        None => ApiError::bad_request(format!("pod {name} does not have a host assigned")),
-        Some((node, true)) => ApiError::new(
-            500,
-            "InternalError",
-            format!(
-                "the simulated kubelet of node {node:?} runs no containers: opctl envtest cannot exec into them"
-            ),
-        ),
+        None => no_host(name),
+        Some((node, true)) => simulated(node, stream),
         Some((node, false)) => no_kubelet(node),
+    }
+}
+
+/// GET or POST `pods/<name>/portforward`: the host is all
+/// `PortForwardLocation` checks.
+pub fn port_forward(name: &str, node: Option<(&str, bool)>) -> ApiError {
+    match node {
+        None => no_host(name),
+        Some((node, true)) => simulated(node, "portforward"),
+        Some((node, false)) => no_kubelet(node),
+    }
+}
+
+fn no_host(name: &str) -> ApiError {
+    ApiError::bad_request(format!("pod {name} does not have a host assigned"))
+}
+
+/// A simulated kubelet has no processes to stream from.
+fn simulated(node: &str, stream: &str) -> ApiError {
+    let verb = match stream {
+        "attach" => "attach to them",
+        "portforward" => "forward ports to them",
+        _ => "exec into them",
+    };
+    ApiError::new(
+        500,
+        "InternalError",
+        format!(
+            "the simulated kubelet of node {node:?} runs no containers: opctl envtest cannot {verb}"
+        ),
+    )
+}
+
+/// `pods|services|nodes/<name>/proxy[/...]`: what kube-apiserver checks
+/// before dialling (a Pod needs an IP, a Service ready endpoints), then the
+/// 503 of a backend that cannot be reached: envtest proxies no traffic.
+pub fn proxy(
+    app: &crate::api::App,
+    res: &crate::registry::Resource,
+    ns: &str,
+    name: &str,
+) -> ApiError {
+    let object = match crate::api::read::get(app, res, ns, name) {
+        Ok(object) => object,
+        Err(e) => return e,
+    };
+    let unreachable = |what: String| {
+        ApiError::new(
+            503,
+            "ServiceUnavailable",
+            format!("error trying to reach service: opctl envtest proxies no traffic ({what})"),
+        )
+    };
+    match res.plural.as_str() {
+        "pods" => {
+            let ip = object
+                .pointer("/status/podIPs/0/ip")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            match ip.parse::<std::net::IpAddr>() {
+                Ok(addr) if is_global_unicast(addr) => unreachable(format!("pod IP {ip}")),
+                _ => ApiError::bad_request("address not allowed"),
+            }
+        }
+        "services" => {
+            let endpoints = app.store.get(&std::sync::Arc::from("endpoints"), ns, name);
+            let ready = endpoints.as_deref().is_some_and(|e| {
+                e.get("subsets")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|s| {
+                        s.get("addresses")
+                            .and_then(Value::as_array)
+                            .is_some_and(|a| !a.is_empty())
+                    })
+            });
+            if ready {
+                unreachable(format!("service {name:?}"))
+            } else {
+                ApiError::new(
+                    503,
+                    "ServiceUnavailable",
+                    format!("no endpoints available for service {name:?}"),
+                )
+            }
+        }
+        _ => unreachable(format!("the kubelet of node {name:?}")),
+    }
+}
+
+/// Go's `IP.IsGlobalUnicast`.
+fn is_global_unicast(addr: std::net::IpAddr) -> bool {
+    match addr {
+        std::net::IpAddr::V4(v4) => {
+            !(v4.is_unspecified()
+                || v4.is_loopback()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || v4.is_link_local())
+        }
+        std::net::IpAddr::V6(v6) => {
+            let link_local = (v6.segments()[0] & 0xffc0) == 0xfe80;
+            !(v6.is_unspecified() || v6.is_loopback() || v6.is_multicast() || link_local)
+        }
     }
 }
 
@@ -428,15 +525,29 @@ mod tests {
             log(&pod, "p", &of(Some("c")), None).unwrap_err().message,
             "container c is not valid for pod p"
         );
+        for kind in ["exec", "attach"] {
+            assert_eq!(
+                stream(&pod, "p", Some("a"), None, kind).message,
+                "pod p does not have a host assigned"
+            );
+            // The container is checked first.
+            assert_eq!(
+                stream(&pod, "p", Some("c"), None, kind).message,
+                "container c is not valid for pod p"
+            );
+        }
+        // Port forwarding names no container.
         assert_eq!(
-            exec(&pod, "p", Some("a"), None).message,
+            port_forward("p", None).message,
             "pod p does not have a host assigned"
         );
+        // A completed Pod is refused by kubectl, not by the server: the
+        // server's answer is the host's.
         let done =
             json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Succeeded"}});
         assert_eq!(
-            exec(&done, "p", None, None).message,
-            "cannot exec into a container in a completed pod; current phase is Succeeded"
+            stream(&done, "p", None, None, "exec").message,
+            "pod p does not have a host assigned"
         );
     }
 
@@ -445,7 +556,11 @@ mod tests {
         let pod = json!({"spec": {"nodeName": "n1", "containers": [{"name": "a"}]}});
         let simulated = node_of(&pod, |n| n == "n1");
         assert_eq!(simulated, Some(("n1", true)));
-        assert_eq!(exec(&pod, "p", None, simulated).code, 500);
+        assert_eq!(stream(&pod, "p", None, simulated, "exec").code, 500);
+        assert_eq!(
+            port_forward("p", simulated).message,
+            "the simulated kubelet of node \"n1\" runs no containers: opctl envtest cannot forward ports to them"
+        );
         let absent = node_of(&pod, |_| false);
         assert_eq!(
             log(&pod, "p", &of(None), absent).unwrap_err().message,

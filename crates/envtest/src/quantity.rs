@@ -198,6 +198,14 @@ impl Quantity {
         }
     }
 
+    /// The difference, never below zero (Go's `SubtractWithNonNegativeResult`).
+    pub(crate) fn sub_non_negative(&self, other: &Quantity) -> Quantity {
+        Quantity {
+            nanos: (self.nanos - other.nanos).max(0),
+            format: self.format,
+        }
+    }
+
     /// A whole number of units (object counts).
     pub(crate) fn count(n: i64) -> Quantity {
         Quantity {

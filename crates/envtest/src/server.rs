@@ -15,6 +15,7 @@ use crate::admission::WebhookRoute;
 use crate::api::create::{Input, create};
 use crate::api::{App, WriteCtx};
 use crate::controllers;
+use crate::controllers::selection::Controllers;
 use crate::faults::{FaultSpec, Faults};
 
 /// How the server starts.
@@ -37,15 +38,18 @@ pub struct Config {
     /// Faults to inject (`--faults`); see `docs/envtest.md`. Parse one with
     /// `"default,seed=42".parse::<FaultSpec>()`.
     pub faults: FaultSpec,
-    /// kube-controller-manager's controllers beyond the essential ones.
-    pub cluster_controllers: crate::api::ClusterControllers,
+    /// Which of kube-controller-manager's controllers run (its
+    /// `--controllers`; all by default, [`Controllers::none`] for none);
+    /// see `docs/envtest.md`, "kube-controller-manager's controllers".
+    pub controllers: Controllers,
     /// How long a deleted namespace stays Terminating with its content
     /// before the namespace controller empties it (kube-controller-manager
     /// waits 5 s; a short wait lets clients see the Terminating namespace
     /// without slowing tests).
     pub namespace_deletion_grace: Duration,
-    /// Simulated Nodes, scheduler, kubelets and workload controllers
-    /// (on by default; [`crate::workloads::Simulation::off`] for a bare API server).
+    /// Simulated Nodes, scheduler, kubelets and volume provisioner (on by
+    /// default; [`crate::workloads::Simulation::off`] for none: with
+    /// [`Controllers::none`] too, a bare API server).
     pub simulation: crate::workloads::Simulation,
     /// How long a request that is not long-running (a watch, a log or exec
     /// stream) may take before it gets kube-apiserver's 504 Timeout Status
@@ -82,7 +86,7 @@ impl Default for Config {
             read_history: 100_000,
             webhook_routes: Vec::new(),
             faults: FaultSpec::default(),
-            cluster_controllers: crate::api::ClusterControllers::default(),
+            controllers: Controllers::default(),
             namespace_deletion_grace: DEFAULT_NAMESPACE_DELETION_GRACE,
             simulation: crate::workloads::Simulation::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -117,7 +121,7 @@ impl Envtest {
         let crds = load_crd_documents(&config.crd_paths)?;
         let mut app = App::with_history(config.watch_history, config.read_history);
         app.faults = Faults::new(config.faults.clone(), app.metrics.clone());
-        app.cluster_controllers = config.cluster_controllers;
+        app.controllers = config.controllers.clone();
         app.simulated_scheduler = config.simulation.scheduler;
         app.request_timeout = config.request_timeout;
         let identity = match config.serving {

@@ -166,8 +166,7 @@ pub fn columns_and_cells(
             (defs, rows)
         }
         Source::Builtin(kind) => {
-            let plain: Vec<Value> = objects.iter().map(|o| (**o).clone()).collect();
-            if let Some(t) = crate::builtin::table(kind, &plain, now) {
+            if let Some(t) = crate::builtin::table(kind, objects.iter().map(|o| &**o), now) {
                 return t;
             }
             let defs = vec![name_col, column("Age", "string", "", AGE_DESCRIPTION, 0)];
@@ -194,30 +193,73 @@ pub fn table(
     include: IncludeObject,
     with_columns: bool,
 ) -> Value {
-    let now = jiff::Timestamp::now();
-    let mut objects = objects.to_vec();
-    crate::builtin::sort_for_printing(&res.group, &res.plural, &mut objects);
-    let (defs, cells) = columns_and_cells(res, &objects, now);
+    let TableParts {
+        mut head,
+        objects,
+        cells,
+    } = table_parts(res, objects, list_meta, version, with_columns);
     let rows: Vec<Value> = objects
         .iter()
         .zip(cells)
         .map(|(o, cells)| {
             let mut row = json!({"cells": cells});
-            match include {
-                IncludeObject::None => {}
-                IncludeObject::Metadata => row["object"] = partial_metadata(o, version),
-                IncludeObject::Object => row["object"] = (**o).clone(),
+            if let Some(object) = row_object(o, include, version) {
+                row["object"] = object.into_owned();
             }
             row
         })
         .collect();
-    json!({
+    head["rows"] = Value::Array(rows);
+    head
+}
+
+/// A Table taken apart, so that its rows can be written one by one: the
+/// document with no rows yet (`rows` is its last key), the objects in
+/// printing order and each one's cells.
+pub struct TableParts {
+    pub head: Value,
+    pub objects: Vec<std::sync::Arc<Value>>,
+    pub cells: Vec<Vec<Value>>,
+}
+
+/// The parts of the Table [`table`] makes.
+pub fn table_parts(
+    res: &Resource,
+    objects: &[std::sync::Arc<Value>],
+    list_meta: Value,
+    version: &str,
+    with_columns: bool,
+) -> TableParts {
+    let now = jiff::Timestamp::now();
+    let mut objects = objects.to_vec();
+    crate::builtin::sort_for_printing(&res.group, &res.plural, &mut objects);
+    let (defs, cells) = columns_and_cells(res, &objects, now);
+    let head = json!({
         "kind": "Table",
         "apiVersion": format!("meta.k8s.io/{version}"),
         "metadata": list_meta,
         "columnDefinitions": if with_columns { Value::Array(defs) } else { json!([]) },
-        "rows": rows,
-    })
+        "rows": [],
+    });
+    TableParts {
+        head,
+        objects,
+        cells,
+    }
+}
+
+/// What a row carries of its object (`includeObject`): its
+/// PartialObjectMetadata, the object itself, or nothing.
+pub fn row_object<'a>(
+    obj: &'a Value,
+    include: IncludeObject,
+    version: &str,
+) -> Option<std::borrow::Cow<'a, Value>> {
+    match include {
+        IncludeObject::None => None,
+        IncludeObject::Metadata => Some(std::borrow::Cow::Owned(partial_metadata(obj, version))),
+        IncludeObject::Object => Some(std::borrow::Cow::Borrowed(obj)),
+    }
 }
 
 #[cfg(test)]

@@ -92,17 +92,20 @@ impl Claims {
     }
 }
 
-/// Why a token is refused (kube-apiserver answers every case with 401, and
-/// a TokenReview with `invalid bearer token`).
+/// Why a token is refused (kube-apiserver answers every case with 401; a
+/// TokenReview reports the authenticator's error, see `authn`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refused {
     /// Not a token this server issued (or not a JWT at all).
     NotOurs,
     Malformed,
+    /// Signed with a key id this server does not have.
+    UnknownKey,
     BadSignature,
     Expired,
     NotYetValid,
-    WrongAudience,
+    /// Meant for other audiences: the ones the token holds.
+    WrongAudience(Vec<String>),
 }
 
 /// The signing key of one server.
@@ -203,6 +206,9 @@ impl Signer {
         if payload.get("iss").and_then(Value::as_str) != Some(issuer) {
             return Err(Refused::NotOurs);
         }
+        if header.get("kid").and_then(Value::as_str) != Some(self.key_id.as_str()) {
+            return Err(Refused::UnknownKey);
+        }
         if header.get("alg").and_then(Value::as_str) != Some("ES256") {
             return Err(Refused::BadSignature);
         }
@@ -249,12 +255,6 @@ impl Signer {
         };
         let expires_at = number("exp").ok_or(Refused::Malformed)?;
         let issued_at = number("iat").unwrap_or(0);
-        if now > expires_at + LEEWAY_SECONDS {
-            return Err(Refused::Expired);
-        }
-        if number("nbf").is_some_and(|nbf| now + LEEWAY_SECONDS < nbf) {
-            return Err(Refused::NotYetValid);
-        }
         let token_audiences: Vec<String> = match payload.get("aud") {
             Some(Value::String(a)) => vec![a.clone()],
             Some(Value::Array(list)) => list
@@ -264,8 +264,15 @@ impl Signer {
                 .collect(),
             _ => Vec::new(),
         };
+        // jwt.go checks the audiences before the validator checks the times.
         if !token_audiences.iter().any(|a| audiences.contains(a)) {
-            return Err(Refused::WrongAudience);
+            return Err(Refused::WrongAudience(token_audiences));
+        }
+        if now > expires_at + LEEWAY_SECONDS {
+            return Err(Refused::Expired);
+        }
+        if number("nbf").is_some_and(|nbf| now + LEEWAY_SECONDS < nbf) {
+            return Err(Refused::NotYetValid);
         }
         Ok(Claims {
             namespace: text("/kubernetes.io/namespace")?,
@@ -318,18 +325,19 @@ mod tests {
         );
         assert_eq!(
             signer.verify(&token, 2_000, &["other".to_string()]),
-            Err(Refused::WrongAudience)
+            Err(Refused::WrongAudience(vec![ISSUER.to_string()]))
         );
         assert_eq!(claims().user().username, "system:serviceaccount:ns:sa");
     }
 
     #[test]
     fn another_servers_or_a_tampered_token_is_refused() {
-        let token = Signer::new().issue(&claims());
+        let signer = Signer::new();
+        let token = signer.issue(&claims());
         let ours = [ISSUER.to_string()];
         assert_eq!(
             Signer::new().verify(&token, 2_000, &ours),
-            Err(Refused::BadSignature)
+            Err(Refused::UnknownKey)
         );
         let (head, rest) = token.split_once('.').unwrap();
         let (_, sig) = rest.split_once('.').unwrap();
@@ -338,7 +346,6 @@ mod tests {
         let forged_payload = Signer::new().issue(&forged);
         let payload = forged_payload.split('.').nth(1).unwrap();
         let tampered = format!("{head}.{payload}.{sig}");
-        let signer = Signer::new();
         assert_eq!(
             signer.verify(&tampered, 2_000, &ours),
             Err(Refused::BadSignature)
@@ -365,7 +372,7 @@ mod tests {
         assert_eq!(signer.verify(&token, 2_000, &ours), Err(Refused::NotOurs));
         assert_eq!(
             Signer::new().verify_legacy(&token),
-            Err(Refused::BadSignature)
+            Err(Refused::UnknownKey)
         );
         let bound = signer.issue(&claims());
         assert_eq!(signer.verify_legacy(&bound), Err(Refused::NotOurs));

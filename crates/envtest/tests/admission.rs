@@ -494,7 +494,7 @@ async fn patch_that_does_not_apply_is_an_internal_error_whatever_the_policy() {
     assert_eq!(err.code, 500);
     assert_eq!(
         err.message,
-        "Internal error occurred: replace operation does not apply: doc is missing key: /spec/missing/field: missing value"
+        "Internal error occurred: replace operation does not apply: doc is missing path: /spec/missing/field: missing value"
     );
 }
 

@@ -475,12 +475,18 @@ async fn names_are_validated_by_the_rules_of_each_kind() {
     let label_rule = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
     let dns1035_rule = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
     let cases = [
-        // A Namespace is a DNS label: no dots.
+        // A Namespace is a DNS label: a subdomain is told about its dots,
+        // anything else gets the label rule.
         (
             "/api/v1/namespaces",
             json!({"metadata": {"name": "a.b"}}),
+            Some("metadata.name: Invalid value: \"a.b\": must not contain dots".to_string()),
+        ),
+        (
+            "/api/v1/namespaces",
+            json!({"metadata": {"name": "A_b"}}),
             Some(format!(
-                "metadata.name: Invalid value: \"a.b\": {label_rule}"
+                "metadata.name: Invalid value: \"A_b\": {label_rule}"
             )),
         ),
         // A Service is a DNS-1035 label: starts with a letter.
@@ -774,4 +780,186 @@ async fn every_builtin_kind_of_the_issue_is_served() {
             "{endpoint}"
         );
     }
+}
+
+/// Lists and watches served as kube-apiserver v1.32's watch cache serves
+/// them: a list at resourceVersion "0" ignores its limit (every item, no
+/// continue token), a limited list at another resourceVersion with no match
+/// is read exactly there (the legacy rule), a plain watch from a future
+/// resourceVersion opens at once and shows only what comes after it, and a
+/// streaming list from one answers its 504 inside the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_and_watches_follow_the_watch_cache_rules() {
+    let (_env, client, http) = start(Config::default()).await;
+    let ns = "default";
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    for name in ["l-a", "l-b", "l-c"] {
+        api.create(&PostParams::default(), &configmap(name, json!({})))
+            .await
+            .expect("created");
+    }
+    let list = |query: &str| {
+        HttpRequest::new(
+            "GET",
+            format!("/api/v1/namespaces/{ns}/configmaps?labelSelector=&{query}"),
+        )
+    };
+    let names = |body: &Value| -> Vec<String> {
+        body["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["metadata"]["name"].as_str())
+            .filter(|n| n.starts_with("l-"))
+            .map(str::to_string)
+            .collect()
+    };
+    let (_, zero) = send(&http, list("resourceVersion=0&limit=1")).await;
+    assert_eq!(names(&zero), ["l-a", "l-b", "l-c"]);
+    assert_eq!(zero["metadata"].get("continue"), None, "{zero}");
+    let (_, latest) = send(&http, list("limit=1")).await;
+    assert_eq!(latest["items"].as_array().map(Vec::len), Some(1));
+    assert!(latest["metadata"]["continue"].is_string(), "{latest}");
+    let at = latest["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("resourceVersion")
+        .to_string();
+    api.create(&PostParams::default(), &configmap("l-d", json!({})))
+        .await
+        .expect("created");
+    // Exact at the earlier resourceVersion: l-d is not there yet.
+    let (_, exact) = send(&http, list(&format!("resourceVersion={at}&limit=10"))).await;
+    assert_eq!(names(&exact), ["l-a", "l-b", "l-c"]);
+    assert_eq!(exact["metadata"]["resourceVersion"], at.as_str());
+    // Without a limit the same resourceVersion means "not older than".
+    let (_, newer) = send(&http, list(&format!("resourceVersion={at}"))).await;
+    assert_eq!(names(&newer), ["l-a", "l-b", "l-c", "l-d"]);
+
+    // A watch from two changes ahead: open at once, then only what follows.
+    let current: u64 = send(&http, list("limit=1")).await.1["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|rv| rv.parse().ok())
+        .expect("resourceVersion");
+    let ahead = current + 2;
+    let watching = {
+        let http = http.clone();
+        tokio::spawn(async move {
+            http.watch_until(
+                &format!("/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={ahead}&timeoutSeconds=10"),
+                Duration::from_secs(15),
+                |events: &[Value]| !events.is_empty(),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for name in ["w-1", "w-2", "w-3"] {
+        api.create(&PostParams::default(), &configmap(name, json!({})))
+            .await
+            .expect("created");
+    }
+    let events = watching.await.expect("joined").expect("the watch opened");
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[0]["object"]["metadata"]["name"], "w-3");
+
+    // A streaming list from a resourceVersion the cache does not reach.
+    let target = format!(
+        "/api/v1/namespaces/{ns}/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=999999999&allowWatchBookmarks=true&timeoutSeconds=10"
+    );
+    let events = http
+        .watch_until(&target, Duration::from_secs(10), |events: &[Value]| {
+            !events.is_empty()
+        })
+        .await
+        .expect("the stream opens with 200");
+    assert_eq!(events[0]["type"], "ERROR");
+    let status = &events[0]["object"];
+    assert_eq!(
+        (status["code"].as_i64(), status["reason"].as_str()),
+        (Some(504), Some("Timeout"))
+    );
+    assert!(
+        status["message"].as_str().is_some_and(
+            |m| m.starts_with("Timeout: Too large resource version: 999999999, current: ")
+        ),
+        "{status}"
+    );
+}
+
+/// The warnings registry strategies return (`WarningsOnCreate` and
+/// `WarningsOnUpdate`) arrive as `Warning` headers: a Pod name that is no
+/// DNS label, and the pod spec warnings of Pods and pod templates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strategies_warn_about_names_and_pod_specs() {
+    let (_env, _client, http) = start(Config::default()).await;
+    let warnings = |response: &HttpResponse| -> Vec<String> {
+        response
+            .warnings
+            .iter()
+            .map(|w| {
+                w.strip_prefix("299 - \"")
+                    .and_then(|w| w.strip_suffix('"'))
+                    .unwrap_or(w)
+                    .replace("\\\"", "\"")
+            })
+            .collect()
+    };
+    let pod = json!({"metadata": {"name": "web.v1"}, "spec": {"containers": [{
+        "name": "c", "image": "busybox",
+        "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}],
+        "ports": [{"containerPort": 80}, {"containerPort": 80}],
+        "resources": {"requests": {"memory": "1.5"}}
+    }], "nodeSelector": {"beta.kubernetes.io/os": "linux"}}});
+    let (response, body) = send(
+        &http,
+        HttpRequest::new("POST", "/api/v1/namespaces/default/pods").json(&pod),
+    )
+    .await;
+    assert_eq!(response.status, 201, "{body}");
+    assert_eq!(
+        warnings(&response),
+        [
+            "metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]",
+            "spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use \"kubernetes.io/os\" instead",
+            "spec.containers[0].resources.requests[memory]: fractional byte value \"1500m\" is invalid, must be an integer",
+            "spec.containers[0].env[1]: hides previous definition of \"A\", which may be dropped when using apply",
+            "spec.containers[0].ports[1]: duplicate port definition with spec.containers[0].ports[0]",
+        ]
+    );
+    // A Deployment's template warns under its path, on create and on a
+    // change that bumps the generation.
+    let deployment = json!({"metadata": {"name": "web"}, "spec": {
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]}}}});
+    let (response, body) = send(
+        &http,
+        HttpRequest::new("POST", "/apis/apps/v1/namespaces/default/deployments").json(&deployment),
+    )
+    .await;
+    assert_eq!(response.status, 201, "{body}");
+    let expected = [
+        "spec.template.spec.topologySpreadConstraints[0].labelSelector: a null labelSelector results in matching no pod",
+    ];
+    assert_eq!(warnings(&response), expected);
+    let (response, _) = send(
+        &http,
+        HttpRequest::new("PATCH", "/apis/apps/v1/namespaces/default/deployments/web")
+            .header("Content-Type", "application/merge-patch+json")
+            .json(&json!({"metadata": {"labels": {"x": "y"}}})),
+    )
+    .await;
+    assert!(
+        warnings(&response).is_empty(),
+        "no new generation, no warnings"
+    );
+    let (response, _) = send(
+        &http,
+        HttpRequest::new("PATCH", "/apis/apps/v1/namespaces/default/deployments/web")
+            .header("Content-Type", "application/merge-patch+json")
+            .json(&json!({"spec": {"replicas": 2}})),
+    )
+    .await;
+    assert_eq!(warnings(&response), expected);
 }

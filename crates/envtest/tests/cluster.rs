@@ -24,11 +24,15 @@ mod common;
 mod gc;
 #[path = "cluster/plugins.rs"]
 mod plugins;
+#[path = "cluster/pod_subresources.rs"]
+mod pod_subresources;
 #[path = "cluster/quota_and_storage.rs"]
 mod quota_and_storage;
 #[path = "cluster/rbac.rs"]
 mod rbac;
 #[path = "cluster/start_objects.rs"]
 mod start_objects;
+#[path = "cluster/strategies.rs"]
+mod strategies;
 #[path = "cluster/subresources.rs"]
 mod subresources;

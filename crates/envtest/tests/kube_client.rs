@@ -870,3 +870,54 @@ async fn an_impersonating_client_is_held_to_its_rbac() {
         )
     );
 }
+
+/// kube-rs's own `fetch_fails` cluster test (its `Client::fetch` decodes
+/// the GET of an object reference as `Client::request` does): a built-in
+/// object is written `{"kind":...,"apiVersion":...}` as kube-apiserver
+/// writes it, so a decode error points at the column a cluster gives.
+#[tokio::test]
+async fn a_wrong_kind_is_reported_at_the_column_a_cluster_gives() {
+    use k8s_openapi::api::core::v1::{Pod, Service};
+    let (client, ns) = setup("kr-fetch").await;
+    let get = |path: &str| {
+        axum::http::Request::get(path.to_string())
+            .body(Vec::new())
+            .expect("request")
+    };
+    let path = "/api/v1/namespaces/default/services/kubernetes";
+    let svc: Service = client
+        .request(get(path))
+        .await
+        .expect("the kubernetes Service");
+    assert_eq!(svc.metadata.name.as_deref(), Some("kubernetes"));
+    let err = client
+        .request::<Pod>(get(path))
+        .await
+        .expect_err("a Service is no Pod");
+    assert!(matches!(err, kube::Error::SerdeError(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "Error deserializing response: invalid value: string \"Service\", expected Pod at line 1 column 17"
+    );
+    let obj: DynamicObject = client.request(get(path)).await.expect("dynamic");
+    assert_eq!(
+        obj.try_parse::<Pod>().unwrap_err().to_string(),
+        "failed to parse this DynamicObject into a Resource: invalid value: string \"Service\", expected Pod"
+    );
+    // Objects a client writes are answered in the same order.
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    cms.create(
+        &PostParams::default(),
+        &configmap("order", json!({}), json!({"a": "1"})),
+    )
+    .await
+    .expect("created");
+    let text = client
+        .request_text(get(&format!("/api/v1/namespaces/{ns}/configmaps/order")))
+        .await
+        .expect("get");
+    assert!(
+        text.starts_with("{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"),
+        "{text}"
+    );
+}

@@ -1032,3 +1032,70 @@ fn explain_shows_builtin_and_custom_schemas() {
         "{err}"
     );
 }
+
+/// `kubectl get jobs` prints v1.32's columns, STATUS among them, from the
+/// Job's conditions; a Namespace's phase cannot be written Terminating while
+/// it is not being deleted.
+#[test]
+fn get_jobs_shows_their_status_and_a_namespace_phase_follows_its_deletion() {
+    let (k, ns) = namespace("jobs");
+    k.ok_stdin(
+        &["apply", "-n", &ns, "-f", "-"],
+        r#"{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}"#,
+    );
+    let table = k.ok(&["get", "jobs", "-n", &ns]);
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],
+        "{table}"
+    );
+    let row: Vec<&str> = lines.next().expect("a row").split_whitespace().collect();
+    assert_eq!(&row[..3], ["once", "Running", "0/1"], "{table}");
+    // A Job being deleted (held by a finalizer here) is Terminating.
+    k.ok(&[
+        "patch",
+        "job",
+        "once",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"metadata": {"finalizers": ["example.com/hold"]}}"#,
+    ]);
+    k.ok(&["delete", "job", "once", "-n", &ns, "--wait=false"]);
+    let table = k.ok(&["get", "jobs", "-n", &ns, "--no-headers"]);
+    let row: Vec<&str> = table.split_whitespace().collect();
+    assert_eq!(&row[..3], ["once", "Terminating", "0/1"], "{table}");
+    k.ok(&[
+        "patch",
+        "job",
+        "once",
+        "-n",
+        &ns,
+        "--type=json",
+        "-p",
+        r#"[{"op": "remove", "path": "/metadata/finalizers"}]"#,
+    ]);
+
+    let err = k.fails(&[
+        "patch",
+        "namespace",
+        &ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status": {"phase": "Terminating"}}"#,
+    ]);
+    assert!(
+        err.contains(&format!(
+            "The Namespace \"{ns}\" is invalid: status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"
+        )),
+        "{err}"
+    );
+    let phase = k.ok(&["get", "namespace", &ns, "-o", "jsonpath={.status.phase}"]);
+    assert_eq!(phase, "Active");
+}

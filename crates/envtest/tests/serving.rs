@@ -353,6 +353,102 @@ async fn https_serves_the_kubeconfig_token_and_refuses_requests_without_one() {
     );
 }
 
+/// POSTs a TokenReview of `token` (for `audiences`, none when empty) and
+/// answers its status.
+async fn review_token(client: &kube::Client, token: &str, audiences: &[&str]) -> serde_json::Value {
+    let mut spec = json!({"token": token});
+    if !audiences.is_empty() {
+        spec["audiences"] = json!(audiences);
+    }
+    let body =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec});
+    let request = axum::http::Request::post("/apis/authentication.k8s.io/v1/tokenreviews")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&body).expect("JSON"))
+        .expect("request");
+    let answer: serde_json::Value = client
+        .request(request)
+        .await
+        .expect("the review is answered");
+    answer["status"].clone()
+}
+
+/// A TokenReview judges a token with the authenticators that guard requests:
+/// the kubeconfig's own token is envtest's administrator (a generated
+/// manager's secure /metrics reviews the token its client sends), held to
+/// the server's audiences as kube-apiserver holds its static tokens, and a
+/// refused token reports the authenticator's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_review_authenticates_the_kubeconfig_token_as_requests_do() {
+    let (env, client) = start(Config {
+        serving: Serving::Https,
+        ..Config::default()
+    })
+    .await;
+    let admin = env.admin_token().expect("token").to_string();
+    assert_eq!(
+        review_token(&client, &admin, &[]).await,
+        json!({
+            "authenticated": true,
+            "user": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]},
+            "audiences": ["https://kubernetes.default.svc"]
+        })
+    );
+    assert_eq!(
+        review_token(
+            &client,
+            &admin,
+            &["https://kubernetes.default.svc", "other"]
+        )
+        .await["audiences"],
+        json!(["https://kubernetes.default.svc"])
+    );
+    // An audience-agnostic token reviewed for other audiences only is no
+    // token at all.
+    assert_eq!(
+        review_token(&client, &admin, &["other"]).await,
+        json!({"user": {}, "error": "invalid bearer token"})
+    );
+    assert_eq!(
+        review_token(&client, "not-the-token", &[]).await,
+        json!({"user": {}, "error": "invalid bearer token"})
+    );
+
+    // A ServiceAccount token for another audience names both lists.
+    let run = kubectl_run(
+        env.kubeconfig_yaml(),
+        ["create", "token", "default", "--audience", "vault"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    )
+    .await;
+    let token = run.stdout.trim().to_string();
+    assert!(!token.is_empty(), "{}", run.stderr);
+    assert_eq!(
+        review_token(&client, &token, &[]).await,
+        json!({"user": {}, "error": "token audiences [\"vault\"] is invalid for the target audiences [\"https://kubernetes.default.svc\"]"})
+    );
+    assert_eq!(
+        review_token(&client, &token, &["vault"]).await["audiences"],
+        json!(["vault"])
+    );
+
+    // A review needs a token.
+    let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {}});
+    let request = axum::http::Request::post("/apis/authentication.k8s.io/v1/tokenreviews")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&body).expect("JSON"))
+        .expect("request");
+    let Err(kube::Error::Api(status)) = client.request_text(request).await else {
+        panic!("a review without a token is refused");
+    };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (400, "token is required for TokenReview in authentication")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_naming_a_host_other_than_loopback_are_refused() {
     let (env, _client) = start(Config::default()).await;

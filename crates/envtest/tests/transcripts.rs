@@ -18,8 +18,8 @@ mod support;
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
-use opctl_envtest::ClusterControllers;
 use opctl_envtest::Config;
+use opctl_envtest::Controllers;
 use support::transcript::known;
 use support::transcript::model::{self, Transcript};
 use support::transcript::replay::{FileReport, Outcome, render, replay};
@@ -49,18 +49,20 @@ fn selected(all: Vec<Transcript>) -> Vec<Transcript> {
 }
 
 async fn run_one(transcript: &Transcript, known: &BTreeMap<String, String>) -> FileReport {
-    // The recorded cluster ran no controllers beyond the namespace and
-    // serviceaccount ones.
+    // The recorded cluster ran five of kube-controller-manager's
+    // controllers (the transcripts' README): `opctl envtest --simulate none
+    // --controllers=garbage-collector-controller,namespace-controller,
+    // serviceaccount-controller,serviceaccount-token-controller,
+    // clusterrole-aggregation-controller`.
     let config = Config {
         watch_history: WATCH_HISTORY,
-        cluster_controllers: ClusterControllers::none(),
+        controllers: Controllers::transcript_recording(),
         // The recording's namespace controller waited 5 s before emptying a
         // deleted namespace, and the steps taken meanwhile (11 #5-#7) expect
         // it untouched: wait as long, since a loaded machine can take over a
         // second for them.
         namespace_deletion_grace: std::time::Duration::from_secs(5),
-        // The recorded cluster ran no scheduler, kubelet or workload
-        // controllers: nothing moved its Pods and Deployments.
+        // The recorded cluster ran no Node, scheduler or kubelet.
         simulation: opctl_envtest::Simulation::off(),
         ..Config::default()
     };

@@ -39,8 +39,9 @@
 //! webhooks installed (`failurePolicy: Fail`) no SidecarSet could be created
 //! before the manager starts. The manager watches Pods in every namespace,
 //! so run the benchmark on a fresh `opctl envtest` (its gated Pods are
-//! never scheduled, so no simulated kubelet writes their status). It is an
-//! ignored test so that `cargo test` and CI leave it out.
+//! never scheduled, so no simulated kubelet writes their status). It fails
+//! if a resync that changes nothing makes a request. It is an ignored test
+//! so that `cargo test` and CI leave it out.
 
 mod cluster;
 mod process;
@@ -144,6 +145,12 @@ async fn sidecar_sets_count_their_pods_with_few_requests() -> anyhow::Result<()>
             let layout = Layout::new(scenario, sidecar_sets, pods);
             let report = run(&client, &layout, waiting).await?;
             print(&report);
+            let resync: u64 = report.resync.values().sum();
+            anyhow::ensure!(
+                resync == 0,
+                "a resync that changes nothing made {resync} requests: {:?}",
+                report.resync
+            );
             clean_up(&client, &layout).await?;
         }
     }
@@ -344,7 +351,7 @@ fn describe((verb, resource, subresource): &Request) -> String {
 /// `/metrics` (which `opctl envtest` serves; on a cluster every client's
 /// requests count, not only the manager's).
 async fn api_requests(client: &Client) -> anyhow::Result<Requests> {
-    let get = axum::http::Request::get("/metrics").body(Vec::new())?;
+    let get = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(get).await?;
     let mut requests = Requests::new();
     for line in text.lines() {

@@ -160,13 +160,17 @@ async fn the_manager_serves_probes_and_metrics_and_stops_on_sigterm() {
     let object = cluster::sidecar_set(name, "e2e-metrics", &[("log", "busybox:1.36")]);
     cluster::create_fresh(&api, &object).await;
     cluster::wait_for_counts(&api, name, (0, 0, 0)).await;
-    let (status, body) = http_get(manager.metrics, "/metrics").expect("/metrics answers");
-    assert_eq!(status, 200);
+    // The counts (0, 0, 0) can show before the reconcile that wrote them
+    // is counted: wait for the count itself.
     let counter =
         r#"controller_runtime_reconcile_total{controller="sidecar_set",result="success"} "#;
-    let count = body.lines().find_map(|line| line.strip_prefix(counter));
-    let count = count.and_then(|count| count.parse::<u64>().ok());
-    assert!(count.is_some_and(|count| count >= 1), "{body}");
+    eventually(Duration::from_secs(30), "a successful reconcile", || {
+        let (status, body) = http_get(manager.metrics, "/metrics").expect("/metrics answers");
+        assert_eq!(status, 200, "{body}");
+        let count = body.lines().find_map(|line| line.strip_prefix(counter));
+        let count = count.and_then(|count| count.parse::<u64>().ok());
+        count.is_some_and(|count| count >= 1)
+    });
 
     webhooks::delete_and_wait(&api, name).await;
     let exit = manager.terminate(Duration::from_secs(10));

@@ -23,8 +23,9 @@
 //! (`VmHWM`). The operator runs as the kubeconfig's user, with its default
 //! flags otherwise. The Deployments have no replicas, and `opctl envtest`
 //! runs no workload controllers unless `--simulate` asks, so the
-//! operator's Pods are the only Pods. It is an ignored test so that `cargo
-//! test` and CI leave it out.
+//! operator's Pods are the only Pods. It fails if a resync that changes
+//! nothing makes a request. It is an ignored test so that `cargo test` and
+//! CI leave it out.
 
 mod support;
 
@@ -76,6 +77,12 @@ async fn every_deployment_gets_its_pod_with_few_requests() -> anyhow::Result<()>
         for waiting in [true, false] {
             let report = scenario(&client, count, waiting).await?;
             print(&report);
+            let resync: u64 = report.resync.values().sum();
+            anyhow::ensure!(
+                resync == 0,
+                "a resync that changes nothing made {resync} requests: {:?}",
+                report.resync
+            );
         }
     }
     Ok(())
@@ -202,7 +209,7 @@ fn describe((verb, resource, subresource): &Request) -> String {
 /// `/metrics` (which `opctl envtest` serves; on a cluster every client's
 /// requests count, not only the operator's).
 async fn api_requests(client: &Client) -> anyhow::Result<Requests> {
-    let get = axum::http::Request::get("/metrics").body(Vec::new())?;
+    let get = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(get).await?;
     let mut requests = Requests::new();
     for line in text.lines() {

@@ -1,8 +1,8 @@
 //! Applying a mutating webhook's JSONPatch, in two steps as kube-apiserver
 //! does: decoding (a failure is a webhook call failure, subject to the
 //! failure policy) and applying (a failure is an internal error of the
-//! request). Application messages imitate evanphx/json-patch's; they are
-//! close, not byte-for-byte.
+//! request), with evanphx/json-patch v4's semantics and messages
+//! (`patch::json_ops`).
 
 use serde_json::Value;
 
@@ -38,55 +38,23 @@ fn kind_name(v: &Value) -> &'static str {
     }
 }
 
-const KNOWN_OPS: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
-
-/// Applies decoded operations to `object`, returning the patched object.
+/// Applies decoded operations to `object`, returning the patched object or
+/// the library's error text.
 pub(crate) fn apply(object: &Value, ops: &[Value]) -> Result<Value, String> {
-    for op in ops {
-        let name = op.get("op").and_then(Value::as_str).unwrap_or("");
-        if !KNOWN_OPS.contains(&name) {
-            return Err(format!("Unexpected kind: {name}"));
-        }
-    }
-    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops.to_vec()))
-        .map_err(|e| format!("invalid patch operation: {e}"))?;
     let mut patched = object.clone();
-    json_patch::patch(&mut patched, &patch).map_err(|e| {
-        let op = ops
-            .get(e.operation)
-            .and_then(|o| o.get("op"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let from = ops
-            .get(e.operation)
-            .and_then(|o| o.get("from"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let path = e.path.to_string();
-        match e.kind {
-            json_patch::PatchErrorKind::TestFailed => {
-                format!("testing value {path} failed: test failed")
-            }
-            json_patch::PatchErrorKind::InvalidFromPointer => {
-                format!(
-                    "{op} operation does not apply: doc is missing from path: {from}: missing value"
-                )
-            }
-            json_patch::PatchErrorKind::CannotMoveInsideItself => {
-                format!(
-                    "{op} operation does not apply: cannot move {from} into its own child {path}"
-                )
-            }
-            _ if op == "replace" => {
-                format!(
-                    "replace operation does not apply: doc is missing key: {path}: missing value"
-                )
-            }
-            _ => format!(
-                "{op} operation does not apply: doc is missing path: \"{path}\": missing value"
-            ),
-        }
-    })?;
+    let mut copied = 0usize;
+    let empty = serde_json::Map::new();
+    for op in ops {
+        // A null operation is an empty one (Go decodes it as a nil map).
+        let map = op.as_object().unwrap_or(&empty);
+        crate::patch::json_ops::apply(
+            &mut patched,
+            &crate::patch::json_ops::Operation::of(map),
+            &mut copied,
+            crate::request::body::MAX_BODY,
+        )
+        .map_err(|failed| failed.0)?;
+    }
     Ok(patched)
 }
 

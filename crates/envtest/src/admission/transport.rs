@@ -170,7 +170,7 @@ fn tls_config(ca_bundle: Option<&Value>) -> Result<Arc<ClientConfig>, String> {
         }
         certs
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier = GoVerifier::new(roots, Arc::clone(&provider));
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

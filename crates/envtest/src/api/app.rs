@@ -24,8 +24,8 @@ pub struct App {
     pub server_address: std::sync::RwLock<String>,
     /// Set when the server stops: open watches end so connections can close.
     pub closing: tokio::sync::watch::Sender<bool>,
-    /// Which of kube-controller-manager's optional controllers run.
-    pub cluster_controllers: ClusterControllers,
+    /// Which of kube-controller-manager's controllers run.
+    pub controllers: crate::controllers::selection::Controllers,
     /// The request counters `/metrics` serves.
     pub metrics: crate::metrics::Metrics,
     /// Signs and checks the ServiceAccount tokens this server issues.
@@ -44,41 +44,6 @@ pub struct App {
     pub identity: Option<Arc<crate::pki::Identity>>,
     /// How long a request that is not long-running may take (504 after).
     pub request_timeout: std::time::Duration,
-}
-
-/// Controllers every cluster runs that kube-apiserver alone lacks, on by
-/// default. The recorded transcripts come from a server without them, so
-/// their replay turns them off ([`ClusterControllers::none`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClusterControllers {
-    /// Keeps PodDisruptionBudgets' status (what evictions honour).
-    pub disruption: bool,
-    /// Publishes the `kube-root-ca.crt` ConfigMap in every namespace.
-    pub root_ca_publisher: bool,
-    /// Fills in `kubernetes.io/service-account-token` Secrets and deletes
-    /// them with their ServiceAccount (the token controller).
-    pub service_account_tokens: bool,
-}
-
-impl Default for ClusterControllers {
-    fn default() -> Self {
-        ClusterControllers {
-            disruption: true,
-            root_ca_publisher: true,
-            service_account_tokens: true,
-        }
-    }
-}
-
-impl ClusterControllers {
-    /// None of them, as in the recorded cluster.
-    pub fn none() -> Self {
-        ClusterControllers {
-            disruption: false,
-            root_ca_publisher: false,
-            service_account_tokens: false,
-        }
-    }
 }
 
 impl App {
@@ -109,7 +74,7 @@ impl App {
             allocator: Mutex::new(builtin::Allocator::default()),
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
-            cluster_controllers: ClusterControllers::default(),
+            controllers: crate::controllers::selection::Controllers::default(),
             metrics: crate::metrics::Metrics::default(),
             tokens: crate::tokens::Signer::new(),
             faults: crate::faults::Faults::default(),

@@ -183,9 +183,17 @@ pub(crate) fn check_escalation(
     crate::authz::escalation::check(&app.store, &ctx.user, &write)
 }
 
-/// Whether PUT without resourceVersion is allowed (custom resources, CRDs
-/// and APIServices refuse it).
+/// Whether PUT without resourceVersion is allowed: custom resources, CRDs
+/// and APIServices refuse it, and so do the storage.k8s.io kinds whose
+/// v1.32 strategies say `AllowUnconditionalUpdate() false` (CSIDriver,
+/// CSINode, CSIStorageCapacity, VolumeAttachment; StorageClass allows it).
 pub(crate) fn allows_unconditional_update(res: &Resource) -> bool {
     let apiservice = res.group == "apiregistration.k8s.io" && !res.is_custom();
-    !(res.is_custom() || is_crd(res) || apiservice)
+    let storage = res.group == "storage.k8s.io"
+        && !res.is_custom()
+        && matches!(
+            res.plural.as_str(),
+            "csidrivers" | "csinodes" | "csistoragecapacities" | "volumeattachments"
+        );
+    !(res.is_custom() || is_crd(res) || apiservice || storage)
 }

@@ -149,6 +149,10 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
         }
         if (kind.group, kind.kind) == ("", "PersistentVolumeClaim") {
             super::default_storage_class::admit(app, &mut obj);
+            super::storage_protection::admit(&mut obj, false);
+        }
+        if (kind.group, kind.kind) == ("", "PersistentVolume") {
+            super::storage_protection::admit(&mut obj, true);
         }
         builtin::admit_create(kind, &mut obj, service_account.as_deref());
     }
@@ -186,6 +190,10 @@ fn check(
     if !causes.is_empty() {
         super::restore_allocation(app, res, &obj, ctx.opts.dry_run);
         return Err(invalid(res, meta::name(&obj), causes));
+    }
+    let mut warnings = warnings;
+    if let Some(kind) = res.builtin() {
+        warnings.extend(builtin::warnings::on_create(kind, &obj));
     }
     if res.is_certificate_signing_requests() {
         builtin::certificates::admit(&app.store, &ctx.user, &obj, None, None)?;

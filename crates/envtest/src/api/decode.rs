@@ -69,28 +69,38 @@ pub(crate) fn check_type_meta(res: &Resource, obj: &mut Value) -> ApiResult<()> 
     } else {
         kind
     };
-    let (body_group, body_version) = meta::split_api_version(&av);
-    if kind != res.kind || av != want_av {
-        let registry_has = crate::registry::is_builtin_kind;
-        let detail = if registry_has(body_group, body_version, &kind) && !res.is_custom() {
-            format!(
-                "converting ({body_version}.{kind}) to ({}.{}): unknown conversion",
-                internal_group(&res.group),
-                res.kind
-            )
-        } else {
-            format!(
-                "no kind {kind:?} is registered for version {av:?} in scheme \"pkg/runtime/scheme.go:100\""
-            )
-        };
+    if let Some(detail) = type_mismatch(res, &av, &kind) {
         return Err(ApiError::bad_request(format!(
-            "{kind} in version {body_version:?} cannot be handled as a {}: {detail}",
+            "{kind} in version {:?} cannot be handled as a {}: {detail}",
+            meta::split_api_version(&av).1,
             res.kind
         )));
     }
     map.insert("apiVersion".into(), Value::String(want_av));
     map.insert("kind".into(), Value::String(res.kind.clone()));
     Ok(())
+}
+
+/// Why the decoder cannot read an object of apiVersion `av` and kind `kind`
+/// (both filled in) as `res`: another kind it knows cannot be converted,
+/// anything else is not registered. `None` when they are the resource's.
+pub(crate) fn type_mismatch(res: &Resource, av: &str, kind: &str) -> Option<String> {
+    if kind == res.kind && av == res.api_version() {
+        return None;
+    }
+    let (body_group, body_version) = meta::split_api_version(av);
+    let registered = crate::registry::is_builtin_kind(body_group, body_version, kind);
+    Some(if registered && !res.is_custom() {
+        format!(
+            "converting ({body_version}.{kind}) to ({}.{}): unknown conversion",
+            internal_group(&res.group),
+            res.kind
+        )
+    } else {
+        format!(
+            "no kind {kind:?} is registered for version {av:?} in scheme \"pkg/runtime/scheme.go:100\""
+        )
+    })
 }
 
 /// A custom resource's apiVersion and kind, as its decoder and validator

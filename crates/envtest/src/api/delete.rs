@@ -93,7 +93,10 @@ pub async fn delete(
         options: admit::Options::Delete(opts),
         user,
     };
-    for _ in 0..8 {
+    // Retried on a fresh read whenever another write got in first, without
+    // limit (kube-apiserver's GuaranteedUpdate); preconditions are checked
+    // on each read.
+    loop {
         let stored = app
             .store
             .get(&res.store_key, ns, name)
@@ -108,7 +111,6 @@ pub async fn delete(
             Ok(w) => return crate::conversion::written_for_read(app, res, w).await,
         }
     }
-    Err(super::conflict(res, name))
 }
 
 /// Deletes one object without admission webhooks: the controllers' own deletes.
@@ -120,7 +122,10 @@ pub fn delete_internal(
     opts: &DeleteOptions,
 ) -> ApiResult<Written> {
     refuse_immortal(res, name)?;
-    for _ in 0..8 {
+    // Retried on a fresh read whenever another write got in first, without
+    // limit (kube-apiserver's GuaranteedUpdate); preconditions are checked
+    // on each read.
+    loop {
         let stored = app
             .store
             .get(&res.store_key, ns, name)
@@ -131,7 +136,6 @@ pub fn delete_internal(
             Ok(w) => return Ok(w),
         }
     }
-    Err(super::conflict(res, name))
 }
 
 fn refuse_immortal(res: &Resource, name: &str) -> ApiResult<()> {

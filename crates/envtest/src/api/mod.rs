@@ -17,6 +17,7 @@ pub mod scale;
 mod scale_view;
 pub(crate) mod service_account;
 pub(crate) mod storage_limit;
+pub(crate) mod storage_protection;
 mod store_view;
 pub mod update;
 pub(crate) mod update_steps;
@@ -30,9 +31,10 @@ mod app;
 mod checks;
 mod decode;
 mod errors;
+mod patched_kind;
 mod write;
 
-pub use app::{App, ClusterControllers};
+pub use app::App;
 
 /// The manager name and event source of the writes kube-apiserver makes
 /// itself (budget status on eviction, quota usage).

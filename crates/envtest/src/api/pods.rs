@@ -141,7 +141,10 @@ pub async fn bind(
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    for _ in 0..8 {
+    // Retried on a fresh read whenever another write got in first, without
+    // limit (kube-apiserver's GuaranteedUpdate); preconditions are checked
+    // on each read.
+    loop {
         let stored = app
             .store
             .get(&pods.store_key, ns, name)
@@ -187,7 +190,6 @@ pub async fn bind(
             Err(_) => continue,
         }
     }
-    Err(super::conflict(pods, name))
 }
 
 /// POST `pods/<name>/eviction`: deletes the Pod when that disrupts nothing

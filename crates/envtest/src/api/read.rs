@@ -217,8 +217,7 @@ pub async fn list(
             .list_at(&res.store_key, ns, Some(&after), rv)
             .map_err(|_| ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."))?;
         (items, rv)
-    } else if let (Some(rv), Some("Exact")) = (requested_rv, opts.resource_version_match.as_deref())
-    {
+    } else if let Some(rv) = requested_rv.filter(|_| exact_read(opts)) {
         let items = app
             .store
             .list_at(&res.store_key, ns, None, rv)
@@ -229,6 +228,9 @@ pub async fn list(
     } else {
         app.store.list(&res.store_key, ns, None)
     };
+    // The watch cache ignores the limit of a list at resourceVersion "0":
+    // every item, no continue token.
+    let limit = opts.limit.filter(|_| requested_rv != Some(0));
     let mut items = Vec::new();
     let mut last_key = None;
     let mut matched_after_limit = 0usize;
@@ -236,7 +238,7 @@ pub async fn list(
         if !selectors.matches(&obj) {
             continue;
         }
-        if opts.limit.is_some_and(|l| items.len() >= l) {
+        if limit.is_some_and(|l| items.len() >= l) {
             matched_after_limit += 1;
             if !selectors.is_empty() {
                 break;
@@ -262,6 +264,23 @@ pub async fn list(
     })
 }
 
+/// Whether a list is read at exactly its resourceVersion: with
+/// `resourceVersionMatch=Exact`, or (the legacy rule kube-apiserver keeps)
+/// with a limit, no match and a resourceVersion other than "0".
+fn exact_read(opts: &ListOptions) -> bool {
+    match opts.resource_version_match.as_deref() {
+        Some("Exact") => true,
+        None | Some("") => {
+            opts.limit.is_some_and(|l| l > 0)
+                && opts
+                    .resource_version
+                    .as_deref()
+                    .is_some_and(|rv| !rv.is_empty() && rv != "0")
+        }
+        _ => false,
+    }
+}
+
 /// The list metadata of a page.
 pub fn list_meta(page: &Page, custom: bool) -> Value {
     let mut m = Map::new();
@@ -284,6 +303,17 @@ pub fn list_meta(page: &Page, custom: bool) -> Value {
     Value::Object(m)
 }
 
+/// The `<Kind>List` document without its items (`items` is its last key,
+/// empty): what a LIST answer writes the items into one by one.
+pub fn list_head(res: &Resource, page: &Page) -> Value {
+    json!({
+        "kind": res.list_kind,
+        "apiVersion": res.api_version(),
+        "metadata": list_meta(page, res.is_custom()),
+        "items": [],
+    })
+}
+
 /// The `<Kind>List` document. Built-in list items carry no apiVersion/kind
 /// (as kube-apiserver serves them); custom resource items do.
 pub fn list_document(res: &Resource, page: &Page) -> Value {
@@ -293,19 +323,17 @@ pub fn list_document(res: &Resource, page: &Page) -> Value {
         .iter()
         .map(|o| {
             let mut o = (**o).clone();
+            // shift_remove: the other fields keep their (Go's) order.
             if !custom && let Value::Object(m) = &mut o {
-                m.remove("apiVersion");
-                m.remove("kind");
+                m.shift_remove("apiVersion");
+                m.shift_remove("kind");
             }
             o
         })
         .collect();
-    json!({
-        "kind": res.list_kind,
-        "apiVersion": res.api_version(),
-        "metadata": list_meta(page, custom),
-        "items": items,
-    })
+    let mut doc = list_head(res, page);
+    doc["items"] = Value::Array(items);
+    doc
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
 //! The ResourceQuota admission plugin (on by default in kube-apiserver
-//! v1.32), for creates: the namespace's quotas whose `status.hard` names
+//! v1.32), for creates, and for the updates its evaluators handle (a
+//! Service's type, a claim's storage request: what grows is charged): the namespace's quotas whose `status.hard` names
 //! something the new object uses must know their usage ("status unknown"
 //! otherwise), must have room for it ("exceeded quota"), and are charged
 //! with it in `status.used`, written as `kube-apiserver` (not for dry runs).
 //!
-//! As on a cluster, only `status.hard` counts (the resourcequota controller
-//! copies `spec.hard` there; envtest runs no such controller, see
-//! docs/envtest-conformance.md) and nothing lowers `status.used` when
-//! objects go.
+//! As on a cluster, only `status.hard` counts (the resourcequota controller,
+//! `controllers/resource_quota.rs`, copies `spec.hard` there) and only that
+//! controller lowers `status.used` when objects go. It evaluates usage with
+//! the functions here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,7 +27,7 @@ const QUOTAS: &str = "resourcequotas";
 const RETRIES: usize = 10;
 
 /// Resource names to quantities, sorted as Go prints them.
-type Usage = BTreeMap<String, Quantity>;
+pub(crate) type Usage = BTreeMap<String, Quantity>;
 
 /// Core resources whose object count also has a name without `count/`.
 const LEGACY_COUNTS: [&str; 7] = [
@@ -47,7 +48,50 @@ pub(crate) fn admit_create(
     obj: &Value,
     dry_run: bool,
 ) -> ApiResult<()> {
-    if !res.namespaced || ns.is_empty() {
+    admit(app, res, ns, obj, usage_of(res, obj), dry_run)
+}
+
+/// Checks and charges what an update of a Service or a claim adds to the
+/// quotas' usage (kube-apiserver v1.32's evaluators handle updates of those
+/// two only; Pods' only with the alpha in-place resize).
+pub(crate) fn admit_update(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    obj: &Value,
+    old: &Value,
+    dry_run: bool,
+) -> ApiResult<()> {
+    if !res.group.is_empty()
+        || !matches!(res.plural.as_str(), "services" | "persistentvolumeclaims")
+    {
+        return Ok(());
+    }
+    let before = usage_of(res, old);
+    let delta: Usage = usage_of(res, obj)
+        .into_iter()
+        .map(|(r, q)| {
+            let grown = match before.get(&r) {
+                Some(b) => q.sub_non_negative(b),
+                None => q,
+            };
+            (r, grown)
+        })
+        .collect();
+    admit(app, res, ns, obj, delta, dry_run)
+}
+
+/// Checks `usage` (of `obj`) against the namespace's quotas and charges it.
+fn admit(
+    app: &App,
+    res: &Resource,
+    ns: &str,
+    obj: &Value,
+    usage: Usage,
+    dry_run: bool,
+) -> ApiResult<()> {
+    // Nothing used (an update that grows nothing): no quota is consulted.
+    if !res.namespaced || ns.is_empty() || usage.values().all(|q| q.nanos() == 0) {
         return Ok(());
     }
     let Some(quotas_res) = app.registry.load().get("", "v1", QUOTAS) else {
@@ -59,7 +103,6 @@ pub(crate) fn admit_create(
         named => named,
     };
     let forbidden = |message: String| ApiError::forbidden(&res.group, &res.plural, name, &message);
-    let usage = usage_of(res, obj);
     for _ in 0..RETRIES {
         let (stored, _) = app.store.list(&key, Some(ns), None);
         let mut charged = Vec::new();
@@ -165,7 +208,7 @@ fn charge(
     Ok(())
 }
 
-fn quantities(value: Option<&Value>) -> Usage {
+pub(crate) fn quantities(value: Option<&Value>) -> Usage {
     value
         .and_then(Value::as_object)
         .map(|map| {
@@ -195,7 +238,7 @@ fn count_names(res: &Resource) -> Vec<String> {
 }
 
 /// Whether the resource's evaluator covers the quota resource `name`.
-fn evaluates(res: &Resource, name: &str) -> bool {
+pub(crate) fn evaluates(res: &Resource, name: &str) -> bool {
     if count_names(res).iter().any(|n| n == name) {
         return true;
     }
@@ -216,7 +259,7 @@ fn evaluates(res: &Resource, name: &str) -> bool {
 }
 
 /// What the new object uses.
-fn usage_of(res: &Resource, obj: &Value) -> Usage {
+pub(crate) fn usage_of(res: &Resource, obj: &Value) -> Usage {
     let mut usage = Usage::new();
     let counted = !is_pods(res) || !pod_is_terminal(obj);
     if counted {
@@ -369,7 +412,7 @@ fn missing_requests(res: &Resource, obj: &Value, restricted: &[&String]) -> Opti
 
 /// Whether the quota's scopes select the object: only Pods have scopes; a
 /// quota with any scope leaves every other kind alone.
-fn scopes_match(quota: &Value, res: &Resource, obj: &Value) -> bool {
+pub(crate) fn scopes_match(quota: &Value, res: &Resource, obj: &Value) -> bool {
     let mut scopes: Vec<(String, String, Vec<String>)> = quota
         .pointer("/spec/scopes")
         .and_then(Value::as_array)

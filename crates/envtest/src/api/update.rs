@@ -1,15 +1,13 @@
 //! Update (PUT) and patch (PATCH): both end in the same update step, run in
-//! kube-apiserver's order and retried when an unconditional write races.
+//! kube-apiserver's order and retried whenever the write races another one.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::admit;
-use super::update_steps::{
-    Change, Fail, RETRIES, check, check_name_and_namespace, settle, stage, write,
-};
-use super::{App, WriteCtx, Written, check_type_meta, conflict, not_found, type_info};
+use super::update_steps::{Change, Fail, check, check_name_and_namespace, settle, stage, write};
+use super::{App, WriteCtx, Written, check_type_meta, not_found, type_info};
 use crate::admission::Operation;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
@@ -40,7 +38,20 @@ pub(crate) async fn update_once_admitted(
     s.new = admit::mutate(app, &req, staged_new, Some(&s.old_view), c.ctx).await?;
     super::check_escalation(app, c.res, c.ns, c.ctx, &s.new, Some(&*s.old_view))?;
     check(app, c, &mut s)?;
-    if let Err(e) = admit::validate(app, &req, &s.new, Some(&s.old_view), c.ctx).await {
+    let admitted = match admit::validate(app, &req, &s.new, Some(&s.old_view), c.ctx).await {
+        // ResourceQuota comes last among kube-apiserver's admission plugins.
+        Ok(()) if c.sub.is_none() => super::resource_quota::admit_update(
+            app,
+            c.res,
+            c.ns,
+            &s.new,
+            &s.old_view,
+            c.ctx.opts.dry_run,
+        ),
+        Ok(()) => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = admitted {
         super::restore_allocation(app, c.res, &s.new, c.ctx.opts.dry_run);
         return Err(e.into());
     }
@@ -63,14 +74,20 @@ pub(crate) enum Attempt {
 
 /// [`with_retries`] for writes that call the admission webhooks: `next`
 /// decides from the freshly read object what to write, then the write runs
-/// (awaiting the webhooks with no lock held).
+/// (awaiting the webhooks with no lock held). This loop is the only way a
+/// request's update or patch reaches the store: an attempt that lost a race
+/// (the object changed, or appeared, after it was read) is run again on the
+/// fresh object, without limit, as kube-apiserver's GuaranteedUpdate does;
+/// the request's deadline ends it.
+///
+/// [`with_retries`]: super::update_steps::with_retries
 pub(crate) async fn with_retries_admitted(
     app: &App,
     c: &Change<'_>,
     duplicates: &[String],
     mut next: impl FnMut(Option<Arc<Value>>) -> Result<Attempt, Fail>,
 ) -> ApiResult<Written> {
-    for _ in 0..RETRIES {
+    loop {
         let old = match app.store.get(&c.res.store_key, c.ns, c.name) {
             Some(stored) => Some(crate::conversion::stored_as_requested(app, c.res, stored).await?),
             None => None,
@@ -82,15 +99,25 @@ pub(crate) async fn with_retries_admitted(
             }
             Ok(Attempt::Create(input)) => super::create::create(app, c.res, c.ns, input, c.ctx)
                 .await
-                .map_err(Fail::Api),
+                .map_err(created_meanwhile),
         };
         match outcome {
             Ok(w) => return crate::conversion::written_for_read(app, c.res, w).await,
             Err(Fail::Api(e)) => return Err(e),
-            Err(Fail::Retry) => continue,
+            Err(Fail::Retry) => tokio::task::yield_now().await,
         }
     }
-    Err(conflict(c.res, c.name))
+}
+
+/// A create on update (apply, or PUT where the kind allows it) that finds
+/// the object there after all: another writer created it since it was
+/// read, so the attempt runs again as an update.
+fn created_meanwhile(e: crate::error::ApiError) -> Fail {
+    if e.code == 409 && e.reason == "AlreadyExists" {
+        Fail::Retry
+    } else {
+        Fail::Api(e)
+    }
 }
 
 /// PUT of an object or its `status` subresource.
@@ -264,9 +291,6 @@ pub async fn patch(
     };
     let now = meta::now_rfc3339();
     let api_version = res.api_version();
-    let pins_resource_version = body
-        .windows(b"resourceVersion".len())
-        .any(|w| w == b"resourceVersion");
     with_retries_admitted(app, &change, &[], |old| {
         let Some(old) = old else {
             return match &applied {
@@ -289,7 +313,11 @@ pub async fn patch(
             };
         };
         let view = res.from_storage(&old);
-        let patched = match &applied {
+        // The patched object keeps the resourceVersion it was read with,
+        // unless the patch itself sets one: that one is the client's
+        // precondition, checked against each fresh read as kube-apiserver
+        // checks the patched object's.
+        let mut patched = match &applied {
             Some(applied) => patch::server_side_apply(&ApplyRequest {
                 live: Some(&view),
                 applied,
@@ -302,14 +330,7 @@ pub async fn patch(
             })?,
             None => apply_patch(res, patch_type, &view, body)?,
         };
-        // A patch that does not name a resourceVersion is unconditional (and
-        // retried on races); one that does is checked against the stored one.
-        let mut patched = patched;
-        if !pins_resource_version
-            && meta::resource_version(&patched) == meta::resource_version(&view)
-        {
-            meta::remove_meta(&mut patched, "resourceVersion");
-        }
+        super::patched_kind::check(res, patch_type, sub, &mut patched)?;
         Ok(Attempt::Update { new: patched, old })
     })
     .await

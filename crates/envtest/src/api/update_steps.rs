@@ -1,6 +1,6 @@
 //! One step of an update, as kube-apiserver runs it: stage the new object
 //! against the stored one, check it, and write it (or settle that nothing
-//! changed), retried when an unconditional write races. No admission here:
+//! changed), retried whenever the write races another one. No admission here:
 //! the controllers write through these steps directly, and update.rs wraps
 //! them with the admission chain for requests.
 
@@ -19,13 +19,13 @@ use crate::patch::{self, UpdateRequest};
 use crate::registry::Resource;
 use crate::store::{Preconditions, WriteError, parse_rv};
 
-/// How often a write that lost a race without a resourceVersion precondition is retried.
-pub(super) const RETRIES: usize = 8;
-
 /// Why one update attempt did not finish.
 pub(crate) enum Fail {
     Api(ApiError),
-    /// An unconditional write met a concurrent one: read again and retry.
+    /// The stored object changed between the read and the write: read it
+    /// again and run the attempt once more (kube-apiserver's
+    /// GuaranteedUpdate). A resourceVersion precondition the client sent is
+    /// then checked against the fresh object, so only that one can fail.
     Retry,
 }
 
@@ -144,7 +144,7 @@ fn before_update(res: &Resource, new: &mut Value, old: &Value, sub: Option<&str>
     copy_meta(new, old, "generation", false);
     match res.builtin() {
         Some(kind) => {
-            let sub = sub.filter(|s| matches!(*s, "status" | "approval"));
+            let sub = sub.filter(|s| matches!(*s, "status" | "approval" | "ephemeralcontainers"));
             builtin::prepare_for_update(kind, new, old, sub);
         }
         None => prepare_custom(res, new, old, sub),
@@ -176,10 +176,10 @@ pub(super) struct Staged {
     pub(super) new: Value,
     pub(super) old_view: Arc<Value>,
     pub(super) warnings: Vec<String>,
-    /// The resourceVersion the write is conditional on.
+    /// The resourceVersion of the object this attempt read (and, when the
+    /// request named one, the one it named): the store refuses the write
+    /// if the object changed since.
     pub(super) expected: u64,
-    /// The request named no resourceVersion: a race is retried, not a 409.
-    pub(super) unconditional: bool,
     /// The request asked to reset field tracking.
     pub(super) reset_managed_fields: bool,
 }
@@ -200,7 +200,7 @@ pub(super) fn stage(
     let reset_managed_fields = c.sub.is_none() && patch::take_managed_fields_reset(&mut new);
     let old_rv = parse_rv(meta::resource_version(&old_view));
     let body_rv = meta::resource_version(&new).to_string();
-    let (expected, unconditional) = if body_rv.is_empty() {
+    let expected = if body_rv.is_empty() {
         if c.is_put && !allows_unconditional_update(res) {
             let cause = Cause::new(
                 "FieldValueInvalid",
@@ -214,10 +214,10 @@ pub(super) fn stage(
             "resourceVersion",
             Value::String(old_rv.to_string()),
         );
-        (old_rv, true)
+        old_rv
     } else {
         match body_rv.parse::<u64>() {
-            Ok(rv) if rv == old_rv => (rv, false),
+            Ok(rv) if rv == old_rv => rv,
             _ => return Err(conflict(res, c.name).into()),
         }
     };
@@ -229,7 +229,6 @@ pub(super) fn stage(
         old_view,
         warnings,
         expected,
-        unconditional,
         reset_managed_fields,
     })
 }
@@ -243,6 +242,12 @@ pub(super) fn check(app: &App, c: &Change<'_>, s: &mut Staged) -> Result<(), Fai
     if !causes.is_empty() {
         super::restore_allocation(app, res, &s.new, c.ctx.opts.dry_run);
         return Err(invalid(res, c.name, causes).into());
+    }
+    if c.sub.is_none()
+        && let Some(kind) = res.builtin()
+    {
+        s.warnings
+            .extend(builtin::warnings::on_update(kind, &s.new, &s.old_view));
     }
     if res.is_certificate_signing_requests() {
         builtin::certificates::admit(&app.store, &c.ctx.user, &s.new, Some(&s.old_view), c.sub)?;
@@ -305,11 +310,10 @@ pub(super) fn write(app: &App, c: &Change<'_>, s: Staged) -> Result<Written, Fai
         new,
         warnings,
         expected,
-        unconditional,
         ..
     } = s;
     let store_err = |e: WriteError| match e {
-        WriteError::Conflict { .. } if unconditional => Fail::Retry,
+        WriteError::Conflict { .. } => Fail::Retry,
         WriteError::NotFound => Fail::Api(not_found(res, c.name)),
         _ => Fail::Api(conflict(res, c.name)),
     };
@@ -369,7 +373,9 @@ pub(crate) fn update_once(
     commit(app, c, s)
 }
 
-/// Runs `attempt` against the freshly read object until it does not need a retry.
+/// Runs `attempt` against the freshly read object until it does not need a
+/// retry. Unbounded, as kube-apiserver's GuaranteedUpdate: an attempt only
+/// needs another when some other write to the object succeeded meanwhile.
 pub(crate) fn with_retries(
     app: &App,
     res: &Resource,
@@ -377,7 +383,7 @@ pub(crate) fn with_retries(
     name: &str,
     mut attempt: impl FnMut(Option<Arc<Value>>) -> Result<Written, Fail>,
 ) -> ApiResult<Written> {
-    for _ in 0..RETRIES {
+    loop {
         let old = app.store.get(&res.store_key, ns, name);
         match attempt(old) {
             Ok(w) => return Ok(w),
@@ -385,5 +391,4 @@ pub(crate) fn with_retries(
             Err(Fail::Retry) => continue,
         }
     }
-    Err(conflict(res, name))
 }

@@ -199,9 +199,21 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
         (_, Some(n)) if n > 0 => Some(n),
         _ => None,
     };
-    if let Some(n) = rv_param.filter(|n| *n > 0) {
-        wait_for_rv(&app, n).await?;
+    // A streaming list waits (3 s at most) for the watch cache to reach the
+    // resourceVersion it asks for, and tells the client it did not inside
+    // the stream; a plain watch from a future resourceVersion waits for the
+    // changes after it without delay (the cacher's `Watch`).
+    if initial == Some(true)
+        && let Some(n) = rv_param.filter(|n| *n > 0)
+        && let Err(err) = wait_for_rv(&app, n).await
+    {
+        let (body_tx, body_rx) = mpsc::channel::<Bytes>(1);
+        let _ = body_tx.try_send(error_line(&err));
+        return Ok(stream_of(body_rx));
     }
+    // Changes at or before the resourceVersion a watch starts after are
+    // not its to see (a future one is not in the history yet).
+    let after_rv = since.unwrap_or(0);
     let name = req
         .name
         .clone()
@@ -271,6 +283,7 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
         while open {
             tokio::select! {
                 ev = rx.recv() => match ev {
+                    Some(ev) if ev.rv <= after_rv => {}
                     Some(ev) => {
                         if let Some((kind, obj)) = view_of(&ev, &selectors) {
                             last_rv = last_rv.max(ev.rv);
@@ -285,24 +298,29 @@ pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
                         // Everything up to `current` is already queued: drain it first.
                         let current = app.store.current_rv();
                         while let Ok(ev) = rx.try_recv() {
-                            if let Some((kind, obj)) = view_of(&ev, &selectors) {
+                            if let Some((kind, obj)) = view_of(&ev, &selectors).filter(|_| ev.rv > after_rv) {
                                 last_rv = last_rv.max(ev.rv);
                                 if !send(&mut renderer, kind, &obj).await { break; }
                             }
                         }
-                        let _ = emit(renderer.bookmark(current.max(last_rv), false)).await;
+                        // No bookmark goes back before where the watch started.
+                        if current.max(last_rv) >= after_rv {
+                            let _ = emit(renderer.bookmark(current.max(last_rv), false)).await;
+                        }
                     }
                     break;
                 }
                 _ = tick.tick(), if bookmarks => {
                     let current = app.store.current_rv();
                     while let Ok(ev) = rx.try_recv() {
-                        if let Some((kind, obj)) = view_of(&ev, &selectors) {
+                        if let Some((kind, obj)) = view_of(&ev, &selectors).filter(|_| ev.rv > after_rv) {
                             last_rv = last_rv.max(ev.rv);
                             if !send(&mut renderer, kind, &obj).await { break; }
                         }
                     }
-                    open = emit(renderer.bookmark(current.max(last_rv), false)).await;
+                    if current.max(last_rv) >= after_rv {
+                        open = emit(renderer.bookmark(current.max(last_rv), false)).await;
+                    }
                 }
                 _ = body_tx.closed() => break,
                 _ = closing.changed() => break,

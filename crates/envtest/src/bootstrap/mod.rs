@@ -6,7 +6,8 @@
 //! writes before it serves.
 //!
 //! The policy's ~125 objects (with `admin`, `edit` and `view` already
-//! aggregated), the APIServices and the flow-control configuration are made
+//! aggregated when the clusterrole-aggregation controller runs, as on a
+//! cluster that has been up for a moment), the APIServices and the flow-control configuration are made
 //! once per process through the ordinary create path (and their
 //! controllers' status writes) into a scratch server; each server then
 //! stores copies with their own uids and times, so that starting stays a
@@ -49,7 +50,16 @@ fn store_templates(app: &App) -> anyhow::Result<()> {
         Err(e) => bail!("the objects a cluster starts with: {e}"),
     };
     let now = meta::now_rfc3339();
-    for (key, ns, name, template) in templates {
+    let aggregated = app
+        .controllers
+        .is_on(crate::controllers::selection::Controller::ClusterRoleAggregation);
+    for (key, ns, name, template) in &templates.objects {
+        // Without the clusterrole-aggregation controller, `admin`, `edit`
+        // and `view` keep the empty rules kube-apiserver creates them with.
+        let template = match templates.unaggregated.get(name) {
+            Some(bare) if !aggregated && &**key == AGGREGATED_KEY => bare,
+            _ => template,
+        };
         let mut obj = template.clone();
         meta::set_meta(&mut obj, "uid", json!(uuid::Uuid::new_v4().to_string()));
         meta::set_meta(&mut obj, "creationTimestamp", json!(now));
@@ -82,7 +92,14 @@ fn create_namespaces(app: &App) -> anyhow::Result<()> {
 /// The stored form of every policy object, APIService and flow-control
 /// object, in creation order, as the create path and the controllers that
 /// complete them (clusterrole aggregation, the flow-control consumer) made them.
-type Templates = Vec<(ResKey, String, String, Value)>;
+struct Templates {
+    objects: Vec<(ResKey, String, String, Value)>,
+    /// The ClusterRoles with an `aggregationRule` as kube-apiserver stores
+    /// them, before the clusterrole-aggregation controller fills them in.
+    unaggregated: std::collections::HashMap<String, Value>,
+}
+
+const AGGREGATED_KEY: &str = "rbac.authorization.k8s.io/clusterroles";
 
 static TEMPLATES: LazyLock<Result<Templates, String>> =
     LazyLock::new(|| templates().map_err(|e| format!("{e:#}")));
@@ -101,6 +118,15 @@ fn templates() -> anyhow::Result<Templates> {
             object.body.clone(),
         )?;
     }
+    let roles_key: ResKey = Arc::from(AGGREGATED_KEY);
+    let unaggregated = scratch
+        .store
+        .list(&roles_key, None, None)
+        .0
+        .into_iter()
+        .filter(|(_, role)| role.get("aggregationRule").is_some())
+        .map(|(_, role)| (meta::name(&role).to_string(), (*role).clone()))
+        .collect();
     crate::controllers::aggregation::aggregate_all(&scratch);
     let mut out = Vec::new();
     for object in objects {
@@ -130,7 +156,10 @@ fn templates() -> anyhow::Result<Templates> {
             out.push((key.clone(), String::new(), name, (*stored).clone()));
         }
     }
-    Ok(out)
+    Ok(Templates {
+        objects: out,
+        unaggregated,
+    })
 }
 
 fn create(

@@ -138,7 +138,8 @@ impl KindInfo {
 
 /// Ordered by group, then resource name, as discovery lists them.
 pub(super) static KINDS: &[KindInfo] = &[
-    // core/v1
+    // core/v1 (`bindings`: pods/binding by the Binding's name)
+    of::<core::Binding>("binding").verbs(REVIEW_VERBS),
     of::<core::ComponentStatus>("componentstatus")
         .short(&["cs"])
         .verbs(READ_ONLY_VERBS),

@@ -99,6 +99,7 @@ fn lookup(kind: &KindInfo, path: &[&str]) -> Option<Shape> {
         (("admissionregistration.k8s.io", _), ["webhooks"]) => keyed(&["name"]),
         (("admissionregistration.k8s.io", _), ["webhooks", "matchConditions"]) => keyed(&["name"]),
         (("apiextensions.k8s.io", _), ["status", "conditions"]) => conditions(),
+        (("policy", "PodDisruptionBudget"), ["status", "conditions"]) => conditions(),
         _ => return None,
     })
 }
@@ -116,6 +117,10 @@ impl TypeInfo for BuiltinTypeInfo {
         // are atomic structs.
         if self.kind.kind == "Event" && matches!(path, ["involvedObject" | "regarding" | "related"])
         {
+            return true;
+        }
+        // A ControllerRevision's data is a RawExtension: one value.
+        if self.kind.kind == "ControllerRevision" && path == ["data"] {
             return true;
         }
         // A binding's RoleRef is `structType=atomic`.

@@ -17,6 +17,7 @@ mod prepare;
 mod shape;
 mod tables;
 pub(crate) mod validation;
+pub(crate) mod warnings;
 
 #[cfg(test)]
 mod tests;
@@ -294,9 +295,9 @@ pub fn validate_metadata_update(obj: &Value, old: &Value) -> Vec<Cause> {
 /// `kubectl get` columns for a built-in kind: the `columnDefinitions` and one
 /// row of cells per object, as the real server's Table. `None` when the kind has
 /// no special columns (the caller then serves Name and Age).
-pub fn table(
+pub fn table<'a>(
     kind: &KindInfo,
-    objects: &[Value],
+    objects: impl IntoIterator<Item = &'a Value>,
     now: jiff::Timestamp,
 ) -> Option<(Vec<Value>, Vec<Vec<Value>>)> {
     tables::table(kind, objects, now)

@@ -9,39 +9,45 @@ use super::defaults::pod::pod_spec as pod_spec_defaults;
 use super::shape::{object_at, objects_mut, str_of};
 use crate::quantity;
 
-/// Kinds whose strategy sets `generation: 1` and bumps it on spec changes.
-fn tracks_generation(kind: &KindInfo) -> bool {
-    matches!(
-        (kind.group, kind.kind),
-        (
-            "apps",
-            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
-        ) | ("batch", "Job" | "CronJob")
-            | ("", "ReplicationController")
-            | ("apiextensions.k8s.io", "CustomResourceDefinition")
-            | ("admissionregistration.k8s.io", _)
-            | ("policy", "PodDisruptionBudget")
-            | (
-                "networking.k8s.io",
-                "Ingress" | "IngressClass" | "NetworkPolicy"
-            )
-            | ("discovery.k8s.io", "EndpointSlice")
-            | ("scheduling.k8s.io", "PriorityClass")
-            | ("flowcontrol.apiserver.k8s.io", _)
-    )
+/// How a kind's registry strategy keeps `metadata.generation`: whether
+/// `PrepareForCreate` sets it to 1, and which top-level fields bump it in
+/// `PrepareForUpdate` when they change (v1.32's strategies).
+struct Generation {
+    set_on_create: bool,
+    bumped_by: &'static [&'static str],
 }
 
-/// The part of the object whose changes bump the generation.
-fn generation_fields(kind: &KindInfo) -> &'static [&'static str] {
+fn generation_rule(kind: &KindInfo) -> Option<Generation> {
+    let tracked = |bumped_by| {
+        Some(Generation {
+            set_on_create: true,
+            bumped_by,
+        })
+    };
     match (kind.group, kind.kind) {
-        (
+        ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
+        | ("batch", "Job" | "CronJob")
+        | ("", "ReplicationController")
+        | ("apiextensions.k8s.io", "CustomResourceDefinition")
+        | ("policy", "PodDisruptionBudget")
+        | ("networking.k8s.io", "Ingress" | "IngressClass" | "NetworkPolicy")
+        | ("flowcontrol.apiserver.k8s.io", _)
+        | (
             "admissionregistration.k8s.io",
             "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding",
-        ) => &["spec"],
-        ("admissionregistration.k8s.io", _) => &["webhooks"],
-        ("discovery.k8s.io", _) => &["addressType", "endpoints", "ports"],
-        ("scheduling.k8s.io", _) => &["value", "description", "globalDefault", "preemptionPolicy"],
-        _ => &["spec"],
+        ) => tracked(&["spec"]),
+        ("admissionregistration.k8s.io", _) => tracked(&["webhooks"]),
+        // Everything but the metadata.
+        ("discovery.k8s.io", "EndpointSlice") => tracked(&["addressType", "endpoints", "ports"]),
+        ("", "PodTemplate") => tracked(&["template"]),
+        // Set on create, never bumped (its PrepareForUpdate does nothing).
+        ("scheduling.k8s.io", "PriorityClass") => tracked(&[]),
+        // Bumped by spec changes, but not set on create.
+        ("storage.k8s.io", "CSIDriver") => Some(Generation {
+            set_on_create: false,
+            bumped_by: &["spec"],
+        }),
+        _ => None,
     }
 }
 
@@ -52,7 +58,11 @@ fn initial_status(kind: &KindInfo, obj: &Value) -> Option<Value> {
         ("", "Pod") => json!({"phase": "Pending", "qosClass": qos_class(obj)}),
         ("", "Namespace") => json!({"phase": "Active"}),
         ("", "Service") => json!({"loadBalancer": {}}),
-        ("", "PersistentVolumeClaim" | "PersistentVolume") => json!({"phase": "Pending"}),
+        ("", "PersistentVolumeClaim") => json!({"phase": "Pending"}),
+        // PersistentVolumeLastPhaseTransitionTime (GA in v1.31).
+        ("", "PersistentVolume") => {
+            json!({"phase": "Pending", "lastPhaseTransitionTime": crate::meta::now_rfc3339()})
+        }
         ("networking.k8s.io", "Ingress") => json!({"loadBalancer": {}}),
         ("policy", "PodDisruptionBudget") => json!({
             "disruptionsAllowed": 0,
@@ -109,7 +119,7 @@ pub(crate) fn for_create(kind: &KindInfo, obj: &mut Value) {
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
     }
-    if tracks_generation(kind)
+    if generation_rule(kind).is_some_and(|g| g.set_on_create)
         && let Some(meta) = object_at(obj, "metadata")
     {
         meta.insert("generation".into(), json!(1));
@@ -168,6 +178,7 @@ pub(crate) fn for_update(kind: &KindInfo, obj: &mut Value, old: &Value, subresou
             super::certificates::prepare_update(obj, old, subresource);
         }
         Some("status") => status_update(kind, obj, old),
+        Some("ephemeralcontainers") => ephemeral_containers_update(obj, old),
         Some("finalize") => finalize_update(obj, old),
         _ => main_update(kind, obj, old),
     }
@@ -207,7 +218,7 @@ pub(crate) fn for_update(kind: &KindInfo, obj: &mut Value, old: &Value, subresou
             meta.remove("generation");
         }
     }
-    if subresource.is_none() && tracks_generation(kind) && spec_changed(kind, obj, old) {
+    if subresource.is_none() && spec_changed(kind, obj, old) {
         let next = old
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -223,9 +234,11 @@ pub(crate) fn for_update(kind: &KindInfo, obj: &mut Value, old: &Value, subresou
 }
 
 fn spec_changed(kind: &KindInfo, obj: &Value, old: &Value) -> bool {
-    let fields_differ = generation_fields(kind)
-        .iter()
-        .any(|f| obj.get(*f) != old.get(*f));
+    let Some(rule) = generation_rule(kind) else {
+        return false;
+    };
+    let fields_differ = rule.bumped_by.iter().any(|f| obj.get(*f) != old.get(*f));
+    // Annotations are copied from a Deployment to its ReplicaSets.
     let annotations_differ = (kind.group, kind.kind) == ("apps", "Deployment")
         && obj.pointer("/metadata/annotations") != old.pointer("/metadata/annotations");
     fields_differ || annotations_differ
@@ -343,10 +356,30 @@ fn status_update(kind: &KindInfo, obj: &mut Value, old: &Value) {
             root.insert(key.clone(), value.clone());
         }
     }
+    match (kind.group, kind.kind) {
+        ("", "PersistentVolume") => phase_transition_time(obj, old),
+        ("", "Pod") => {
+            // The QoS class is immutable; an old kubelet's status without it
+            // gets it back.
+            if obj
+                .pointer("/status/qosClass")
+                .is_none_or(|q| q.as_str() == Some(""))
+                && let Some(qos) = old.pointer("/status/qosClass").cloned()
+                && let Some(status) = object_at(obj, "status")
+            {
+                status.insert("qosClass".into(), qos);
+            }
+        }
+        _ => {}
+    }
+    // The metadata each status strategy keeps from the stored object (the
+    // CRD's `ResetObjectMetaForStatus` resets the new object with itself in
+    // v1.32, so a CRD's status write changes its metadata like any other).
     let preserved: &[&str] = match (kind.group, kind.kind) {
-        ("apiextensions.k8s.io" | "apiregistration.k8s.io", _) => {
+        ("apiregistration.k8s.io", _) => {
             &["labels", "annotations", "finalizers", "ownerReferences"]
         }
+        ("apps", "Deployment") => &["labels"],
         ("", "Pod") => &["ownerReferences"],
         _ => &[],
     };
@@ -365,6 +398,80 @@ fn status_update(kind: &KindInfo, obj: &mut Value, old: &Value) {
                 }
             }
         }
+    }
+}
+
+/// `pods/ephemeralcontainers` writes `spec.ephemeralContainers` only
+/// (`dropNonEphemeralContainerUpdates`): the rest of the spec and the status
+/// are the stored ones, and so is the metadata `ResetObjectMetaForStatus`
+/// resets.
+fn ephemeral_containers_update(obj: &mut Value, old: &Value) {
+    let ephemeral = obj.pointer("/spec/ephemeralContainers").cloned();
+    let mut updated = old.clone();
+    if let (Some(root), Some(metadata)) = (updated.as_object_mut(), obj.get("metadata")) {
+        root.insert("metadata".into(), metadata.clone());
+    }
+    reset_object_meta_for_status(&mut updated, old);
+    if let Some(spec) = object_at(&mut updated, "spec") {
+        match ephemeral {
+            Some(list) => {
+                spec.insert("ephemeralContainers".into(), list);
+            }
+            None => {
+                spec.remove("ephemeralContainers");
+            }
+        }
+    }
+    *obj = updated;
+}
+
+/// `metav1.ResetObjectMetaForStatus`: what a status-like write may not change.
+fn reset_object_meta_for_status(obj: &mut Value, old: &Value) {
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let Some(meta) = object_at(obj, "metadata") {
+        for key in [
+            "deletionTimestamp",
+            "generation",
+            "selfLink",
+            "labels",
+            "annotations",
+            "finalizers",
+            "ownerReferences",
+        ] {
+            match old_meta.get(key) {
+                Some(v) => {
+                    meta.insert(key.to_string(), v.clone());
+                }
+                None => {
+                    meta.remove(key);
+                }
+            }
+        }
+    }
+}
+
+/// A volume's `lastPhaseTransitionTime` moves with its phase unless the
+/// writer set it itself; it stays when the phase does.
+fn phase_transition_time(obj: &mut Value, old: &Value) {
+    let phase = |v: &Value| v.pointer("/status/phase").cloned().unwrap_or(Value::Null);
+    let time = |v: &Value| {
+        v.pointer("/status/lastPhaseTransitionTime")
+            .filter(|t| !t.is_null())
+            .cloned()
+    };
+    let (new_time, old_time) = (time(obj), time(old));
+    let value = if phase(obj) == phase(old) {
+        match (new_time, old_time) {
+            (None, Some(kept)) => kept,
+            _ => return,
+        }
+    } else if new_time.is_none() || new_time == old_time {
+        json!(crate::meta::now_rfc3339())
+    } else {
+        return;
+    };
+    if let Some(status) = object_at(obj, "status") {
+        status.insert("lastPhaseTransitionTime".into(), value);
     }
 }
 

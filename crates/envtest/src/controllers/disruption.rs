@@ -7,9 +7,10 @@
 //! kind with a `/scale` subresource) for a percentage or `maxUnavailable`;
 //! `currentHealthy` counts Ready Pods not being deleted nor recently evicted.
 //! A budget it cannot compute gets `disruptionsAllowed: 0` and a
-//! `SyncFailed` condition. It does not record the controller's events.
+//! `SyncFailed` condition. Of its events, it records `NoPods` (once per
+//! budget while it selects nothing).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -40,21 +41,41 @@ pub fn namespace_to_sync(ev: &Event) -> Option<&str> {
     (watched && !ev.namespace.is_empty()).then_some(ev.namespace.as_str())
 }
 
-/// Brings every budget of `ns` up to date.
-pub fn sync_namespace(app: &App, ns: &str) {
+/// The event source of the disruption controller's recorder.
+const COMPONENT: &str = "controllermanager";
+
+/// Brings every budget of `ns` up to date. `told_no_pods` holds the uids of
+/// budgets told already that they select no Pod.
+pub fn sync_namespace(app: &App, ns: &str, told_no_pods: &mut HashSet<String>) {
     let key: ResKey = Arc::from(PDB_KEY);
     let (budgets, _) = app.store.list(&key, Some(ns), None);
     for (_, pdb) in budgets {
-        sync(app, &pdb);
+        sync(app, &pdb, told_no_pods);
     }
 }
 
-fn sync(app: &App, pdb: &Value) {
+fn sync(app: &App, pdb: &Value, told_no_pods: &mut HashSet<String>) {
     let ns = meta::namespace(pdb);
     let pods = match selected_pods(app, pdb) {
         Ok(pods) => pods,
         Err(e) => return fail_safe(app, pdb, &e),
     };
+    // `trySync` tells a budget that selects nothing so at every sync (the
+    // recorder then only raises the Event's count): once here.
+    let uid = meta::uid(pdb).to_string();
+    if !pods.is_empty() {
+        told_no_pods.remove(&uid);
+    } else if told_no_pods.insert(uid) {
+        let involved = crate::workloads::client::reference(pdb);
+        super::events::record(
+            app,
+            COMPONENT,
+            involved,
+            "Normal",
+            "NoPods",
+            "No matching pods found",
+        );
+    }
     let (expected, desired) = match expected_and_desired(app, pdb, &pods) {
         Ok(counts) => counts,
         Err(e) => return fail_safe(app, pdb, &e),

@@ -23,6 +23,20 @@ pub fn record(
     reason: &str,
     message: &str,
 ) {
+    record_from_host(app, component, "", involved, kind, reason, message);
+}
+
+/// [`record`] from a component on a host (a kubelet on its Node): the
+/// source's `host`, which is also `reportingInstance`.
+pub fn record_from_host(
+    app: &App,
+    component: &str,
+    host: &str,
+    involved: Value,
+    kind: &str,
+    reason: &str,
+    message: &str,
+) {
     let Some(res) = resource_for(app, "events") else {
         return;
     };
@@ -34,6 +48,10 @@ pub fn record(
     let object_name = involved.get("name").and_then(Value::as_str).unwrap_or("");
     let name = format!("{object_name}.{:x}", now.as_nanosecond());
     let time = crate::meta::now_rfc3339();
+    let mut source = json!({"component": component});
+    if !host.is_empty() {
+        source["host"] = json!(host);
+    }
     let event = json!({
         "apiVersion": "v1",
         "kind": "Event",
@@ -41,7 +59,10 @@ pub fn record(
         "involvedObject": involved,
         "reason": reason,
         "message": message,
-        "source": {"component": component},
+        "source": source,
+        // client-go's recorder reports as its source's component and host.
+        "reportingComponent": component,
+        "reportingInstance": host,
         "firstTimestamp": time,
         "lastTimestamp": time,
         "count": 1,

@@ -1,10 +1,12 @@
-//! The controllers a test cluster needs and kube-apiserver alone lacks: the
-//! CRD registry (conditions and serving), the garbage collector, the
-//! namespace lifecycle, the serviceaccount and token controllers, the root-CA
-//! publisher, the disruption controller, the clusterrole-aggregation
-//! controller, the aggregator's APIService controllers, the API Priority
-//! and Fairness configuration controllers and the ValidatingAdmissionPolicy
-//! status controller. They share one task
+//! The controllers that keep a cluster's objects in order: kube-apiserver's
+//! own (CRD names, conditions and serving, the aggregator's APIService
+//! controllers, the API Priority and Fairness configuration, admission
+//! webhook configurations) and, as [`selection`] chooses them,
+//! kube-controller-manager's garbage collector, namespace, serviceaccount,
+//! token, root-CA publisher, disruption, clusterrole-aggregation,
+//! resourcequota, PersistentVolume(Claim) protection, node lifecycle
+//! (taints) and ValidatingAdmissionPolicy status controllers; its workload
+//! controllers run in `workloads`. They share one task
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
@@ -18,8 +20,11 @@ mod gc;
 mod namespaces;
 mod node_lifecycle;
 mod policy_status;
+mod resource_quota;
 mod root_ca;
 mod sa_tokens;
+pub mod selection;
+mod storage_protection;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +38,7 @@ use crate::api::{App, WriteCtx};
 use crate::error::ApiResult;
 use crate::registry::Resource;
 use crate::store::{Event, WatchFilter, WatcherTx};
+use selection::Controller;
 
 /// Manager names of the server's own writes, as on a real cluster.
 pub use crate::api::APISERVER;
@@ -65,6 +71,12 @@ struct Controllers {
     policies_changed: bool,
     /// Namespaces whose PodDisruptionBudgets may need a new status.
     dirty_budgets: std::collections::BTreeSet<String>,
+    /// Budgets told they select no Pod.
+    told_no_pods: std::collections::HashSet<String>,
+    /// ResourceQuotas to recalculate.
+    quotas: resource_quota::Work,
+    /// Claims and volumes whose protection finalizer may change.
+    storage_protection: storage_protection::Work,
 }
 
 impl Controllers {
@@ -86,14 +98,23 @@ impl Controllers {
             }
             None => {}
         }
-        root_ca::on_event(&self.app, ev, |ns| self.namespaces.is_terminating(ns));
-        self.gc.on_event(&self.app, ev);
-        node_lifecycle::on_event(&self.app, ev);
-        sa_tokens::on_event(&self.app, ev);
+        let on = |c: Controller| self.app.controllers.is_on(c);
+        if on(Controller::RootCaCertificatePublisher) {
+            root_ca::on_event(&self.app, ev, |ns| self.namespaces.is_terminating(ns));
+        }
+        if on(Controller::GarbageCollector) {
+            self.gc.on_event(&self.app, ev);
+        }
+        if on(Controller::NodeLifecycle) {
+            node_lifecycle::on_event(&self.app, ev);
+        }
+        if on(Controller::ServiceAccountToken) {
+            sa_tokens::on_event(&self.app, ev);
+        }
         if crate::api::admit::is_configuration_key(&ev.resource) {
             self.webhooks_changed = true;
         }
-        if &*ev.resource == aggregation::KEY {
+        if &*ev.resource == aggregation::KEY && on(Controller::ClusterRoleAggregation) {
             self.cluster_roles_changed = true;
         }
         if &*ev.resource == crds::CRD_KEY {
@@ -105,10 +126,14 @@ impl Controllers {
         if flowcontrol::concerns(ev) {
             self.flowcontrol_changed = true;
         }
-        if policy_status::concerns(ev) {
+        if policy_status::concerns(ev) && on(Controller::ValidatingAdmissionPolicyStatus) {
             self.policies_changed = true;
         }
-        if self.app.cluster_controllers.disruption
+        if on(Controller::ResourceQuota) {
+            self.quotas.on_event(ev);
+        }
+        self.storage_protection.on_event(&self.app, ev);
+        if on(Controller::Disruption)
             && let Some(ns) = disruption::namespace_to_sync(ev)
         {
             self.dirty_budgets.insert(ns.to_string());
@@ -130,7 +155,9 @@ impl Controllers {
         if std::mem::take(&mut self.cluster_roles_changed) {
             aggregation::aggregate_all(&self.app);
         }
-        if std::mem::take(&mut self.crds_changed) {
+        if std::mem::take(&mut self.crds_changed)
+            && self.app.controllers.is_on(Controller::GarbageCollector)
+        {
             self.gc.recheck_unresolved(&self.app);
         }
         if std::mem::take(&mut self.apiservices_changed) {
@@ -143,8 +170,10 @@ impl Controllers {
             policy_status::sync(&self.app);
         }
         for ns in std::mem::take(&mut self.dirty_budgets) {
-            disruption::sync_namespace(&self.app, &ns);
+            disruption::sync_namespace(&self.app, &ns, &mut self.told_no_pods);
         }
+        self.quotas.flush(&self.app);
+        self.storage_protection.flush(&self.app);
     }
 }
 
@@ -174,6 +203,9 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         flowcontrol_changed: false,
         policies_changed: false,
         dirty_budgets: Default::default(),
+        told_no_pods: Default::default(),
+        quotas: Default::default(),
+        storage_protection: Default::default(),
     };
     crds::rebuild_registry(&app);
     let existing: Vec<Event> = app
@@ -201,8 +233,15 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
         if sub.is_err() {
             return;
         }
+        let start = tokio::time::Instant::now() + resource_quota::RESYNC;
+        let mut quota_resync = tokio::time::interval_at(start, resource_quota::RESYNC);
         loop {
             tokio::select! {
+                _ = quota_resync.tick() => {
+                    if ctl.app.controllers.is_on(Controller::ResourceQuota) {
+                        ctl.quotas.resync_all(&ctl.app);
+                    }
+                }
                 ev = rx.recv() => {
                     let Some(ev) = ev else { return };
                     ctl.handle(&ev);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::selection::Controller;
 use super::{CONTROLLER_MANAGER, modify, resource_for};
 use crate::api::create::{Input, create_internal};
 use crate::api::delete::delete_internal;
@@ -76,8 +77,17 @@ impl Lifecycle {
 }
 
 /// Reacts to a change. The record of terminating namespaces spares the many
-/// changes elsewhere a store lookup.
+/// changes elsewhere a store lookup. Without the namespace controller a
+/// deleted namespace stays Terminating; without the serviceaccount
+/// controller no `default` ServiceAccount is made.
 pub fn on_event(app: &App, ev: &Event, lifecycle: &mut Lifecycle) -> Option<Work> {
+    let service_accounts = app.controllers.is_on(Controller::ServiceAccount);
+    if !app.controllers.is_on(Controller::Namespace) {
+        if service_accounts {
+            default_service_account_on(app, ev);
+        }
+        return None;
+    }
     let terminating = &mut lifecycle.terminating;
     if &*ev.resource == NS_KEY {
         if ev.kind == EventType::Deleted {
@@ -95,7 +105,9 @@ pub fn on_event(app: &App, ev: &Event, lifecycle: &mut Lifecycle) -> Option<Work
             };
         }
         terminating.remove(&ev.name);
-        ensure_default_service_account(app, &ev.name);
+        if service_accounts {
+            ensure_default_service_account(app, &ev.name);
+        }
         return None;
     }
     if ev.namespace.is_empty() {
@@ -105,10 +117,29 @@ pub fn on_event(app: &App, ev: &Event, lifecycle: &mut Lifecycle) -> Option<Work
         return (*ready && ev.kind == EventType::Deleted)
             .then(|| Work::Finalize(ev.namespace.clone()));
     }
-    if &*ev.resource == SA_KEY && ev.name == "default" && ev.kind == EventType::Deleted {
-        ensure_default_service_account(app, &ev.namespace);
+    if service_accounts {
+        default_service_account_on(app, ev);
     }
     None
+}
+
+/// The serviceaccount controller: an active namespace, or one whose
+/// `default` ServiceAccount was deleted, gets it (again).
+fn default_service_account_on(app: &App, ev: &Event) {
+    let deleted = ev.kind == EventType::Deleted;
+    if &*ev.resource == NS_KEY && !deleted && !meta::is_deleting(&ev.object) {
+        ensure_default_service_account(app, &ev.name);
+    }
+    if &*ev.resource == SA_KEY && ev.name == "default" && deleted {
+        let ns_key: ResKey = Arc::from(NS_KEY);
+        let active = app
+            .store
+            .get(&ns_key, "", &ev.namespace)
+            .is_some_and(|ns| !meta::is_deleting(&ns));
+        if active {
+            ensure_default_service_account(app, &ev.namespace);
+        }
+    }
 }
 
 fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) -> Value {

@@ -62,9 +62,6 @@ fn publish(app: &App, ns: &str) {
 /// Reacts to a change of a namespace or of a published ConfigMap.
 /// `terminating` tells whether a namespace is being deleted.
 pub(super) fn on_event(app: &App, ev: &Event, terminating: impl Fn(&str) -> bool) {
-    if !app.cluster_controllers.root_ca_publisher {
-        return;
-    }
     match &*ev.resource {
         "namespaces" if ev.kind != EventType::Deleted && !meta::is_deleting(&ev.object) => {
             publish(app, &ev.name);

@@ -48,9 +48,6 @@ fn belongs_to(secret: &Value, sa: &Value) -> bool {
 }
 
 pub(super) fn on_event(app: &App, ev: &Event) {
-    if !app.cluster_controllers.service_account_tokens {
-        return;
-    }
     match &*ev.resource {
         SECRETS if ev.kind != EventType::Deleted && is_token_secret(&ev.object) => {
             sync_secret(app, &ev.namespace, &ev.name);

@@ -4,6 +4,7 @@
 mod component_statuses;
 pub mod deadline;
 mod host;
+mod list_body;
 pub mod openapi;
 pub mod respond;
 
@@ -156,6 +157,33 @@ fn acting_user(
         (Some(requester), None) => Ok(Some(requester)),
         (None, impersonated) => Ok(impersonated),
     }
+}
+
+/// POST `bindings` (the legacy form of `pods/<name>/binding`): binds the
+/// Pod the Binding names.
+async fn legacy_binding(
+    app: &Arc<App>,
+    call: &Call<'_>,
+    body: Body,
+    (p, q): (&ResourcePath, &Query),
+    ns: &str,
+) -> ApiResult<Response> {
+    if *call.method != Method::POST || p.name.is_some() {
+        return Err(ApiError::method_not_allowed());
+    }
+    let reg = app.registry.load();
+    let pods = reg
+        .get("", "v1", "pods")
+        .ok_or_else(|| ApiError::internal("pods are not served"))?;
+    let acc = call.negotiate(Endpoint::Plain)?;
+    let bytes = read_body(body).await?;
+    let opts = query::write_options(q, "CreateOptions", false)?;
+    let format = body::body_format(header_str(call.headers, header::CONTENT_TYPE))?;
+    let decoded = body::decode_object(&bytes, format, "Binding")?;
+    let name = crate::meta::name(&decoded.value).to_string();
+    let ctx = write_ctx(opts, call);
+    let result = api::pods::bind(app, &pods, ns, &name, decoded.value, &ctx).await;
+    Ok(written(app, call, &pods, result, &ctx.warnings, (&acc, q)))
 }
 
 /// What the handlers need to know of a request besides its path and body.
@@ -344,6 +372,18 @@ fn written(
     }
 }
 
+/// The verb of a request on an object's subresource.
+fn subresource_verb(method: &Method) -> &'static str {
+    match *method {
+        Method::GET | Method::HEAD => "get",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        _ => "",
+    }
+}
+
 fn check_verb(res: &Resource, verb: &str) -> ApiResult<()> {
     if res.supports(verb) {
         Ok(())
@@ -380,11 +420,19 @@ async fn resource(
         return Err(ApiError::not_found_path());
     }
     let sub = p.subresource.as_deref();
-    if sub.is_some_and(|s| res.subresource_verbs(s).is_none()) {
-        return Err(ApiError::not_found_path());
+    if let Some(s) = sub {
+        let Some(verbs) = res.subresource_verbs(s) else {
+            return Err(ApiError::not_found_path());
+        };
+        // A subresource answers only its own verbs (a GET of pods/x/eviction
+        // finds no route: 405).
+        if p.name.is_some() && !verbs.contains(&subresource_verb(method)) {
+            return Err(ApiError::method_not_allowed());
+        }
     }
     let ns = p.namespace.clone().unwrap_or_default();
-    let content_type = header_str(headers, header::CONTENT_TYPE);
+    let content_type = crate::request::media_type::header(headers);
+    let content_type = content_type.as_deref();
     let endpoint = if res.is_custom() {
         Endpoint::CustomResource
     } else {
@@ -399,7 +447,14 @@ async fn resource(
     if sub == Some("token") {
         return review(app, call, body, (p, q), &res, &ns).await;
     }
-    if let (Some(stream @ ("log" | "exec")), Some(name)) = (sub, &p.name) {
+    if res.group.is_empty() && res.plural == "bindings" {
+        return legacy_binding(app, call, body, (p, q), &ns).await;
+    }
+    if let (Some("proxy"), Some(name)) = (sub, &p.name) {
+        return Err(crate::pod_streams::proxy(app, &res, &ns, name));
+    }
+    if let (Some(stream @ ("log" | "exec" | "attach" | "portforward")), Some(name)) = (sub, &p.name)
+    {
         let pod = api::read::get(app, &res, &ns, name)?;
         let container = q.get("container");
         let node = crate::pod_streams::node_of(&pod, |node| {
@@ -407,8 +462,14 @@ async fn resource(
                 .get(&std::sync::Arc::from("nodes"), "", node)
                 .is_some_and(|n| crate::workloads::nodes::is_simulated(&n))
         });
-        if stream == "exec" {
-            return Err(crate::pod_streams::exec(&pod, name, container, node));
+        match stream {
+            "exec" | "attach" => {
+                return Err(crate::pod_streams::stream(
+                    &pod, name, container, node, stream,
+                ));
+            }
+            "portforward" => return Err(crate::pod_streams::port_forward(name, node)),
+            _ => {}
         }
         if *method != Method::GET {
             return Err(ApiError::method_not_allowed());
@@ -535,7 +596,8 @@ async fn resource(
             check_verb(&res, "patch")?;
             let acc = call.negotiate(endpoint)?;
             let bytes = read_body(body).await?;
-            let patch_type = PatchType::from_content_type(content_type.unwrap_or(""))?;
+            let patch_type =
+                PatchType::from_content_type(content_type.unwrap_or(""), res.is_custom())?;
             let opts = query::write_options(q, "PatchOptions", patch_type == PatchType::Apply)?;
             let ctx = write_ctx(opts, call);
             let result = match sub {
@@ -634,7 +696,8 @@ async fn review(
     }
     let acc = call.negotiate(Endpoint::Plain)?;
     let bytes = read_body(body).await?;
-    let format = object_body_format(res, header_str(headers, header::CONTENT_TYPE))?;
+    let content_type = crate::request::media_type::header(headers);
+    let format = object_body_format(res, content_type.as_deref())?;
     let kind = if token_request {
         "TokenRequest"
     } else {
@@ -723,6 +786,7 @@ fn transform_object(
     }
 }
 
+/// A LIST answer, written item by item (see `list_body`).
 fn list_response(
     res: &Resource,
     page: &api::read::Page,
@@ -730,21 +794,42 @@ fn list_response(
     q: &Query,
 ) -> ApiResult<Response> {
     let list_meta = || api::read::list_meta(page, false);
-    let body = match &acc.shape {
-        Shape::Table(v) => table(
-            res,
-            &page.items,
-            list_meta(),
-            v,
-            IncludeObject::parse(q.get("includeObject")),
-            true,
-        ),
-        shape => match negotiate::list_metadata(res, list_meta(), &page.items, shape) {
-            Some(metadata) => metadata?,
-            None => api::read::list_document(res, page),
+    let doc = match &acc.shape {
+        Shape::Table(v) => {
+            let parts = crate::table::table_parts(res, &page.items, list_meta(), v, true);
+            list_body::ListDocument::new(
+                parts.head,
+                list_body::Items::Rows {
+                    objects: parts.objects,
+                    cells: parts.cells,
+                    include: IncludeObject::parse(q.get("includeObject")),
+                    version: v.clone(),
+                },
+            )
+        }
+        shape => match negotiate::list_metadata(res, list_meta(), &[], shape) {
+            Some(head) => {
+                let Shape::PartialObjectMetadataList(v) = shape else {
+                    return head.map(|h| respond::object(200, &h, acc, &[]));
+                };
+                list_body::ListDocument::new(
+                    head?,
+                    list_body::Items::Metadata {
+                        objects: page.items.clone(),
+                        version: v.clone(),
+                    },
+                )
+            }
+            None => list_body::ListDocument::new(
+                api::read::list_head(res, page),
+                list_body::Items::Objects {
+                    objects: page.items.clone(),
+                    strip_type_meta: !res.is_custom(),
+                },
+            ),
         },
     };
-    Ok(respond::object(200, &body, acc, &[]))
+    Ok(list_body::response(doc, acc))
 }
 
 async fn watch(

@@ -1,7 +1,10 @@
-//! RFC 6902 JSON patch, with the request checks and errors of kube-apiserver.
+//! RFC 6902 JSON patch, with the request checks and errors of kube-apiserver
+//! (the operations themselves, as its json-patch library runs them, are in
+//! `json_ops`).
 
 use serde_json::{Map, Value};
 
+use super::json_ops;
 use crate::error::{ApiError, ApiResult, Details};
 use crate::gofmt;
 
@@ -79,67 +82,21 @@ fn decode_operations(body: &[u8]) -> ApiResult<Vec<Map<String, Value>>> {
     Ok(ops)
 }
 
-/// One decoded operation as the json-patch crate takes it. Anything it
-/// cannot run is a failing operation (422), as when the real server applies it.
-fn to_operation(op: Map<String, Value>) -> ApiResult<json_patch::PatchOperation> {
-    let mut normalised = Map::new();
-    for field in ["op", "path", "from"] {
-        if let Some(v @ Value::String(_)) = op.get(field) {
-            normalised.insert(field.to_string(), v.clone());
-        }
-    }
-    // A missing value is JSON null, as in the Go implementation.
-    normalised.insert(
-        "value".to_string(),
-        op.get("value").cloned().unwrap_or(Value::Null),
-    );
-    serde_json::from_value(Value::Object(normalised)).map_err(|_| rejected())
-}
-
 pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
-    let ops = decode_operations(body)?
-        .into_iter()
-        .map(to_operation)
-        .collect::<ApiResult<Vec<_>>>()?;
+    let ops = decode_operations(body)?;
     let mut out = doc.clone();
     let mut copied = 0usize;
     for op in &ops {
-        if null_test_of_absent_member(&out, op) {
-            continue;
-        }
-        if let json_patch::PatchOperation::Copy(copy) = op {
-            copied += out
-                .pointer(copy.from.as_str())
-                .map_or(0, gofmt::encoded_len);
-            if copied > MAX_COPIED_BYTES {
-                return Err(rejected());
-            }
-        }
-        json_patch::patch(&mut out, std::slice::from_ref(op)).map_err(|_| rejected())?;
+        json_ops::apply(
+            &mut out,
+            &json_ops::Operation::of(op),
+            &mut copied,
+            MAX_COPIED_BYTES,
+        )
+        .map_err(|_| rejected())?;
     }
     if super::exceeds_depth(&out) {
         return Err(rejected());
     }
     Ok(out)
-}
-
-/// Go's json-patch lets `{"op":"test","value":null}` pass when the member is
-/// absent but its parent exists; kube-runtime's finalizer helper relies on
-/// this to add the first finalizer. The json-patch crate fails such a test.
-fn null_test_of_absent_member(doc: &Value, op: &json_patch::PatchOperation) -> bool {
-    let json_patch::PatchOperation::Test(test) = op else {
-        return false;
-    };
-    if !test.value.is_null() {
-        return false;
-    }
-    let path = test.path.as_str();
-    if doc.pointer(path).is_some() {
-        return false;
-    }
-    let parent = match path.rfind('/') {
-        Some(at) => &path[..at],
-        None => return false,
-    };
-    matches!(doc.pointer(parent), Some(Value::Object(_)))
 }

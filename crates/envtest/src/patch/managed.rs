@@ -336,17 +336,22 @@ pub fn strip_set() -> Set {
 }
 
 /// The fields a write through `subresource` may own: everything but
-/// `status` on the main resource, only `status` on the status subresource
-/// (and on a CertificateSigningRequest's `approval`, which writes conditions).
+/// `status` on the main resource; everything but `spec` on the status
+/// subresource (the status strategies' reset fields: metadata a status
+/// write changes, such as the Deployment controller's revision annotation,
+/// is its writer's); only `status` on a CertificateSigningRequest's
+/// `approval`, which writes conditions.
 pub fn owned_part(set: &Set, subresource: Option<&str>) -> Set {
     let status = PathElement::field("status");
+    let ignoring = |field: &str| {
+        let mut ignored = Set::new();
+        ignored.insert(&[PathElement::field(field)]);
+        set.recursive_difference(&ignored)
+    };
     match subresource {
-        Some("status" | "approval") => set.restricted_to(&status),
-        _ => {
-            let mut ignored = Set::new();
-            ignored.insert(&[status]);
-            set.recursive_difference(&ignored)
-        }
+        Some("approval") => set.restricted_to(&status),
+        Some("status") => ignoring("spec"),
+        _ => ignoring("status"),
     }
 }
 

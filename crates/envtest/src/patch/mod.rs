@@ -14,6 +14,7 @@ mod apply;
 mod fieldpath;
 mod gosort;
 mod json;
+pub(crate) mod json_ops;
 mod last_applied;
 mod managed;
 mod merge;
@@ -65,24 +66,55 @@ pub enum PatchType {
 }
 
 impl PatchType {
-    /// Maps a Content-Type (parameters such as `; charset=utf-8` ignored) to a
-    /// patch type; anything else is the real server's `415: Unsupported Media Type`.
-    pub fn from_content_type(content_type: &str) -> ApiResult<PatchType> {
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match essence.as_str() {
-            "application/json-patch+json" => Ok(PatchType::Json),
-            "application/merge-patch+json" => Ok(PatchType::Merge),
-            "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
-            "application/apply-patch+yaml" => Ok(PatchType::Apply),
-            _ => Err(
+    /// Maps a PATCH request's Content-Type to a patch type as kube-apiserver
+    /// v1.32 does, in two steps. Built-in resources are routed by
+    /// go-restful first: one of the comma-separated values, cut at `;` and
+    /// stripped of spaces, must be a patch type, else `415: Unsupported
+    /// Media Type`. Then the patch handler (the only step for custom
+    /// resources) cuts the whole value at its first `;` and must find a
+    /// patch type the resource takes exactly (no case folding, no
+    /// trimming), else the negotiation's 415 naming them.
+    pub fn from_content_type(content_type: &str, custom: bool) -> ApiResult<PatchType> {
+        let supported: &[(&str, PatchType)] = if custom {
+            &[
+                ("application/json-patch+json", PatchType::Json),
+                ("application/merge-patch+json", PatchType::Merge),
+                ("application/apply-patch+yaml", PatchType::Apply),
+            ]
+        } else {
+            &[
+                ("application/json-patch+json", PatchType::Json),
+                ("application/merge-patch+json", PatchType::Merge),
+                (
+                    "application/strategic-merge-patch+json",
+                    PatchType::Strategic,
+                ),
+                ("application/apply-patch+yaml", PatchType::Apply),
+            ]
+        };
+        let routed = content_type.split(',').any(|v| {
+            let v = v.split(';').next().unwrap_or("").trim_matches(' ');
+            supported.iter().any(|(name, _)| *name == v)
+        });
+        if !custom && !routed {
+            return Err(
                 ApiError::unsupported_media_type("415: Unsupported Media Type")
                     .with_details(crate::error::Details::default()),
-            ),
+            );
+        }
+        let essence = match content_type.find(';') {
+            Some(i) if i > 0 => &content_type[..i],
+            _ => content_type,
+        };
+        match supported.iter().find(|(name, _)| *name == essence) {
+            Some((_, patch_type)) => Ok(*patch_type),
+            None => {
+                let names: Vec<&str> = supported.iter().map(|(name, _)| *name).collect();
+                Err(ApiError::unsupported_media_type(format!(
+                    "the body of the request was in an unknown format - accepted media types include: {}",
+                    names.join(", ")
+                )))
+            }
         }
     }
 }

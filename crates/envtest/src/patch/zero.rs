@@ -59,6 +59,9 @@ pub fn zero_object(api_version: &str, kind: &str) -> Option<Value> {
             "deprecatedFirstTimestamp": null, "deprecatedLastTimestamp": null
         }),
         ("coordination.k8s.io/v1", "Lease") => json!({"spec": {}}),
+        ("discovery.k8s.io/v1", "EndpointSlice") => {
+            json!({"addressType": "", "endpoints": null, "ports": null})
+        }
         ("apps/v1", "Deployment") => json!({
             "spec": {"template": pod_template(), "strategy": {}},
             "status": {}

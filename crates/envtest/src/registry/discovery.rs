@@ -183,45 +183,20 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
         }
     }
     let mut out = vec![main];
-    if r.scale.is_some() {
-        out.push(json!({
-            "name": format!("{}/scale", r.plural), "singularName": "", "namespaced": r.namespaced,
-            "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"],
-        }));
-    }
-    if r.has_status {
-        out.push(json!({
-            "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced,
-            "kind": r.kind, "verbs": ["get", "patch", "update"],
-        }));
-    }
-    if r.is_certificate_signing_requests() {
-        out.push(json!({
-            "name": format!("{}/approval", r.plural), "singularName": "", "namespaced": false,
-            "kind": r.kind, "verbs": ["get", "patch", "update"],
-        }));
-    }
-    if r.group.is_empty() && r.plural == "pods" {
-        out.push(json!({
-            "name": "pods/exec", "singularName": "", "namespaced": true,
-            "kind": "PodExecOptions", "verbs": ["create", "get"],
-        }));
-        out.push(json!({
-            "name": "pods/log", "singularName": "", "namespaced": true,
-            "kind": "Pod", "verbs": ["get"],
-        }));
-    }
-    if r.group.is_empty() && r.plural == "serviceaccounts" {
-        out.push(json!({
-            "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
-            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"],
-        }));
-    }
-    if r.group.is_empty() && r.plural == "namespaces" {
-        out.push(json!({
-            "name": "namespaces/finalize", "singularName": "", "namespaced": false,
-            "kind": "Namespace", "verbs": ["update"],
-        }));
+    for sub in r.subresources() {
+        let mut entry = json!({
+            "name": format!("{}/{}", r.plural, sub.name), "singularName": "",
+            "namespaced": r.namespaced,
+        });
+        if let (Value::Object(m), Some((group, version))) = (&mut entry, sub.group) {
+            m.insert("group".into(), json!(group));
+            m.insert("version".into(), json!(version));
+        }
+        if let Value::Object(m) = &mut entry {
+            m.insert("kind".into(), json!(sub.kind.unwrap_or(&r.kind)));
+            m.insert("verbs".into(), json!(sub.verbs));
+        }
+        out.push(entry);
     }
     out
 }
@@ -250,47 +225,18 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
 }
 
 fn aggregated_resource(r: &Resource) -> Value {
-    let mut subresources = Vec::new();
-    if r.scale.is_some() {
-        subresources.push(json!({
-            "subresource": "scale",
-            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-            "verbs": ["get", "patch", "update"],
-        }));
-    }
-    if r.has_status {
-        subresources.push(json!({
-            "subresource": "status",
-            "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
-            "verbs": ["get", "patch", "update"],
-        }));
-    }
-    if r.is_certificate_signing_requests() {
-        subresources.push(json!({
-            "subresource": "approval",
-            "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
-            "verbs": ["get", "patch", "update"],
-        }));
-    }
-    if r.group.is_empty() && r.plural == "pods" {
-        subresources.push(json!({
-            "subresource": "exec",
-            "responseKind": {"group": "", "version": "v1", "kind": "PodExecOptions"},
-            "verbs": ["create", "get"],
-        }));
-        subresources.push(json!({
-            "subresource": "log",
-            "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "verbs": ["get"],
-        }));
-    }
-    if r.group.is_empty() && r.plural == "serviceaccounts" {
-        subresources.push(json!({
-            "subresource": "token",
-            "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
-            "verbs": ["create"],
-        }));
-    }
+    let subresources: Vec<Value> = r
+        .subresources()
+        .into_iter()
+        .map(|sub| {
+            let (group, version) = sub.group.unwrap_or((&r.group, &r.version));
+            json!({
+                "subresource": sub.name,
+                "responseKind": {"group": group, "version": version, "kind": sub.kind.unwrap_or(&r.kind)},
+                "verbs": sub.verbs,
+            })
+        })
+        .collect();
     let mut doc = json!({
         "resource": r.plural,
         "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
@@ -306,7 +252,6 @@ fn aggregated_resource(r: &Resource) -> Value {
             m.insert("categories".into(), json!(r.categories));
         }
         if !subresources.is_empty() {
-            subresources.sort_by(|a, b| a["subresource"].as_str().cmp(&b["subresource"].as_str()));
             m.insert("subresources".into(), Value::Array(subresources));
         }
     }

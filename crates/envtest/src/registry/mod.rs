@@ -24,6 +24,18 @@ pub enum Source {
     Custom(Arc<CustomResource>),
 }
 
+/// A subresource of a served resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subresource {
+    pub name: &'static str,
+    /// The group and version of the kind it answers, when not the resource's.
+    pub group: Option<(&'static str, &'static str)>,
+    /// The kind it answers, when not the resource's.
+    pub kind: Option<&'static str>,
+    /// Its verbs, sorted as discovery lists them.
+    pub verbs: &'static [&'static str],
+}
+
 /// One served group/version/resource.
 #[derive(Debug, Clone)]
 pub struct Resource {
@@ -81,22 +93,76 @@ impl Resource {
     /// The verbs of subresource `sub`, or `None` when this resource has no
     /// such subresource.
     pub fn subresource_verbs(&self, sub: &str) -> Option<&'static [&'static str]> {
-        const READ_WRITE: &[&str] = &["get", "update", "patch"];
-        match sub {
-            "status" if self.has_status => Some(READ_WRITE),
-            "scale" if self.scale.is_some() => Some(READ_WRITE),
-            "finalize" if self.group.is_empty() && self.plural == "namespaces" => Some(&["update"]),
-            "token" if self.group.is_empty() && self.plural == "serviceaccounts" => {
-                Some(&["create"])
-            }
-            "approval" if self.is_certificate_signing_requests() => Some(READ_WRITE),
-            "log" if self.group.is_empty() && self.plural == "pods" => Some(&["get"]),
-            "exec" if self.group.is_empty() && self.plural == "pods" => Some(&["create", "get"]),
-            "binding" | "eviction" if self.group.is_empty() && self.plural == "pods" => {
-                Some(&["create"])
-            }
-            _ => None,
+        self.subresources()
+            .into_iter()
+            .find(|s| s.name == sub)
+            .map(|s| s.verbs)
+    }
+
+    /// The subresources served beside this resource, as kube-apiserver v1.32
+    /// serves (and lists in discovery) them, by name.
+    pub fn subresources(&self) -> Vec<Subresource> {
+        const READ_WRITE: &[&str] = &["get", "patch", "update"];
+        const STREAM: &[&str] = &["create", "get"];
+        const PROXY: &[&str] = &["create", "delete", "get", "patch", "update"];
+        let own = |name, verbs| Subresource {
+            name,
+            group: None,
+            kind: None,
+            verbs,
+        };
+        let other = |name, kind, verbs| Subresource {
+            name,
+            group: None,
+            kind: Some(kind),
+            verbs,
+        };
+        let mut out = Vec::new();
+        if self.scale.is_some() {
+            out.push(Subresource {
+                name: "scale",
+                group: Some(("autoscaling", "v1")),
+                kind: Some("Scale"),
+                verbs: READ_WRITE,
+            });
         }
+        if self.has_status {
+            out.push(own("status", READ_WRITE));
+        }
+        if self.is_certificate_signing_requests() {
+            out.push(own("approval", READ_WRITE));
+        }
+        if self.group.is_empty() {
+            match self.plural.as_str() {
+                "pods" => {
+                    out.push(other("attach", "PodAttachOptions", STREAM));
+                    out.push(other("binding", "Binding", &["create"]));
+                    out.push(own("ephemeralcontainers", READ_WRITE));
+                    out.push(Subresource {
+                        name: "eviction",
+                        group: Some(("policy", "v1")),
+                        kind: Some("Eviction"),
+                        verbs: &["create"],
+                    });
+                    out.push(other("exec", "PodExecOptions", STREAM));
+                    out.push(own("log", &["get"]));
+                    out.push(other("portforward", "PodPortForwardOptions", STREAM));
+                    out.push(other("proxy", "PodProxyOptions", PROXY));
+                }
+                "nodes" => out.push(other("proxy", "NodeProxyOptions", PROXY)),
+                "services" => out.push(other("proxy", "ServiceProxyOptions", PROXY)),
+                "namespaces" => out.push(own("finalize", &["update"])),
+                "serviceaccounts" => out.push(Subresource {
+                    name: "token",
+                    group: Some(("authentication.k8s.io", "v1")),
+                    kind: Some("TokenRequest"),
+                    verbs: &["create"],
+                }),
+                _ => {}
+            }
+        }
+        out.sort_by_key(|s| s.name);
+        out
     }
 
     /// Whether this is `certificatesigningrequests`, which also serves `/approval`.
@@ -149,7 +215,11 @@ impl Resource {
         }
         match self.custom() {
             Some(custom) => custom.storage_form(obj, &self.version),
-            None => obj,
+            None => {
+                let mut obj = obj;
+                type_meta_first(&mut obj);
+                obj
+            }
         }
     }
 }
@@ -159,6 +229,34 @@ pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
         map.insert("apiVersion".into(), Value::String(api_version.to_string()));
         map.insert("kind".into(), Value::String(kind.to_string()));
     }
+    type_meta_first(obj);
+}
+
+/// Puts `kind`, `apiVersion` and `metadata` first, in that order, as Go's
+/// encoder writes a built-in object (its `TypeMeta` fields, then
+/// `ObjectMeta`); the other fields keep their order. Clients that report
+/// decode errors by column (kube-rs) then point where they would on a
+/// cluster. Custom resources are maps in Go and keep sorted keys.
+pub fn type_meta_first(obj: &mut Value) {
+    let Value::Object(map) = obj else {
+        return;
+    };
+    let firsts = ["kind", "apiVersion", "metadata"];
+    let in_order = map
+        .keys()
+        .zip(firsts.iter().filter(|k| map.contains_key(**k)))
+        .all(|(a, b)| a == b);
+    if in_order {
+        return;
+    }
+    let mut ordered = serde_json::Map::with_capacity(map.len());
+    for key in firsts {
+        if let Some(v) = map.shift_remove(key) {
+            ordered.insert(key.to_string(), v);
+        }
+    }
+    ordered.append(map);
+    *map = ordered;
 }
 
 /// Whether `group/version` `kind` is a built-in kind this server knows.

@@ -22,19 +22,17 @@ pub enum BodyFormat {
     Protobuf,
 }
 
-/// The media type of a create/update body; anything else is 415.
+/// The media type of a create/update body (no `Content-Type` means JSON);
+/// anything else, or a value Go's `mime.ParseMediaType` refuses, is 415.
 pub fn body_format(content_type: Option<&str>) -> ApiResult<BodyFormat> {
-    let essence = content_type
-        .unwrap_or("application/json")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    match essence.as_str() {
-        "" | "application/json" => Ok(BodyFormat::Json),
-        "application/yaml" => Ok(BodyFormat::Yaml),
-        "application/vnd.kubernetes.protobuf" => Ok(BodyFormat::Protobuf),
+    let media_type = match content_type.unwrap_or("") {
+        "" => Some("application/json".to_string()),
+        value => super::media_type::parse(value),
+    };
+    match media_type.as_deref() {
+        Some("application/json") => Ok(BodyFormat::Json),
+        Some("application/yaml") => Ok(BodyFormat::Yaml),
+        Some("application/vnd.kubernetes.protobuf") => Ok(BodyFormat::Protobuf),
         _ => Err(ApiError::unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         )),
@@ -277,5 +275,17 @@ mod tests {
         );
         assert_eq!(body_format(None).unwrap(), BodyFormat::Json);
         assert_eq!(body_format(Some("text/plain")).unwrap_err().code, 415);
+        assert_eq!(body_format(Some("")).unwrap(), BodyFormat::Json);
+        for refused in [
+            "application/json\u{fffd}",
+            "application/json; charset=\u{fffd}",
+            " ",
+        ] {
+            assert_eq!(
+                body_format(Some(refused)).unwrap_err().code,
+                415,
+                "{refused:?}"
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! options, so neither depends on HTTP.
 
 pub mod body;
+pub mod media_type;
 pub mod negotiate;
 pub mod path;
 pub mod protobuf;

@@ -58,6 +58,11 @@ fn resource_path(group: &str, version: &str, segs: &[String]) -> Route {
         _ => (false, segs),
     };
     let mk = |namespace: Option<&String>, rest: &[String]| -> Route {
+        // `<resource>/<name>/proxy/<path...>`: the path is the proxied one's.
+        let rest = match rest.get(2) {
+            Some(sub) if sub == "proxy" => &rest[..3],
+            _ => rest,
+        };
         if rest.is_empty() || rest.len() > 3 || rest.iter().any(String::is_empty) {
             return Route::Unknown;
         }

@@ -17,6 +17,55 @@ use super::schema_errors;
 use crate::error::Cause;
 use crate::gofmt;
 
+/// The JSON names of the internal `apiextensions.JSONSchemaProps` fields, in
+/// their declaration order (the order validation walks them by reflection).
+const SCHEMA_FIELD_ORDER: &[&str] = &[
+    "id",
+    "$schema",
+    "$ref",
+    "description",
+    "type",
+    "nullable",
+    "format",
+    "title",
+    "default",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "multipleOf",
+    "enum",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "items",
+    "allOf",
+    "oneOf",
+    "anyOf",
+    "not",
+    "properties",
+    "additionalProperties",
+    "patternProperties",
+    "dependencies",
+    "additionalItems",
+    "definitions",
+    "externalDocs",
+    "example",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-embedded-resource",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-list-type",
+    "x-kubernetes-map-type",
+    "x-kubernetes-validations",
+];
+
 const ROOT_FIELDS_WITH_STATUS: &[(&str, &str)] = &[
     ("description", "Description"),
     ("type", "Type"),
@@ -245,17 +294,27 @@ fn crd_errors(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
         .filter(|v| !v.is_null());
 
     if validation.is_none() {
+        // Every version needs a schema, unless the stored CRD already had a
+        // version without one: then only served versions of a pruning CRD.
+        let require_schemas = old.is_none_or(|o| {
+            let old_versions = o.pointer("/spec/versions").and_then(Value::as_array);
+            old_versions.into_iter().flatten().all(has_schema)
+        });
         for (i, v) in versions.iter().enumerate() {
-            if v.get("schema")
-                .and_then(|x| x.get("openAPIV3Schema"))
-                .is_none_or(Value::is_null)
-            {
+            let path = sp
+                .child("versions")
+                .index(i)
+                .child("schema")
+                .child("openAPIV3Schema");
+            if has_schema(v) {
+                continue;
+            }
+            if require_schemas {
+                errs.push(FieldError::required(&path, "schemas are required"));
+            } else if !b(spec, "preserveUnknownFields") && b(v, "served") {
                 errs.push(FieldError::required(
-                    &sp.child("versions")
-                        .index(i)
-                        .child("schema")
-                        .child("openAPIV3Schema"),
-                    "",
+                    &path,
+                    "because otherwise all fields are pruned",
                 ));
             }
         }
@@ -444,6 +503,14 @@ fn crd_errors(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errs
 }
 
+/// Whether a version carries its own `schema.openAPIV3Schema`.
+fn has_schema(version: &Value) -> bool {
+    version
+        .get("schema")
+        .and_then(|x| x.get("openAPIV3Schema"))
+        .is_some_and(|s| !s.is_null())
+}
+
 fn has_defaults(versions: &[Value]) -> bool {
     fn walk(v: &Value) -> bool {
         match v {
@@ -542,7 +609,10 @@ fn schema_checks(schema: &Value, path: &FieldPath, status_enabled: bool) -> Vec<
     if status_enabled && let Some(m) = schema.as_object() {
         // Go walks the struct's fields in declaration order and stops at
         // the first one not allowed.
-        for (key, v) in m {
+        let fields = SCHEMA_FIELD_ORDER
+            .iter()
+            .filter_map(|key| m.get_key_value(*key));
+        for (key, v) in fields {
             if is_zero(v) {
                 continue;
             }

@@ -194,3 +194,48 @@ fn cel_rules_that_do_not_compile_reject_the_crd() {
         "{got:?}"
     );
 }
+
+#[test]
+fn every_version_needs_a_schema() {
+    let c = crd(json!([
+        {"name": "v1", "served": true, "storage": true,
+         "schema": {"openAPIV3Schema": {"type": "object"}}},
+        {"name": "v2", "served": true, "storage": false},
+        {"name": "v3", "served": false, "storage": false}
+    ]));
+    assert_eq!(
+        summaries(&c, None),
+        vec![
+            "spec.versions[1].schema.openAPIV3Schema: Required value: schemas are required",
+            "spec.versions[2].schema.openAPIV3Schema: Required value: schemas are required",
+        ]
+    );
+    // A stored CRD that already lacked one is held only to what pruning
+    // needs: served versions.
+    let mut old = c.clone();
+    old["metadata"]["resourceVersion"] = json!("7");
+    let mut next = old.clone();
+    next["spec"]["versions"][1]["deprecated"] = json!(true);
+    assert_eq!(
+        summaries(&next, Some(&old)),
+        vec![
+            "spec.versions[1].schema.openAPIV3Schema: Required value: because otherwise all fields are pruned"
+        ]
+    );
+}
+
+#[test]
+fn the_root_schema_with_status_is_checked_in_field_order() {
+    // `nullable` comes before `type` in the JSON, after it in Go's struct:
+    // the type is reported.
+    let c = crd(
+        json!([{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"nullable": true, "type": "string"}}}]),
+    );
+    let got = summaries(&c, None);
+    assert_eq!(
+        got[0],
+        "spec.validation.openAPIV3Schema.type: Invalid value: \"string\": only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled",
+        "{got:?}"
+    );
+}

@@ -28,7 +28,10 @@ pub(crate) fn dns1123_label(v: &str) -> Vec<String> {
     if v.len() > 63 {
         errs.push(max_len(63));
     }
-    if !DNS1123_LABEL.is_match(v) {
+    if !DNS1123_LABEL.is_match(v) && DNS1123_SUBDOMAIN.is_match(v) {
+        // A subdomain of the right length that is no label: the dots.
+        errs.push("must not contain dots".to_string());
+    } else if !DNS1123_LABEL.is_match(v) {
         errs.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
     }
     errs

@@ -8,6 +8,7 @@
 //! awaits while holding it.
 
 mod history;
+mod watch_cache;
 mod watchers;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -93,6 +94,9 @@ pub(crate) struct Inner {
     evicted_up_to: u64,
     /// Watches cannot resume from before this (the history was dropped).
     compacted_to: u64,
+    /// How far back each resource's watches reach (kube-apiserver's
+    /// per-resource watch cache, however long `history` is).
+    watch_caches: watch_cache::WatchCaches,
     watchers: watchers::Watchers,
 }
 
@@ -128,6 +132,7 @@ impl Store {
                 watch_cap,
                 evicted_up_to: 0,
                 compacted_to: 0,
+                watch_caches: watch_cache::WatchCaches::default(),
                 watchers: watchers::Watchers::default(),
             }),
         }
@@ -359,6 +364,12 @@ impl Store {
                 if rv < oldest {
                     return Err(oldest);
                 }
+                if let Some(res) = &filter.resource
+                    && let Some(floor) = inner.watch_caches.floor(res)
+                    && rv < floor
+                {
+                    return Err(floor);
+                }
                 inner
                     .history
                     .iter()
@@ -384,6 +395,13 @@ impl Store {
     /// Drops the watch history (fault injection): a watch from before the
     /// current resourceVersion gets 410 Gone, as after kube-apiserver's
     /// watch cache moved on. Returns that resourceVersion.
+    /// Makes every change the watch caches hold `by` older (tests of their
+    /// time rules).
+    #[cfg(test)]
+    pub(crate) fn age_watch_caches(&self, by: std::time::Duration) {
+        self.lock().watch_caches.age(by);
+    }
+
     pub fn compact_watch_history(&self) -> u64 {
         let mut inner = self.lock();
         inner.compacted_to = inner.rv;
@@ -434,6 +452,8 @@ impl Inner {
         {
             self.evicted_up_to = old.rv;
         }
+        self.watch_caches
+            .record(&event.resource, event.rv, std::time::Instant::now());
         self.history.push_back(event.clone());
         self.watchers.dispatch(&event);
     }

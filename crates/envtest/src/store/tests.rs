@@ -125,3 +125,50 @@ fn subscribe_returns_backlog_then_live_changes_and_drops_full_watchers() {
     assert_eq!(snap.backlog.len(), 3);
     assert_eq!(snap.start_rv, 3);
 }
+
+/// A resource's watches reach back as far as its own watch cache: fresh
+/// changes make it grow, but once its oldest changes are older than 75 s it
+/// drops them, and a watch from before the oldest kept one gets 410 although
+/// the store's history still holds them (and other resources' watches are
+/// unaffected).
+#[test]
+fn a_resource_whose_watch_cache_dropped_changes_refuses_older_watches() {
+    let store = Store::new(10_000);
+    let cms = key("configmaps");
+    let secrets = key("secrets");
+    store.create(&secrets, "ns", "s", cm("s", "1")).unwrap(); // rv 1
+    store.create(&cms, "ns", "a", cm("a", "0")).unwrap(); // rv 2
+    for rv in 2..150 {
+        store
+            .update(&cms, "ns", "a", rv, cm("a", &rv.to_string()))
+            .unwrap();
+    } // rv 150: 149 changes of configmaps, all fresh
+    let watch = |res: &ResKey, since: u64| {
+        let (tx, _rx) = mpsc::channel(8);
+        let filter = WatchFilter {
+            resource: Some(res.clone()),
+            ..WatchFilter::default()
+        };
+        store
+            .subscribe(filter, Some(since), WatcherTx::Bounded(tx))
+            .map(|s| s.backlog.len())
+    };
+    assert_eq!(
+        watch(&cms, 2),
+        Ok(148),
+        "a fresh cache grew: nothing dropped"
+    );
+    store.age_watch_caches(std::time::Duration::from_secs(80));
+    for rv in 150..250 {
+        store
+            .update(&cms, "ns", "a", rv, cm("a", &rv.to_string()))
+            .unwrap();
+    } // rv 250
+    // The cache (capacity 200) had to drop its stale changes: it keeps the
+    // last 200, rv 51..250.
+    assert_eq!(watch(&cms, 49), Err(50));
+    assert_eq!(watch(&cms, 50), Ok(200));
+    assert_eq!(watch(&secrets, 0).map(|_| ()), Ok(()));
+    // Lists of the past still reach back through the history.
+    assert!(store.list_at(&cms, Some("ns"), None, 10).is_ok());
+}

@@ -37,6 +37,26 @@ pub const CONTROLLERREVISIONS: &str = "apps/controllerrevisions";
 
 /// Who writes: the manager name kube-apiserver records for the real component.
 pub const KUBELET: &str = "kubelet";
+
+/// The event sources of kube-controller-manager's controllers (their
+/// recorders' `source.component`, which is also `reportingComponent`).
+pub const DEPLOYMENT_CONTROLLER: &str = "deployment-controller";
+pub const JOB_CONTROLLER: &str = "job-controller";
+pub const CRONJOB_CONTROLLER: &str = "cronjob-controller";
+pub const STATEFULSET_CONTROLLER: &str = "statefulset-controller";
+pub const PERSISTENTVOLUME_CONTROLLER: &str = "persistentvolume-controller";
+
+/// The event source of the controller that makes Pods for a `kind`.
+pub fn pod_controller_source(kind: &str) -> &'static str {
+    match kind {
+        "ReplicaSet" => "replicaset-controller",
+        "ReplicationController" => "replication-controller",
+        "Job" => JOB_CONTROLLER,
+        "DaemonSet" => "daemonset-controller",
+        "StatefulSet" => STATEFULSET_CONTROLLER,
+        _ => CONTROLLER_MANAGER,
+    }
+}
 pub const SCHEDULER: &str = "default-scheduler";
 pub const CONTROLLER_MANAGER: &str = crate::controllers::CONTROLLER_MANAGER;
 
@@ -253,6 +273,14 @@ pub fn controller_uid<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
             r.get("controller").and_then(Value::as_bool) == Some(true)
                 && r.get("kind").and_then(Value::as_str) == Some(kind)
         })
+        .and_then(|r| r.get("uid").and_then(Value::as_str))
+}
+
+/// The uid of the object's controller, whatever its kind.
+pub fn controller_uid_any(obj: &Value) -> Option<&str> {
+    meta::owner_references(obj)
+        .into_iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
         .and_then(|r| r.get("uid").and_then(Value::as_str))
 }
 

@@ -14,11 +14,12 @@ pub struct Simulation {
     pub scheduler: bool,
     /// Moves Pods on simulated Nodes through their lifecycle.
     pub kubelet: bool,
-    /// kube-controller-manager's workload controllers (ReplicaSet,
-    /// ReplicationController, Deployment, Job, StatefulSet, DaemonSet,
-    /// CronJob), its endpoint controllers and PersistentVolume binding
-    /// (with a default StorageClass).
-    pub controllers: bool,
+    /// A dynamic volume provisioner (as kind's or minikube's) with its
+    /// default StorageClass `standard`: volumes for the claims of its
+    /// classes. kube-controller-manager's controllers (workloads, endpoints,
+    /// volume binding, ...) are not part of the simulation: see
+    /// [`crate::Config::controllers`].
+    pub provisioner: bool,
     pub timing: Timing,
 }
 
@@ -28,26 +29,28 @@ impl Default for Simulation {
             nodes: NodeSpec::numbered(1),
             scheduler: true,
             kubelet: true,
-            controllers: true,
+            provisioner: true,
             timing: Timing::default(),
         }
     }
 }
 
 impl Simulation {
-    /// Nothing simulated: a bare API server (Pods stay Pending, nothing moves).
+    /// Nothing simulated: no Node, no scheduler, no kubelet, no
+    /// provisioner (Pods stay Pending). kube-controller-manager's
+    /// controllers still run unless [`crate::Config::controllers`] says otherwise.
     pub fn off() -> Simulation {
         Simulation {
             nodes: Vec::new(),
             scheduler: false,
             kubelet: false,
-            controllers: false,
+            provisioner: false,
             timing: Timing::default(),
         }
     }
 
     pub fn is_off(&self) -> bool {
-        self.nodes.is_empty() && !self.scheduler && !self.kubelet && !self.controllers
+        self.nodes.is_empty() && !self.scheduler && !self.kubelet && !self.provisioner
     }
 
     /// Switches parts on or off from a list such as `scheduler,kubelet`
@@ -61,10 +64,16 @@ impl Simulation {
                 "nodes" => wanted.nodes = true,
                 "scheduler" => wanted.scheduler = true,
                 "kubelet" => wanted.kubelet = true,
-                "controllers" => wanted.controllers = true,
+                "provisioner" => wanted.provisioner = true,
+                "controllers" => {
+                    return Err(
+                        "--simulate: kube-controller-manager's controllers are chosen with --controllers (all by default; --controllers= for none)"
+                            .to_string(),
+                    );
+                }
                 other => {
                     return Err(format!(
-                        "--simulate: unknown part {other:?}; use all, none or a list of nodes, scheduler, kubelet, controllers"
+                        "--simulate: unknown part {other:?}; use all, none or a list of nodes, scheduler, kubelet, provisioner"
                     ));
                 }
             }
@@ -74,7 +83,7 @@ impl Simulation {
         }
         self.scheduler = wanted.scheduler;
         self.kubelet = wanted.kubelet;
-        self.controllers = wanted.controllers;
+        self.provisioner = wanted.provisioner;
         Ok(())
     }
 }
@@ -84,7 +93,7 @@ struct Parts {
     nodes: bool,
     scheduler: bool,
     kubelet: bool,
-    controllers: bool,
+    provisioner: bool,
 }
 
 impl Parts {
@@ -93,7 +102,7 @@ impl Parts {
             nodes: true,
             scheduler: true,
             kubelet: true,
-            controllers: true,
+            provisioner: true,
         }
     }
 }
@@ -296,7 +305,7 @@ mod tests {
     fn parts_are_selected_by_name() {
         let mut sim = Simulation::default();
         sim.select_parts("scheduler,kubelet").unwrap();
-        assert!(sim.nodes.is_empty() && sim.scheduler && sim.kubelet && !sim.controllers);
+        assert!(sim.nodes.is_empty() && sim.scheduler && sim.kubelet && !sim.provisioner);
         let mut sim = Simulation::default();
         sim.select_parts("none").unwrap();
         assert!(sim.is_off());
@@ -305,6 +314,12 @@ mod tests {
                 .select_parts("kublet")
                 .unwrap_err()
                 .contains("kublet")
+        );
+        assert!(
+            Simulation::default()
+                .select_parts("nodes,controllers")
+                .unwrap_err()
+                .contains("--controllers")
         );
     }
 

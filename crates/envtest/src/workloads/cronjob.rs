@@ -234,7 +234,7 @@ pub async fn reconcile(
             Some(condition) if listed_uid(job) => {
                 client::event(
                     app,
-                    CONTROLLER_MANAGER,
+                    client::CRONJOB_CONTROLLER,
                     &cj,
                     "Normal",
                     "SawCompletedJob",
@@ -256,7 +256,7 @@ pub async fn reconcile(
                 if announced.insert(meta::uid(job).to_string()) {
                     client::event(
                         app,
-                        CONTROLLER_MANAGER,
+                        client::CRONJOB_CONTROLLER,
                         &cj,
                         "Warning",
                         "UnexpectedJob",
@@ -276,7 +276,7 @@ pub async fn reconcile(
         {
             client::event(
                 app,
-                CONTROLLER_MANAGER,
+                client::CRONJOB_CONTROLLER,
                 &cj,
                 "Normal",
                 "MissingJob",
@@ -290,7 +290,14 @@ pub async fn reconcile(
     match schedule(&cj) {
         Err((reason, message)) => {
             if announced.insert(format!("{uid}/{reason}")) {
-                client::event(app, CONTROLLER_MANAGER, &cj, "Warning", reason, &message);
+                client::event(
+                    app,
+                    client::CRONJOB_CONTROLLER,
+                    &cj,
+                    "Warning",
+                    reason,
+                    &message,
+                );
             }
         }
         Ok(sched) => {
@@ -300,7 +307,7 @@ pub async fn reconcile(
                 Decision::Missed(message) => {
                     client::event(
                         app,
-                        CONTROLLER_MANAGER,
+                        client::CRONJOB_CONTROLLER,
                         &cj,
                         "Warning",
                         "MissSchedule",
@@ -314,7 +321,7 @@ pub async fn reconcile(
                     {
                         client::event(
                             app,
-                            CONTROLLER_MANAGER,
+                            client::CRONJOB_CONTROLLER,
                             &cj,
                             "Normal",
                             "JobAlreadyActive",
@@ -329,7 +336,7 @@ pub async fn reconcile(
                             client::delete(app, JOBS, ns, job, client::str_at(&r, &["uid"]))?;
                             client::event(
                                 app,
-                                CONTROLLER_MANAGER,
+                                client::CRONJOB_CONTROLLER,
                                 &cj,
                                 "Normal",
                                 "SuccessfulDelete",
@@ -393,7 +400,7 @@ async fn create_job(
         Ok(job) => {
             client::event(
                 app,
-                CONTROLLER_MANAGER,
+                client::CRONJOB_CONTROLLER,
                 cj,
                 "Normal",
                 "SuccessfulCreate",
@@ -405,7 +412,7 @@ async fn create_job(
         Err(e) => {
             client::event(
                 app,
-                CONTROLLER_MANAGER,
+                client::CRONJOB_CONTROLLER,
                 cj,
                 "Warning",
                 "FailedCreate",
@@ -474,7 +481,7 @@ fn cleanup(app: &App, cj: &Value, jobs: &[Arc<Value>]) -> ApiResult<()> {
             )?;
             client::event(
                 app,
-                CONTROLLER_MANAGER,
+                client::CRONJOB_CONTROLLER,
                 cj,
                 "Normal",
                 "SuccessfulDelete",

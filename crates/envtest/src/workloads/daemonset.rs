@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::client::{self, DAEMONSETS, NODES};
-use super::pods;
+use super::client::{self, DAEMONSETS, NODES, PODS};
 use super::revisions;
 use super::scheduler::{UNSCHEDULABLE_TAINT, selects, tolerated};
+use super::{ownership, pods};
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -145,7 +145,13 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     let min_ready = client::int_at(&ds, &["spec", "minReadySeconds"]).unwrap_or(0);
     let nodes: Vec<Arc<Value>> = client::list(app, NODES, None);
     let mut by_node: BTreeMap<String, Vec<Arc<Value>>> = BTreeMap::new();
-    for pod in pods::owned(app, ns, meta::uid(&ds)) {
+    let claim = ownership::Claim {
+        key: PODS,
+        selector: ownership::selector_of(&ds),
+        finalizers: &[],
+    };
+    let candidates = client::list(app, PODS, Some(ns));
+    for pod in ownership::claim(app, &ds, &claim, candidates, |_| true).await? {
         by_node.entry(node_of(&pod)).or_default().push(pod);
     }
 

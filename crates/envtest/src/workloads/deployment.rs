@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ConditionStyle, DEPLOYMENTS, REPLICASETS};
-use super::pods;
+use super::{ownership, pods};
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -25,10 +25,8 @@ pub const REVISION: &str = "deployment.kubernetes.io/revision";
 const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
 const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
 
-/// Go's `rand.SafeEncodeString` alphabet (no vowels, no confusable digits).
-const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-/// The pod-template-hash of a template (FNV-32a, safely encoded).
+/// A hash of the same form as the pod-template-hash, for templates
+/// [`super::template_hash`] cannot print as Go (FNV-32a of the JSON).
 pub fn template_hash(template: &Value, collisions: i64) -> String {
     let mut hash: u32 = 0x811c_9dc5;
     let mut feed = |bytes: &[u8]| {
@@ -41,10 +39,7 @@ pub fn template_hash(template: &Value, collisions: i64) -> String {
     if collisions > 0 {
         feed(collisions.to_string().as_bytes());
     }
-    hash.to_string()
-        .bytes()
-        .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)
-        .collect()
+    super::template_hash::safe_encode(hash)
 }
 
 fn replicas(obj: &Value) -> i64 {
@@ -150,6 +145,14 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         return Ok(None);
     }
     let paused = meta::get_path(&d, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
+    // Orphan ReplicaSets it selects are adopted, its own it no longer selects released.
+    let claim = ownership::Claim {
+        key: REPLICASETS,
+        selector: ownership::selector_of(&d),
+        finalizers: &[],
+    };
+    let candidates = client::list(app, REPLICASETS, Some(ns));
+    ownership::claim(app, &d, &claim, candidates, |_| true).await?;
     let mut sets = replica_sets(app, &d);
     let max_old_revision = sets.old.iter().map(|rs| revision(rs)).max().unwrap_or(0);
     let mut created = false;
@@ -198,11 +201,15 @@ async fn create_new(
     sets: &Sets,
     max_old_revision: i64,
 ) -> ApiResult<Arc<Value>> {
-    let collisions = client::int_at(d, &["status", "collisionCount"]).unwrap_or(0);
+    let collision_count = client::int_at(d, &["status", "collisionCount"]);
+    let collisions = collision_count.unwrap_or(0);
     let template = meta::get_path(d, &["spec", "template"])
         .cloned()
         .unwrap_or_default();
-    let hash = template_hash(&template, collisions);
+    // kube-controller-manager's hash where the template prints as Go's
+    // struct would; otherwise one of the same form.
+    let hash = super::template_hash::pod_template_hash(&template, collision_count)
+        .unwrap_or_else(|| template_hash(&template, collisions));
     let name = format!("{}-{hash}", meta::name(d));
     let mut rs_template = template.clone();
     meta::set_path(
@@ -297,7 +304,7 @@ fn scaled_event(app: &App, d: &Value, rs: &Value, from: i64, to: i64) {
     let direction = if to > from { "up" } else { "down" };
     client::event(
         app,
-        CONTROLLER_MANAGER,
+        client::DEPLOYMENT_CONTROLLER,
         d,
         "Normal",
         "ScalingReplicaSet",
@@ -527,50 +534,59 @@ async fn write_status(
     };
 
     let (ns, name) = (meta::namespace(d), meta::name(d));
-    if let Some(rev) = revision_of_new.filter(|r| *r > 0) {
-        let rev = rev.to_string();
-        client::modify(
-            app,
-            DEPLOYMENTS,
-            ns,
-            name,
-            None,
-            CONTROLLER_MANAGER,
-            |obj| {
-                if meta::get_path(obj, &["metadata", "annotations", REVISION])
+    // The revision annotation goes with the status, through `/status` (as
+    // kube-controller-manager writes it: no new generation).
+    let rev = revision_of_new.filter(|r| *r > 0).map(|r| r.to_string());
+    client::modify(
+        app,
+        DEPLOYMENTS,
+        ns,
+        name,
+        Some("status"),
+        CONTROLLER_MANAGER,
+        |obj| {
+            let mut changed = false;
+            if let Some(rev) = &rev
+                && meta::get_path(obj, &["metadata", "annotations", REVISION])
                     .and_then(Value::as_str)
-                    == Some(rev.as_str())
-                {
-                    return false;
-                }
+                    != Some(rev.as_str())
+            {
                 meta::set_path(obj, &["metadata", "annotations", REVISION], json!(rev));
-                true
-            },
-        )
-        .await?;
-    }
-    client::write_status(app, DEPLOYMENTS, ns, name, |obj, status| {
-        status.insert("observedGeneration".into(), json!(generation));
-        pods::set_count(status, "replicas", observed);
-        pods::set_count(status, "updatedReplicas", updated);
-        pods::set_count(status, "readyReplicas", ready);
-        pods::set_count(status, "availableReplicas", available);
-        pods::set_count(
-            status,
-            "unavailableReplicas",
-            (total_spec - available).max(0),
-        );
-        let mut conditions = client::conditions(obj);
-        client::set_condition(
-            &mut conditions,
-            available_cond.clone(),
-            ConditionStyle::Deployment,
-        );
-        if let Some(p) = &progress_cond {
-            client::set_condition(&mut conditions, p.clone(), ConditionStyle::Deployment);
-        }
-        status.insert("conditions".into(), json!(conditions));
-    })
+                changed = true;
+            }
+            let mut status = obj
+                .get("status")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let before = status.clone();
+            status.insert("observedGeneration".into(), json!(generation));
+            pods::set_count(&mut status, "replicas", observed);
+            pods::set_count(&mut status, "updatedReplicas", updated);
+            pods::set_count(&mut status, "readyReplicas", ready);
+            pods::set_count(&mut status, "availableReplicas", available);
+            pods::set_count(
+                &mut status,
+                "unavailableReplicas",
+                (total_spec - available).max(0),
+            );
+            let mut conditions = client::conditions(obj);
+            client::set_condition(
+                &mut conditions,
+                available_cond.clone(),
+                ConditionStyle::Deployment,
+            );
+            if let Some(p) = &progress_cond {
+                client::set_condition(&mut conditions, p.clone(), ConditionStyle::Deployment);
+            }
+            status.insert("conditions".into(), json!(conditions));
+            if status != before {
+                obj["status"] = Value::Object(status);
+                changed = true;
+            }
+            changed
+        },
+    )
     .await?;
     // Look again when the progress deadline would pass.
     Ok((!complete && !paused && !timed_out)
@@ -598,7 +614,10 @@ mod tests {
         let a = template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 0);
         let b = template_hash(&json!({"spec": {"containers": [{"image": "nginx:2"}]}}), 0);
         assert_ne!(a, b);
-        assert!(a.bytes().all(|c| SAFE_ALPHABET.contains(&c)));
+        assert!(
+            a.bytes()
+                .all(|c| super::super::template_hash::SAFE_ALPHABET.contains(&c))
+        );
         assert_ne!(
             a,
             template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 1)

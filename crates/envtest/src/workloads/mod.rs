@@ -1,9 +1,11 @@
 //! Workloads that move as on a cluster, without containers: simulated
-//! Nodes and their kubelets, the default scheduler, and kube-controller-
-//! manager's workload controllers (ReplicaSet and ReplicationController,
-//! Deployment, Job, StatefulSet, DaemonSet, CronJob), endpoint controllers (Endpoints, EndpointSlice), the
-//! PersistentVolume binder with a simulated provisioner and the
-//! HorizontalPodAutoscaler controller (without metrics).
+//! Nodes and their kubelets, the default scheduler and a volume provisioner
+//! (`Simulation`), and kube-controller-manager's workload controllers
+//! (ReplicaSet and ReplicationController, Deployment, Job and its time to
+//! live, StatefulSet, DaemonSet, CronJob), endpoint controllers (Endpoints,
+//! EndpointSlice), the PersistentVolume binder, the node lifecycle, taint
+//! eviction and Pod garbage collectors and the HorizontalPodAutoscaler
+//! controller (without metrics), each as `Config::controllers` says.
 //!
 //! One task follows every change in the store and reconciles what the
 //! change concerns, level-triggered: each part looks at the objects as
@@ -24,11 +26,14 @@ pub mod job;
 pub mod kubelet;
 pub mod node_lifecycle;
 pub mod nodes;
+pub mod ownership;
 pub mod pods;
 pub mod replicaset;
 pub mod revisions;
 pub mod scheduler;
 pub mod statefulset;
+pub mod template_hash;
+pub mod ttl_after_finished;
 pub mod volumes;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -43,6 +48,7 @@ use tokio::time::Instant;
 pub use config::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 
 use crate::api::App;
+use crate::controllers::selection::Controller;
 use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
 use client::{
@@ -81,6 +87,8 @@ enum Key {
     Replicas(Replicated, String, String),
     Deployment(String, String),
     Job(String, String),
+    /// A finished Job's time to live.
+    FinishedJob(String, String),
     StatefulSet(String, String),
     DaemonSet(String, String),
     CronJob(String, String),
@@ -118,9 +126,33 @@ struct Engine {
     lifecycle: node_lifecycle::Memory,
 }
 
-/// Registers the simulated Nodes, then starts the simulation. `None` when every part is off.
+/// kube-controller-manager's controllers that run in this task.
+const WORKLOAD_CONTROLLERS: [Controller; 15] = [
+    Controller::Deployment,
+    Controller::ReplicaSet,
+    Controller::ReplicationController,
+    Controller::StatefulSet,
+    Controller::DaemonSet,
+    Controller::Job,
+    Controller::CronJob,
+    Controller::TtlAfterFinished,
+    Controller::HorizontalPodAutoscaler,
+    Controller::Endpoints,
+    Controller::EndpointSlice,
+    Controller::PersistentVolumeBinder,
+    Controller::NodeLifecycle,
+    Controller::TaintEviction,
+    Controller::PodGarbageCollector,
+];
+
+/// Registers the simulated Nodes, then starts the simulation and the
+/// workload controllers. `None` when nothing of it runs.
 pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<JoinHandle<()>>> {
-    if sim.is_off() {
+    if sim.is_off()
+        && !WORKLOAD_CONTROLLERS
+            .iter()
+            .any(|c| app.controllers.is_on(*c))
+    {
         return Ok(None);
     }
     let (tx, mut rx) = mpsc::unbounded_channel::<Arc<Event>>();
@@ -136,7 +168,7 @@ pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<Join
     nodes::register_all(&app, &sim.nodes)
         .await
         .map_err(|e| anyhow::anyhow!("registering the simulated nodes: {}", e.message))?;
-    if sim.controllers {
+    if sim.provisioner {
         volumes::ensure_default_class(&app)
             .await
             .map_err(|e| anyhow::anyhow!("creating the default StorageClass: {}", e.message))?;
@@ -179,6 +211,10 @@ pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<Join
 }
 
 impl Engine {
+    fn on(&self, controller: Controller) -> bool {
+        self.app.controllers.is_on(controller)
+    }
+
     /// Everything that exists is looked at once, and the heartbeat starts.
     fn seed(&mut self) {
         for key in FOLLOWED {
@@ -190,7 +226,7 @@ impl Engine {
         for node in client::list(&self.app, NODES, None) {
             self.due.insert(Key::Node(meta::name(&node).to_string()));
         }
-        if self.sim.controllers {
+        if self.on(Controller::PodGarbageCollector) {
             self.due.insert(Key::Orphans);
         }
         if !self.sim.nodes.is_empty() {
@@ -226,7 +262,7 @@ impl Engine {
         if key == NODES {
             self.due.insert(Key::Schedule);
             if ev.kind == crate::store::EventType::Deleted {
-                if self.sim.controllers {
+                if self.on(Controller::PodGarbageCollector) {
                     self.after(self.sim.timing.pod_gc_quarantine, Key::Orphans);
                 }
             } else {
@@ -240,7 +276,7 @@ impl Engine {
                 }
             }
             // Which Nodes a DaemonSet runs on may have changed.
-            if self.sim.controllers {
+            if self.on(Controller::DaemonSet) {
                 for ds in client::list(&self.app, DAEMONSETS, None) {
                     let key = Key::DaemonSet(meta::namespace(&ds).into(), meta::name(&ds).into());
                     self.due.insert(key);
@@ -266,8 +302,9 @@ impl Engine {
     fn observe_object(&mut self, key: &str, obj: &Value, deleted: Option<bool>) {
         let ns = meta::namespace(obj).to_string();
         let name = meta::name(obj).to_string();
-        let controllers = self.sim.controllers;
-        if controllers
+        let app = self.app.clone();
+        let on = |c: Controller| app.controllers.is_on(c);
+        if on(Controller::HorizontalPodAutoscaler)
             && [
                 DEPLOYMENTS,
                 REPLICASETS,
@@ -292,10 +329,17 @@ impl Engine {
                     // A Pod bound to a Node that is gone waits for the Pod
                     // GC; one bound to a failed Node meets its lifecycle.
                     let node = client::str_at(obj, &["spec", "nodeName"]);
-                    if controllers && !node.is_empty() {
+                    if !node.is_empty() {
                         match client::get(&self.app, NODES, "", node) {
-                            None => self.after(self.sim.timing.pod_gc_quarantine, Key::Orphans),
-                            Some(n) if node_lifecycle::concerns_pods(&n) => {
+                            None if on(Controller::PodGarbageCollector) => {
+                                self.after(self.sim.timing.pod_gc_quarantine, Key::Orphans)
+                            }
+                            None => {}
+                            Some(n)
+                                if node_lifecycle::concerns_pods(&n)
+                                    && (on(Controller::NodeLifecycle)
+                                        || on(Controller::TaintEviction)) =>
+                            {
                                 self.due.insert(Key::Node(node.to_string()));
                             }
                             Some(_) => {}
@@ -305,27 +349,41 @@ impl Engine {
                 if self.sim.scheduler {
                     self.due.insert(Key::Schedule);
                 }
-                if controllers {
-                    for which in [Replicated::ReplicaSet, Replicated::ReplicationController] {
-                        if let Some(owner) = client::controller_name(obj, which.kind()) {
-                            let key = Key::Replicas(which, ns.clone(), owner.to_string());
-                            self.due.insert(key);
-                        }
+                if deleted != Some(true) && ownership::is_orphan(obj) {
+                    let adopters = self.adopters(key, obj);
+                    self.due.extend(adopters);
+                }
+                for which in [Replicated::ReplicaSet, Replicated::ReplicationController] {
+                    if on(which.controller())
+                        && let Some(owner) = client::controller_name(obj, which.kind())
+                    {
+                        let key = Key::Replicas(which, ns.clone(), owner.to_string());
+                        self.due.insert(key);
                     }
-                    if let Some(job) = client::controller_name(obj, "Job") {
-                        self.due.insert(Key::Job(ns.clone(), job.to_string()));
-                    }
-                    if let Some(ds) = client::controller_name(obj, "DaemonSet") {
-                        self.due.insert(Key::DaemonSet(ns.clone(), ds.to_string()));
-                    }
-                    if let Some(set) = client::controller_name(obj, "StatefulSet") {
-                        self.due
-                            .insert(Key::StatefulSet(ns.clone(), set.to_string()));
-                    }
+                }
+                if on(Controller::Job)
+                    && let Some(job) = client::controller_name(obj, "Job")
+                {
+                    self.due.insert(Key::Job(ns.clone(), job.to_string()));
+                }
+                if on(Controller::DaemonSet)
+                    && let Some(ds) = client::controller_name(obj, "DaemonSet")
+                {
+                    self.due.insert(Key::DaemonSet(ns.clone(), ds.to_string()));
+                }
+                if on(Controller::StatefulSet)
+                    && let Some(set) = client::controller_name(obj, "StatefulSet")
+                {
+                    self.due
+                        .insert(Key::StatefulSet(ns.clone(), set.to_string()));
+                }
+                if on(Controller::PersistentVolumeBinder) {
                     for claim in volumes::claims_of(obj) {
                         self.due.insert(Key::Claim(ns.clone(), claim));
                     }
-                    // Any Service of the namespace may select it, or have selected it before.
+                }
+                // Any Service of the namespace may select it, or have selected it before.
+                if on(Controller::Endpoints) || on(Controller::EndpointSlice) {
                     for svc in client::list(&self.app, SERVICES, Some(&ns)) {
                         if endpoints::selector(&svc).is_some() {
                             let name = meta::name(&svc).to_string();
@@ -334,11 +392,11 @@ impl Engine {
                     }
                 }
             }
-            SERVICES | ENDPOINTS if controllers => {
+            SERVICES | ENDPOINTS if on(Controller::Endpoints) || on(Controller::EndpointSlice) => {
                 self.due.insert(Key::Service(ns, name));
             }
             PERSISTENTVOLUMECLAIMS => {
-                if controllers {
+                if on(Controller::PersistentVolumeBinder) {
                     let volume = client::str_at(obj, &["spec", "volumeName"]);
                     if deleted == Some(true) && !volume.is_empty() {
                         self.due.insert(Key::Volume(volume.to_string()));
@@ -356,7 +414,7 @@ impl Engine {
                     }
                 }
             }
-            PERSISTENTVOLUMES if controllers => {
+            PERSISTENTVOLUMES if on(Controller::PersistentVolumeBinder) => {
                 if deleted != Some(true) {
                     self.due.insert(Key::Volume(name));
                 }
@@ -367,45 +425,60 @@ impl Engine {
                         .insert(Key::Claim(claim_ns.to_string(), claim.to_string()));
                 }
             }
-            ENDPOINTSLICES if controllers => {
+            ENDPOINTSLICES if on(Controller::EndpointSlice) => {
                 if let Some(svc) = endpointslice::managed_for(obj) {
                     self.due.insert(Key::Service(ns, svc.to_string()));
                 }
             }
-            REPLICASETS if controllers => {
-                if let Some(d) = client::controller_name(obj, "Deployment") {
+            REPLICASETS => {
+                if deleted != Some(true) && ownership::is_orphan(obj) {
+                    let adopters = self.adopters(key, obj);
+                    self.due.extend(adopters);
+                }
+                if on(Controller::Deployment)
+                    && let Some(d) = client::controller_name(obj, "Deployment")
+                {
                     self.due.insert(Key::Deployment(ns.clone(), d.to_string()));
                 }
-                if deleted != Some(true) {
+                if deleted != Some(true) && on(Controller::ReplicaSet) {
                     self.due
                         .insert(Key::Replicas(Replicated::ReplicaSet, ns, name));
                 }
             }
-            REPLICATIONCONTROLLERS if controllers && deleted != Some(true) => {
+            REPLICATIONCONTROLLERS
+                if on(Controller::ReplicationController) && deleted != Some(true) =>
+            {
                 let which = Replicated::ReplicationController;
                 self.due.insert(Key::Replicas(which, ns, name));
             }
-            DEPLOYMENTS if controllers && deleted != Some(true) => {
+            DEPLOYMENTS if on(Controller::Deployment) && deleted != Some(true) => {
                 self.due.insert(Key::Deployment(ns, name));
             }
-            JOBS if controllers => {
-                if let Some(cj) = client::controller_name(obj, "CronJob") {
+            JOBS => {
+                if on(Controller::CronJob)
+                    && let Some(cj) = client::controller_name(obj, "CronJob")
+                {
                     self.due.insert(Key::CronJob(ns.clone(), cj.to_string()));
                 }
-                if deleted != Some(true) {
+                if deleted != Some(true) && on(Controller::TtlAfterFinished) {
+                    self.due.insert(Key::FinishedJob(ns.clone(), name.clone()));
+                }
+                if deleted != Some(true) && on(Controller::Job) {
                     self.due.insert(Key::Job(ns, name));
                 }
             }
-            autoscaler::AUTOSCALERS if controllers && deleted != Some(true) => {
+            autoscaler::AUTOSCALERS
+                if on(Controller::HorizontalPodAutoscaler) && deleted != Some(true) =>
+            {
                 self.due.insert(Key::Autoscaler(ns, name));
             }
-            CRONJOBS if controllers && deleted != Some(true) => {
+            CRONJOBS if on(Controller::CronJob) && deleted != Some(true) => {
                 self.due.insert(Key::CronJob(ns, name));
             }
-            STATEFULSETS if controllers && deleted != Some(true) => {
+            STATEFULSETS if on(Controller::StatefulSet) && deleted != Some(true) => {
                 self.due.insert(Key::StatefulSet(ns, name));
             }
-            DAEMONSETS if controllers && deleted != Some(true) => {
+            DAEMONSETS if on(Controller::DaemonSet) && deleted != Some(true) => {
                 self.due.insert(Key::DaemonSet(ns, name));
             }
             _ => {}
@@ -433,6 +506,10 @@ impl Engine {
                 Key::Job(ns, name) => {
                     retry(job::reconcile(&self.app, ns, name).await, "job controller")
                 }
+                Key::FinishedJob(ns, name) => retry(
+                    ttl_after_finished::reconcile(&self.app, ns, name),
+                    "ttl-after-finished controller",
+                ),
                 Key::StatefulSet(ns, name) => retry(
                     statefulset::reconcile(&self.app, ns, name).await,
                     "statefulset controller",
@@ -451,24 +528,38 @@ impl Engine {
                     "horizontal-pod-autoscaler controller",
                 ),
                 Key::Service(ns, name) => {
-                    let slices = endpointslice::reconcile(&self.app, ns, name).await;
-                    let endpoints = endpoints::reconcile(&self.app, ns, name).await;
+                    let slices = match self.on(Controller::EndpointSlice) {
+                        true => endpointslice::reconcile(&self.app, ns, name).await,
+                        false => Ok(()),
+                    };
+                    let endpoints = match self.on(Controller::Endpoints) {
+                        true => endpoints::reconcile(&self.app, ns, name).await,
+                        false => Ok(()),
+                    };
                     retry(slices.and(endpoints).map(|()| None), "endpoint controllers")
                 }
-                Key::Claim(ns, name) => retry(
-                    volumes::reconcile_claim(&self.app, ns, name, &mut self.announced)
-                        .await
-                        .map(|()| None),
+                Key::Claim(ns, name) if self.on(Controller::PersistentVolumeBinder) => retry(
+                    volumes::reconcile_claim(
+                        &self.app,
+                        ns,
+                        name,
+                        &mut self.announced,
+                        self.sim.provisioner,
+                    )
+                    .await
+                    .map(|()| None),
                     "persistentvolume controller",
                 ),
-                Key::Volume(name) => retry(
+                Key::Claim(..) => None,
+                Key::Volume(name) if self.on(Controller::PersistentVolumeBinder) => retry(
                     volumes::reconcile_volume(&self.app, name)
                         .await
                         .map(|()| None),
                     "persistentvolume controller",
                 ),
+                Key::Volume(_) => None,
                 Key::Node(name) => self.node(name).await,
-                Key::Orphans if self.sim.controllers => retry(
+                Key::Orphans if self.on(Controller::PodGarbageCollector) => retry(
                     node_lifecycle::collect_orphans(
                         &self.app,
                         self.sim.timing.pod_gc_quarantine,
@@ -504,7 +595,7 @@ impl Engine {
             .await;
             next = retry(health, "kubelet");
         }
-        if self.sim.controllers {
+        if self.on(Controller::NodeLifecycle) || self.on(Controller::TaintEviction) {
             let node = client::get(&self.app, NODES, "", name)?;
             let pods = node_lifecycle::reconcile(&self.app, &node, &mut self.lifecycle).await;
             let later = retry(pods, "node lifecycle controller");
@@ -534,7 +625,7 @@ impl Engine {
             nodes::KubeletMode::NotReady if !meta::is_deleting(&pod) => return None,
             _ => {}
         }
-        if self.sim.controllers && self.waits_for_volumes(&pod) {
+        if self.waits_for_volumes(&pod) {
             return None;
         }
         let uid = meta::uid(&pod).to_string();
@@ -588,7 +679,15 @@ impl Engine {
                 .await;
                 report(written, "kubelet");
                 for (kind, reason, message) in events {
-                    client::event(&self.app, client::KUBELET, &pod, kind, reason, &message);
+                    crate::controllers::events::record_from_host(
+                        &self.app,
+                        client::KUBELET,
+                        node_name,
+                        client::reference(&pod),
+                        kind,
+                        reason,
+                        &message,
+                    );
                 }
                 self.kubelet_clock.insert(uid, Instant::now());
                 None
@@ -598,6 +697,52 @@ impl Engine {
 }
 
 impl Engine {
+    /// The controllers of an orphan's namespace whose selector matches it:
+    /// they may adopt it.
+    fn adopters(&self, key: &str, obj: &Value) -> Vec<Key> {
+        let ns = meta::namespace(obj);
+        let mut out = Vec::new();
+        let mut look = |owners: &str, controller: Controller, make: &dyn Fn(String) -> Key| {
+            if !self.on(controller) {
+                return;
+            }
+            for owner in client::list(&self.app, owners, Some(ns)) {
+                let selector = match owners {
+                    REPLICATIONCONTROLLERS => Replicated::ReplicationController.selector(&owner),
+                    _ => ownership::selector_of(&owner),
+                };
+                if selector.is_some_and(|s| !s.is_empty() && s.matches_object(obj)) {
+                    out.push(make(meta::name(&owner).to_string()));
+                }
+            }
+        };
+        let ns_owned = ns.to_string();
+        match key {
+            PODS => {
+                look(REPLICASETS, Controller::ReplicaSet, &|n| {
+                    Key::Replicas(Replicated::ReplicaSet, ns_owned.clone(), n)
+                });
+                look(
+                    REPLICATIONCONTROLLERS,
+                    Controller::ReplicationController,
+                    &|n| Key::Replicas(Replicated::ReplicationController, ns_owned.clone(), n),
+                );
+                look(STATEFULSETS, Controller::StatefulSet, &|n| {
+                    Key::StatefulSet(ns_owned.clone(), n)
+                });
+                look(DAEMONSETS, Controller::DaemonSet, &|n| {
+                    Key::DaemonSet(ns_owned.clone(), n)
+                });
+                look(JOBS, Controller::Job, &|n| Key::Job(ns_owned.clone(), n));
+            }
+            REPLICASETS => look(DEPLOYMENTS, Controller::Deployment, &|n| {
+                Key::Deployment(ns_owned.clone(), n)
+            }),
+            _ => {}
+        }
+        out
+    }
+
     /// Whether a Pod not started yet mounts a claim that is not bound (the
     /// kubelet waits to mount its volumes; the claim's change wakes it).
     fn waits_for_volumes(&self, pod: &Value) -> bool {

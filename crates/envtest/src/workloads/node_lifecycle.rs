@@ -26,6 +26,7 @@ use super::config::Timing;
 use super::nodes::{self, KubeletMode};
 use super::scheduler;
 use crate::api::App;
+use crate::controllers::selection::Controller;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -69,6 +70,7 @@ pub async fn kubelet_health(
     timing: &Timing,
     memory: &mut Memory,
 ) -> ApiResult<Option<Duration>> {
+    let lifecycle_controller = app.controllers.is_on(Controller::NodeLifecycle);
     let name = meta::name(node).to_string();
     let status = crate::nodes::ready_status(node).map(str::to_owned);
     let mode = nodes::kubelet_mode(node);
@@ -95,6 +97,9 @@ pub async fn kubelet_health(
         if ready {
             nodes::renew_lease(app, &name).await?;
         }
+        return Ok(None);
+    }
+    if !lifecycle_controller {
         return Ok(None);
     }
     let since = *memory
@@ -154,9 +159,11 @@ pub async fn reconcile(
     let name = meta::name(node);
     let uid = meta::uid(node).to_string();
     let pods = pods_on(app, name);
-    if crate::nodes::ready_status(node) == Some("True") {
+    let lifecycle_controller = app.controllers.is_on(Controller::NodeLifecycle);
+    let ready = crate::nodes::ready_status(node);
+    if ready == Some("True") {
         memory.told_not_ready.remove(&uid);
-    } else if crate::nodes::ready_status(node).is_some() {
+    } else if ready.is_some() && lifecycle_controller {
         if memory.told_not_ready.insert(uid) {
             let message = format!("Node {name} status is now: NodeNotReady");
             client::event(
@@ -173,7 +180,7 @@ pub async fn reconcile(
         }
     }
     let taints = no_execute_taints(node);
-    if taints.is_empty() {
+    if taints.is_empty() || !app.controllers.is_on(Controller::TaintEviction) {
         return Ok(None);
     }
     let now = Utc::now();

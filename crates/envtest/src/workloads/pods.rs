@@ -118,7 +118,7 @@ pub async fn create(
     match &result {
         Ok(p) => client::event(
             app,
-            CONTROLLER_MANAGER,
+            client::pod_controller_source(client::str_at(owner, &["kind"])),
             owner,
             "Normal",
             "SuccessfulCreate",
@@ -126,7 +126,7 @@ pub async fn create(
         ),
         Err(e) => client::event(
             app,
-            CONTROLLER_MANAGER,
+            client::pod_controller_source(client::str_at(owner, &["kind"])),
             owner,
             "Warning",
             "FailedCreate",
@@ -166,7 +166,7 @@ pub fn delete(app: &App, owner: &Value, pod: &Value) -> ApiResult<()> {
     )?;
     client::event(
         app,
-        CONTROLLER_MANAGER,
+        client::pod_controller_source(client::str_at(owner, &["kind"])),
         owner,
         "Normal",
         "SuccessfulDelete",

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::client::{self, REPLICASETS, REPLICATIONCONTROLLERS};
-use super::pods;
+use super::client::{self, PODS, REPLICASETS, REPLICATIONCONTROLLERS};
+use super::{ownership, pods};
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -30,6 +30,15 @@ impl Replicated {
         }
     }
 
+    /// The kube-controller-manager controller that runs it.
+    pub fn controller(self) -> crate::controllers::selection::Controller {
+        use crate::controllers::selection::Controller;
+        match self {
+            Replicated::ReplicaSet => Controller::ReplicaSet,
+            Replicated::ReplicationController => Controller::ReplicationController,
+        }
+    }
+
     pub fn store_key(self) -> &'static str {
         match self {
             Replicated::ReplicaSet => REPLICASETS,
@@ -39,7 +48,7 @@ impl Replicated {
 
     /// The object's selector, parsed (an unparsable one selects nothing):
     /// a LabelSelector, or a ReplicationController's plain label map.
-    fn selector(self, obj: &Value) -> Option<LabelSelector> {
+    pub fn selector(self, obj: &Value) -> Option<LabelSelector> {
         let sel = meta::get_path(obj, &["spec", "selector"])?;
         let sel = match self {
             Replicated::ReplicaSet => sel.clone(),
@@ -61,12 +70,17 @@ pub async fn reconcile(
     if meta::is_deleting(&rs) {
         return Ok(None);
     }
-    let owned = pods::owned(app, ns, meta::uid(&rs));
-    let mut active: Vec<_> = owned
-        .iter()
+    // Its active Pods, orphans it selects adopted, those it no longer selects released.
+    let candidates = client::list(app, PODS, Some(ns))
+        .into_iter()
         .filter(|p| pods::is_active(p))
-        .cloned()
         .collect();
+    let claim = ownership::Claim {
+        key: PODS,
+        selector: which.selector(&rs),
+        finalizers: &[],
+    };
+    let mut active = ownership::claim(app, &rs, &claim, candidates, |_| true).await?;
     let want = client::int_at(&rs, &["spec", "replicas"])
         .unwrap_or(1)
         .max(0) as usize;

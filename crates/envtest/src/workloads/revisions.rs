@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, CONTROLLERREVISIONS};
-use super::deployment::template_hash;
+use super::template_hash::safe_encode;
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -57,6 +57,41 @@ pub fn hash_of(revision: &Value) -> String {
         })
 }
 
+/// kube-controller-manager's `HashControllerRevision`: FNV-32 (not FNV-1a)
+/// of the revision's data as Go's `json.Marshal` writes it (keys sorted,
+/// HTML characters escaped), then of the collision count in decimal when
+/// there is one; the sum in decimal, in the safe alphabet.
+pub fn revision_hash(data: &Value, collision_count: Option<i64>) -> String {
+    let mut bytes =
+        crate::gojson::escape_html(serde_json::to_vec(&sorted(data)).unwrap_or_default());
+    if let Some(count) = collision_count {
+        bytes.extend(count.to_string().bytes());
+    }
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in bytes {
+        hash = hash.wrapping_mul(0x0100_0193);
+        hash ^= u32::from(b);
+    }
+    safe_encode(hash)
+}
+
+/// `value` with every object's keys in order, as Go marshals a map.
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
 /// The revision of `owner`'s current template, made (or made newest) if
 /// needed, and all its revisions after that.
 pub async fn update_revision(app: &App, owner: &Value) -> ApiResult<(Arc<Value>, Vec<Arc<Value>>)> {
@@ -96,9 +131,15 @@ pub async fn update_revision(app: &App, owner: &Value) -> ApiResult<(Arc<Value>,
     if let Some(map) = patched.as_object_mut() {
         map.insert("$patch".into(), json!("replace"));
     }
-    let data = json!({"spec": {"template": patched}});
-    let collisions = client::int_at(owner, &["status", "collisionCount"]).unwrap_or(0);
-    let hash = template_hash(&data, collisions);
+    let data = sorted(&json!({"spec": {"template": patched}}));
+    // A StatefulSet's collision count is always part of the hash (0 when
+    // unset); a DaemonSet's only once its status has one.
+    let collisions = client::int_at(owner, &["status", "collisionCount"]);
+    let probe = match client::str_at(owner, &["kind"]) {
+        "StatefulSet" => Some(collisions.unwrap_or(0)),
+        _ => collisions,
+    };
+    let hash = revision_hash(&data, probe);
     let mut labels: Map<String, Value> = meta::get_path(&template, &["metadata", "labels"])
         .and_then(Value::as_object)
         .cloned()
@@ -154,4 +195,26 @@ pub fn truncate(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The revision kube-controller-manager v1.32 made for a StatefulSet
+    /// `db` (tests/fixtures/kcm-objects-v1.32/statefulset-controllerrevision.json).
+    #[test]
+    fn revision_hashes_are_kube_controller_managers() {
+        let data = json!({"spec": {"template": {"$patch": "replace",
+            "metadata": {"creationTimestamp": null, "labels": {"app": "db"}},
+            "spec": {"containers": [{"image": "nginx", "imagePullPolicy": "Always", "name": "c",
+                "resources": {}, "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File"}],
+                "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
+                "schedulerName": "default-scheduler", "securityContext": {},
+                "terminationGracePeriodSeconds": 30}}}});
+        assert_eq!(revision_hash(&data, Some(0)), "845c666c86");
+        assert_ne!(revision_hash(&data, None), "845c666c86");
+        assert_ne!(revision_hash(&data, Some(1)), "845c666c86");
+    }
 }

@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::client::{self, CONTROLLER_MANAGER, PERSISTENTVOLUMECLAIMS, STATEFULSETS};
-use super::pods;
+use super::client::{self, CONTROLLER_MANAGER, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS};
 use super::revisions;
+use super::{ownership, pods};
 use crate::api::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -87,8 +87,20 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         .cloned()
         .unwrap_or_else(|| update.clone());
 
+    // Pods named as its members that it selects are adopted; its own that
+    // it no longer selects are released.
+    let claim = ownership::Claim {
+        key: PODS,
+        selector: ownership::selector_of(&set),
+        finalizers: &[],
+    };
+    let candidates = client::list(app, PODS, Some(ns));
+    let owned = ownership::claim(app, &set, &claim, candidates, |p| {
+        ordinal(&set, p).is_some()
+    })
+    .await?;
     let mut by_ordinal: BTreeMap<i64, Arc<Value>> = BTreeMap::new();
-    for pod in pods::owned(app, ns, meta::uid(&set)) {
+    for pod in owned {
         if let Some(o) = ordinal(&set, &pod) {
             by_ordinal.insert(o, pod);
         }
@@ -194,7 +206,7 @@ fn delete_pod(app: &App, set: &Value, pod: &Value) -> ApiResult<()> {
     )?;
     client::event(
         app,
-        CONTROLLER_MANAGER,
+        client::STATEFULSET_CONTROLLER,
         set,
         "Normal",
         "SuccessfulDelete",
@@ -217,6 +229,13 @@ async fn create_pod(app: &App, set: &Value, revision: &Value, ordinal: i64) -> A
     labels.insert(POD_NAME_LABEL.into(), json!(pod_name));
     labels.insert(POD_INDEX_LABEL.into(), json!(ordinal.to_string()));
     let mut pod = pods::from_template(set, &template, &labels, &Map::new());
+    // kube-controller-manager makes every controller's Pod with the
+    // `<controller>-` generateName, then names a StatefulSet's.
+    meta::set_path(
+        &mut pod,
+        &["metadata", "generateName"],
+        json!(format!("{set_name}-")),
+    );
     meta::set_path(&mut pod, &["metadata", "name"], json!(pod_name));
     meta::set_path(&mut pod, &["spec", "hostname"], json!(pod_name));
     let service = client::str_at(set, &["spec", "serviceName"]);
@@ -296,7 +315,7 @@ async fn ensure_claim(
         Ok(_) => {
             client::event(
                 app,
-                CONTROLLER_MANAGER,
+                client::STATEFULSET_CONTROLLER,
                 set,
                 "Normal",
                 "SuccessfulCreate",
@@ -308,7 +327,7 @@ async fn ensure_claim(
         Err(e) => {
             client::event(
                 app,
-                CONTROLLER_MANAGER,
+                client::STATEFULSET_CONTROLLER,
                 set,
                 "Warning",
                 "FailedCreate",

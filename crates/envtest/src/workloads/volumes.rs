@@ -135,12 +135,15 @@ fn claim_ref(claim: &Value) -> Value {
     })
 }
 
-/// Binds or provisions for claim `ns/name`.
+/// The persistentvolume controller's look at claim `ns/name`: binds it,
+/// or leaves it to its class's provisioner (the simulated one provisions
+/// when `simulated_provisioner`).
 pub async fn reconcile_claim(
     app: &App,
     ns: &str,
     name: &str,
     announced: &mut HashSet<String>,
+    simulated_provisioner: bool,
 ) -> ApiResult<()> {
     let Some(claim) = client::get(app, PERSISTENTVOLUMECLAIMS, ns, name) else {
         return Ok(());
@@ -170,24 +173,65 @@ pub async fn reconcile_claim(
     if let Some(pv) = chosen {
         return bind(app, &claim, pv).await;
     }
+    // `syncUnboundClaim` without a volume: no class, a class that does not
+    // exist, a class waiting for its first consumer, or provisioning.
     let class_name = class_of(&claim);
-    let Some(class) =
-        client::get(app, STORAGECLASSES, "", class_name).filter(|_| !class_name.is_empty())
-    else {
-        return Ok(());
-    };
-    if client::str_at(&class, &["provisioner"]) != PROVISIONER {
+    if class_name.is_empty() {
+        tell_once(
+            app,
+            &claim,
+            announced,
+            "Normal",
+            "FailedBinding",
+            "no persistent volumes available for this claim and no storage class is set",
+        );
         return Ok(());
     }
+    let Some(class) = client::get(app, STORAGECLASSES, "", class_name) else {
+        let message = format!("storageclass.storage.k8s.io \"{class_name}\" not found");
+        tell_once(
+            app,
+            &claim,
+            announced,
+            "Warning",
+            "ProvisioningFailed",
+            &message,
+        );
+        return Ok(());
+    };
     let mut node = String::new();
     if client::str_at(&class, &["volumeBindingMode"]) == "WaitForFirstConsumer" {
         match consumer_node(app, &claim) {
             Some(n) => node = n,
             None => {
-                waiting_event(app, &claim, announced);
+                tell_once(
+                    app,
+                    &claim,
+                    announced,
+                    "Normal",
+                    "WaitForFirstConsumer",
+                    "waiting for first consumer to be created before binding",
+                );
                 return Ok(());
             }
         }
+    }
+    // Every provisioner is external to kube-controller-manager: the claim
+    // names it, and it is told to wait for it.
+    let provisioner = client::str_at(&class, &["provisioner"]).to_string();
+    annotate_provisioner(app, &claim, &provisioner, &node).await?;
+    tell_once(
+        app,
+        &claim,
+        announced,
+        "Normal",
+        "ExternalProvisioning",
+        &format!(
+            "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
+        ),
+    );
+    if provisioner != PROVISIONER || !simulated_provisioner {
+        return Ok(());
     }
     let pv = provision(app, &claim, &class, &node).await?;
     bind(app, &claim, &pv).await
@@ -203,29 +247,39 @@ fn consumer_node(app: &App, claim: &Value) -> Option<String> {
         .find(|n| !n.is_empty())
 }
 
-/// The event of a claim waiting for its first consumer (once per claim:
-/// `announced` holds the uids of those told about already).
-fn waiting_event(app: &App, claim: &Value, announced: &mut HashSet<String>) {
-    if !announced.insert(meta::uid(claim).to_string()) {
+/// An event of the persistentvolume controller about a claim, once per
+/// claim and reason (`announced` holds those told already; the real
+/// controller repeats it every resync, which only raises its `count`).
+fn tell_once(
+    app: &App,
+    claim: &Value,
+    announced: &mut HashSet<String>,
+    kind: &str,
+    reason: &str,
+    message: &str,
+) {
+    if !announced.insert(format!("{}/{reason}", meta::uid(claim))) {
         return;
     }
     client::event(
         app,
-        "persistentvolume-controller",
+        client::PERSISTENTVOLUME_CONTROLLER,
         claim,
-        "Normal",
-        "WaitForFirstConsumer",
-        "waiting for first consumer to be created before binding",
+        kind,
+        reason,
+        message,
     );
 }
 
-/// Creates the volume the provisioner makes for `claim` (or finds it made).
-async fn provision(app: &App, claim: &Value, class: &Value, node: &str) -> ApiResult<Arc<Value>> {
-    let name = format!("pvc-{}", meta::uid(claim));
-    if let Some(pv) = client::get(app, PERSISTENTVOLUMES, "", &name) {
-        return Ok(pv);
-    }
-    // The claim names its provisioner first, as the controller marks it.
+/// The annotations the persistentvolume controller sets on a claim it
+/// leaves to an external provisioner (and the Node a delayed claim's first
+/// consumer runs on).
+async fn annotate_provisioner(
+    app: &App,
+    claim: &Value,
+    provisioner: &str,
+    node: &str,
+) -> ApiResult<()> {
     let (ns, claim_name) = (meta::namespace(claim), meta::name(claim));
     client::modify(
         app,
@@ -237,8 +291,8 @@ async fn provision(app: &App, claim: &Value, class: &Value, node: &str) -> ApiRe
         |c| {
             let mut changed = false;
             for key in [STORAGE_PROVISIONER, BETA_STORAGE_PROVISIONER] {
-                if client::str_at(c, &["metadata", "annotations", key]) != PROVISIONER {
-                    meta::set_path(c, &["metadata", "annotations", key], json!(PROVISIONER));
+                if client::str_at(c, &["metadata", "annotations", key]) != provisioner {
+                    meta::set_path(c, &["metadata", "annotations", key], json!(provisioner));
                     changed = true;
                 }
             }
@@ -251,7 +305,27 @@ async fn provision(app: &App, claim: &Value, class: &Value, node: &str) -> ApiRe
             changed
         },
     )
-    .await?;
+    .await
+}
+
+/// Creates the volume the provisioner makes for `claim` (or finds it made).
+async fn provision(app: &App, claim: &Value, class: &Value, node: &str) -> ApiResult<Arc<Value>> {
+    let name = format!("pvc-{}", meta::uid(claim));
+    if let Some(pv) = client::get(app, PERSISTENTVOLUMES, "", &name) {
+        return Ok(pv);
+    }
+    client::event(
+        app,
+        PROVISIONER,
+        claim,
+        "Normal",
+        "Provisioning",
+        &format!(
+            "External provisioner is provisioning volume for claim \"{}/{}\"",
+            meta::namespace(claim),
+            meta::name(claim)
+        ),
+    );
     let request = meta::get_path(claim, &["spec", "resources", "requests", "storage"])
         .cloned()
         .unwrap_or_else(|| json!("1Gi"));
@@ -459,10 +533,8 @@ pub async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
     if !claim_gone {
         return Ok(());
     }
-    let ours = client::str_at(&pv, &["metadata", "annotations", PROVISIONED_BY]) == PROVISIONER;
-    if client::str_at(&pv, &["spec", "persistentVolumeReclaimPolicy"]) == "Delete" && ours {
-        return client::delete(app, PERSISTENTVOLUMES, "", name, meta::uid(&pv));
-    }
+    // Released first (the pv-protection finalizer holds a Bound volume),
+    // then reclaimed: deleted when it was provisioned here with `Delete`.
     client::modify(
         app,
         PERSISTENTVOLUMES,
@@ -472,5 +544,10 @@ pub async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
         CONTROLLER_MANAGER,
         |v| set_phase(v, "Released"),
     )
-    .await
+    .await?;
+    let ours = client::str_at(&pv, &["metadata", "annotations", PROVISIONED_BY]) == PROVISIONER;
+    if client::str_at(&pv, &["spec", "persistentVolumeReclaimPolicy"]) == "Delete" && ours {
+        return client::delete(app, PERSISTENTVOLUMES, "", name, meta::uid(&pv));
+    }
+    Ok(())
 }

@@ -8,7 +8,7 @@ use std::sync::{Mutex, Once, OnceLock, PoisonError};
 
 use tempfile::TempDir;
 
-use opctl_envtest::{Config, Envtest};
+use opctl_envtest::{Config, Controller, Controllers, Envtest};
 
 /// Starts a fresh server with `config`, failing the test with the reason if
 /// it cannot start.
@@ -111,14 +111,35 @@ fn private_dir() -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// One server shared by all tests of a test binary: the API server and
-/// its controllers without the workload simulation (no scheduler or kubelet
-/// moves the Pods these tests write by hand; `tests/workloads` tests that).
+/// kube-controller-manager's controllers that keep a cluster's objects in
+/// order without moving workloads: no workload, endpoint, volume-binding or
+/// quota controller writes what these tests write by hand (`tests/workloads`
+/// and `tests/kcm_objects.rs` test those).
+pub fn cluster_controllers() -> Controllers {
+    Controllers::only([
+        Controller::GarbageCollector,
+        Controller::Namespace,
+        Controller::ServiceAccount,
+        Controller::ServiceAccountToken,
+        Controller::RootCaCertificatePublisher,
+        Controller::ClusterRoleAggregation,
+        Controller::ValidatingAdmissionPolicyStatus,
+        Controller::Disruption,
+        Controller::PersistentVolumeClaimProtection,
+        Controller::PersistentVolumeProtection,
+        Controller::NodeLifecycle,
+    ])
+}
+
+/// One server shared by all tests of a test binary: the API server with
+/// [`cluster_controllers`] and no simulation (no scheduler or kubelet
+/// moves the Pods these tests write by hand).
 pub fn shared() -> &'static Background {
     static SHARED: OnceLock<Background> = OnceLock::new();
     SHARED.get_or_init(|| {
         background(Config {
             simulation: opctl_envtest::Simulation::off(),
+            controllers: cluster_controllers(),
             ..Config::default()
         })
     })

@@ -30,14 +30,14 @@ use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, Preconditions};
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
 use database::api::zalando::v1::{Database, DatabasePhase, DatabaseStatus, DatabaseType};
-use database::manager::{self, Manager, Scope, conditions, find};
+use database::manager::{self, Controller, Manager, Scope, conditions, find};
 
 use children::Desired;
 use pod_health::PodHealth;
@@ -131,9 +131,9 @@ fn setup(scope: &Scope) -> (Controller<Database>, Context) {
     let databases = scope.cache::<Database>(watcher::Config::default().any_semantic());
     let controller = databases
         .controller()
-        .owns_stream(pods.touched())
-        .owns_stream(services.touched())
-        .owns_stream(secrets.touched());
+        .owns(pods)
+        .owns(services)
+        .owns(secrets);
     (controller, context)
 }
 
@@ -342,10 +342,10 @@ async fn set_status(
     (phase, reason, message): (DatabasePhase, &str, &str),
 ) -> Result<bool, kube::Error> {
     let status = status_for(database, phase, reason, message);
-    if database.status.as_ref() == Some(&status) {
-        return Ok(false);
-    }
-    ctx.manager.apply_status(api, database, &status).await
+    let current = database.status.as_ref();
+    ctx.manager
+        .apply_status_if_changed(api, database, current, &status)
+        .await
 }
 
 /// Puts the Secret (mysql), the Pod and the Service in place as the caches
@@ -376,9 +376,20 @@ async fn ensure_children(desired: &Desired, ctx: &Context) -> Result<Progress, E
             }
         }
     }
-    ctx.manager
-        .apply_owned(&pods, pod.as_deref(), desired.pod())
-        .await?;
+    // The Pod and the Service do not wait for each other: one round trip
+    // for both (the Secret, which the Pod's environment names, came first).
+    let services: Api<Service> = Api::namespaced(client, &desired.namespace);
+    let service = find(&ctx.services, &desired.name, namespace);
+    let mut writes = ctx.manager.batch();
+    writes.push(
+        ctx.manager
+            .apply_owned(&pods, pod.as_deref(), desired.pod()),
+    );
+    let service_write = ctx
+        .manager
+        .apply_owned(&services, service.as_deref(), desired.service());
+    writes.push(service_write);
+    writes.run().await?;
     // The health of the Pod the Database asks for (not of one being replaced).
     let current = pod.as_deref().filter(|pod| {
         desired.controls(*pod) && children::type_of(*pod) == Some(desired.type_.as_str())
@@ -389,11 +400,6 @@ async fn ensure_children(desired: &Desired, ctx: &Context) -> Result<Progress, E
         None => Some(Time(k8s_openapi::jiff::Timestamp::now())),
     };
 
-    let services: Api<Service> = Api::namespaced(client, &desired.namespace);
-    let service = find(&ctx.services, &desired.name, namespace);
-    ctx.manager
-        .apply_owned(&services, service.as_deref(), desired.service())
-        .await?;
     Ok(progress)
 }
 

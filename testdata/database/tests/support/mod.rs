@@ -400,7 +400,7 @@ pub type Requests = std::collections::BTreeMap<Request, u64>;
 /// `/metrics` (which `opctl envtest` serves; on a cluster every client's
 /// requests count, not only the operator's).
 pub async fn api_requests(client: &kube::Client) -> anyhow::Result<Requests> {
-    let request = axum::http::Request::get("/metrics").body(Vec::new())?;
+    let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
     Ok(parse_requests(&text))
 }

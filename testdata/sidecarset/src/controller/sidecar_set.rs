@@ -26,12 +26,12 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatu
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::core::ParseExpressionError;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use sidecarset::api::apps::v1alpha1::{SidecarSet, SidecarSetStatus, injected_sidecar_sets};
-use sidecarset::manager::{self, Manager, Scope, conditions};
+use sidecarset::manager::{self, Controller, Manager, Scope, conditions};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -75,11 +75,9 @@ fn setup(scope: &Scope) -> (Controller<SidecarSet>, Context) {
     };
     let sidecar_sets = scope.cache::<SidecarSet>(everything);
     let cached = sidecar_sets.store();
-    let controller = sidecar_sets
-        .controller()
-        .watches_stream(pods.touched(), move |pod| {
-            concerned_sidecar_sets(&pod, &cached.state())
-        });
+    let controller = sidecar_sets.controller().watches(pods, move |pod| {
+        concerned_sidecar_sets(&pod, &cached.state())
+    });
     (controller, context)
 }
 
@@ -136,10 +134,11 @@ async fn reconcile(object: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action,
     let pods = ctx.pods.state();
     let selector = object.selector();
     let status = status_for(&object, selector.as_ref().map(|_| pods.as_slice()));
-    if object.status.as_ref() != Some(&status) {
-        let api = Api::<SidecarSet>::all(ctx.manager.client.clone());
-        ctx.manager.apply_status(&api, &object, &status).await?;
-    }
+    let api = Api::<SidecarSet>::all(ctx.manager.client.clone());
+    let current = object.status.as_ref();
+    ctx.manager
+        .apply_status_if_changed(&api, &object, current, &status)
+        .await?;
     Ok(Action::await_change())
 }
 

@@ -23,13 +23,13 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
-use simple_deployment::manager::{self, Manager, Scope, find};
+use simple_deployment::manager::{self, Controller, Manager, Scope, find};
 
 /// A Deployment as cached: its metadata.
 pub type CachedDeployment = PartialObjectMeta<Deployment>;
@@ -121,7 +121,7 @@ fn setup(scope: &Scope, settings: &Settings) -> (Controller<CachedDeployment>, C
         pods: pods.store(),
     };
     let deployments = scope.cache_metadata::<Deployment>(all);
-    let controller = deployments.controller().owns_stream(pods.touched());
+    let controller = deployments.controller().owns(pods);
     (controller, context)
 }
 

@@ -108,6 +108,12 @@ pub(super) fn go_zero_values(kind: &KindInfo, obj: &mut Value) {
                 }
             }
         }
+        // Neither list is `omitempty`: an EndpointSlice without endpoints
+        // or ports shows both as null.
+        ("discovery.k8s.io", "EndpointSlice") => {
+            ensure(root, "endpoints", Value::Null);
+            ensure(root, "ports", Value::Null);
+        }
         ("", "LimitRange") | ("coordination.k8s.io", "Lease") => {
             ensure(root, "spec", json!({}));
         }

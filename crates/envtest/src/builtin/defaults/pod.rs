@@ -35,10 +35,9 @@ pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
     {
         spec.insert("serviceAccount".into(), json!(name));
     }
-    let host_network = spec.get("hostNetwork").and_then(Value::as_bool) == Some(true);
     for list in ["initContainers", "containers", "ephemeralContainers"] {
         for container in objects_mut(spec, list) {
-            self::container(container, host_network);
+            self::container(container);
         }
     }
     for volume in objects_mut(spec, "volumes") {
@@ -59,7 +58,7 @@ fn image_tag(image: &str) -> Option<&str> {
     }
 }
 
-fn container(container: &mut Map<String, Value>, host_network: bool) {
+fn container(container: &mut Map<String, Value>) {
     if container
         .get("imagePullPolicy")
         .and_then(Value::as_str)
@@ -81,12 +80,6 @@ fn container(container: &mut Map<String, Value>, host_network: bool) {
     default_str(container, "terminationMessagePolicy", "File");
     for port in objects_mut(container, "ports") {
         default_str(port, "protocol", "TCP");
-        if host_network
-            && port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
-            && let Some(container_port) = port.get("containerPort").cloned()
-        {
-            port.insert("hostPort".into(), container_port);
-        }
     }
     for env in objects_mut(container, "env") {
         if let Some(field_ref) = env
@@ -184,6 +177,21 @@ fn downward_items(downward: &mut Map<String, Value>) {
 
 /// `SetDefaults_Pod`: requests default to limits; service links on.
 pub(crate) fn pod_only(spec: &mut Map<String, Value>) {
+    // With the host's network a port is its host port: defaulted on Pods
+    // only (`DefaultHostNetworkHostPortsInPodTemplates` is off in v1.32).
+    if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
+        for list in ["initContainers", "containers"] {
+            for container in objects_mut(spec, list) {
+                for port in objects_mut(container, "ports") {
+                    if port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
+                        && let Some(container_port) = port.get("containerPort").cloned()
+                    {
+                        port.insert("hostPort".into(), container_port);
+                    }
+                }
+            }
+        }
+    }
     for list in ["initContainers", "containers"] {
         for container in objects_mut(spec, list) {
             let Some(resources) = container

@@ -370,6 +370,7 @@ pub(super) fn columns(kind: &KindInfo) -> Option<Vec<Column>> {
         ],
         ("batch", "Job") => vec![
             NAME,
+            ("Status", "string", "", 0, "Status of the job."),
             (
                 "Completions",
                 "string",

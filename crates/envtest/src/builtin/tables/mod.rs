@@ -19,9 +19,9 @@ use rows::row;
 use super::KindInfo;
 
 /// See [`super::table`].
-pub(crate) fn table(
+pub(crate) fn table<'a>(
     kind: &KindInfo,
-    objects: &[Value],
+    objects: impl IntoIterator<Item = &'a Value>,
     now: jiff::Timestamp,
 ) -> Option<(Vec<Value>, Vec<Vec<Value>>)> {
     let columns = columns(kind)?;
@@ -37,7 +37,7 @@ pub(crate) fn table(
             })
         })
         .collect();
-    let rows = objects.iter().map(|obj| row(kind, obj, now)).collect();
+    let rows = objects.into_iter().map(|obj| row(kind, obj, now)).collect();
     Some((definitions, rows))
 }
 

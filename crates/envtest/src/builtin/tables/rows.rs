@@ -552,6 +552,7 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
             let (containers, images) = template_containers("/spec/template/spec/containers");
             vec![
                 name,
+                json!(job_status(obj)),
                 json!(completions),
                 json!(duration),
                 age,
@@ -665,5 +666,35 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
         }
         ("admissionregistration.k8s.io", _) => vec![name, json!(len_at(obj, "/webhooks")), age],
         _ => vec![name, age],
+    }
+}
+
+/// printJob's STATUS: the first condition of each type decides, in this
+/// order of precedence, and a Job being deleted is Terminating unless it
+/// already ended.
+fn job_status(job: &Value) -> &'static str {
+    let holds = |kind: &str| {
+        job.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+            .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+    };
+    if holds("Complete") {
+        "Complete"
+    } else if holds("Failed") {
+        "Failed"
+    } else if job
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        "Terminating"
+    } else if holds("Suspended") {
+        "Suspended"
+    } else if holds("FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
     }
 }

@@ -139,42 +139,6 @@ pub(super) fn storage_class(obj: &Value) -> Vec<Cause> {
     Vec::new()
 }
 
-/// Go's `%#v` of a `resource.Quantity` parsed from `text` whose cached
-/// string is `canonical` (what field errors print for a quantity).
-fn go_quantity(text: &str, canonical: &str) -> String {
-    let trimmed = text.trim();
-    let split = trimmed
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(trimmed.len());
-    let (number, suffix) = trimmed.split_at(split);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    let digits: i64 = format!("{whole}{fraction}")
-        .trim_start_matches('+')
-        .parse()
-        .unwrap_or(0);
-    let binary = |power: u32| digits.checked_mul(1i64 << (10 * power));
-    let decimal = |exp: i32| Some((digits, exp - fraction.len() as i32));
-    let (amount, format) = match suffix {
-        "Ki" => (binary(1).map(|v| (v, 0)), "BinarySI"),
-        "Mi" => (binary(2).map(|v| (v, 0)), "BinarySI"),
-        "Gi" => (binary(3).map(|v| (v, 0)), "BinarySI"),
-        "Ti" => (binary(4).map(|v| (v, 0)), "BinarySI"),
-        "n" => (decimal(-9), "DecimalSI"),
-        "u" => (decimal(-6), "DecimalSI"),
-        "m" => (decimal(-3), "DecimalSI"),
-        "" => (decimal(0), "DecimalSI"),
-        "k" => (decimal(3), "DecimalSI"),
-        "M" => (decimal(6), "DecimalSI"),
-        "G" => (decimal(9), "DecimalSI"),
-        "T" => (decimal(12), "DecimalSI"),
-        _ => (decimal(0), "DecimalExponent"),
-    };
-    let (value, scale) = amount.unwrap_or((0, 0));
-    format!(
-        "resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{canonical:?}, Format:{format:?}}}"
-    )
-}
-
 /// One resource's quantity of a LimitRange item's map.
 struct Limit<'a> {
     text: &'a str,
@@ -187,7 +151,7 @@ impl Limit<'_> {
     }
 
     fn go(&self) -> String {
-        go_quantity(self.text, &self.shown())
+        super::gofmt::go_quantity(self.text, &self.shown())
     }
 }
 
@@ -314,6 +278,167 @@ pub(super) fn limit_range(obj: &Value) -> Vec<Cause> {
                 ));
             }
         }
+    }
+    causes
+}
+
+/// `ValidateRuntimeClass`: a DNS-label handler, the overhead as container
+/// limits, the scheduling node selector and tolerations.
+pub(super) fn runtime_class(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let handler = obj.get("handler").and_then(Value::as_str).unwrap_or("");
+    for msg in super::names::name_is_dns_label(handler, false) {
+        causes.push(Cause::invalid(
+            "handler",
+            &Value::String(handler.into()),
+            &msg,
+        ));
+    }
+    if let Some(fixed) = obj.pointer("/overhead/podFixed").filter(|v| !v.is_null()) {
+        let requirements = serde_json::json!({ "limits": fixed });
+        super::container::resources(Some(&requirements), "overhead", &mut causes);
+    }
+    if let Some(scheduling) = obj.get("scheduling").filter(|v| !v.is_null()) {
+        causes.extend(super::meta::labels(
+            scheduling.get("nodeSelector"),
+            "scheduling.nodeSelector",
+        ));
+        super::pod::tolerations(scheduling, "scheduling.tolerations", &mut causes);
+    }
+    causes
+}
+
+/// `ValidateRuntimeClassUpdate`: only the handler is checked, and it is
+/// immutable.
+pub(super) fn runtime_class_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let handler = obj.get("handler").and_then(Value::as_str).unwrap_or("");
+    if Some(handler) != old.get("handler").and_then(Value::as_str) {
+        return vec![super::gofmt::immutable(
+            "handler",
+            &crate::gofmt::quote(handler),
+        )];
+    }
+    Vec::new()
+}
+
+/// `validateIngressClassSpec` (and the immutable controller of
+/// `ValidateIngressClassUpdate`, reported first).
+pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let controller = obj
+        .pointer("/spec/controller")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let field = "spec.controller";
+    if let Some(old) = old
+        && old
+            .pointer("/spec/controller")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            != controller
+    {
+        causes.push(super::gofmt::immutable(
+            field,
+            &crate::gofmt::quote(controller),
+        ));
+    }
+    if controller.len() > 250 {
+        causes.push(super::gofmt::too_long(field, 250));
+    }
+    causes.extend(domain_prefixed_path(field, controller));
+    let Some(params) = obj.pointer("/spec/parameters").filter(|p| !p.is_null()) else {
+        return causes;
+    };
+    let path = "spec.parameters";
+    let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or("");
+    // validateIngressTypedLocalObjectReference.
+    if let Some(group) = params.get("apiGroup").and_then(Value::as_str) {
+        for msg in super::names::is_dns1123_subdomain(group) {
+            causes.push(Cause::invalid(
+                format!("{path}.apiGroup"),
+                &Value::String(group.into()),
+                &msg,
+            ));
+        }
+    }
+    for key in ["kind", "name"] {
+        if text(key).is_empty() {
+            causes.push(Cause::required(
+                format!("{path}.{key}"),
+                &format!("{key} is required"),
+            ));
+        }
+        for msg in super::names::is_valid_path_segment(text(key)) {
+            causes.push(Cause::invalid(
+                format!("{path}.{key}"),
+                &Value::String(text(key).into()),
+                &msg,
+            ));
+        }
+    }
+    let namespace = params.get("namespace").and_then(Value::as_str);
+    match params.get("scope").and_then(Value::as_str) {
+        None => causes.push(Cause::required(format!("{path}.scope"), "")),
+        Some("Namespace") => match namespace {
+            None => causes.push(Cause::required(
+                format!("{path}.namespace"),
+                "`parameters.scope` is set to 'Namespace'",
+            )),
+            Some(ns) => {
+                for msg in super::names::is_dns1123_label(ns) {
+                    causes.push(Cause::invalid(
+                        format!("{path}.namespace"),
+                        &Value::String(ns.into()),
+                        &msg,
+                    ));
+                }
+            }
+        },
+        Some("Cluster") => {
+            if namespace.is_some() {
+                causes.push(Cause::forbidden(
+                    format!("{path}.namespace"),
+                    "`parameters.scope` is set to 'Cluster'",
+                ));
+            }
+        }
+        Some(other) => causes.push(Cause::not_supported(
+            format!("{path}.scope"),
+            &Value::String(other.into()),
+            &["Cluster", "Namespace"],
+        )),
+    }
+    causes
+}
+
+/// `IsDomainPrefixedPath`.
+fn domain_prefixed_path(field: &str, value: &str) -> Vec<Cause> {
+    let invalid = |v: &str, msg: &str| Cause::invalid(field, &Value::String(v.into()), msg);
+    if value.is_empty() {
+        return vec![Cause::required(field, "")];
+    }
+    let Some((host, path)) = value
+        .split_once('/')
+        .filter(|(h, p)| !h.is_empty() && !p.is_empty())
+    else {
+        return vec![invalid(
+            value,
+            "must be a domain-prefixed path (such as \"acme.io/foo\")",
+        )];
+    };
+    let mut causes: Vec<Cause> = super::names::is_dns1123_subdomain(host)
+        .iter()
+        .map(|msg| invalid(host, msg))
+        .collect();
+    const HTTP_PATH_FMT: &str = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+";
+    let valid = path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/-._~%!$&'()*+,;=:".contains(c));
+    if !valid {
+        causes.push(invalid(
+            path,
+            &super::names::regex_error("must be a valid path", HTTP_PATH_FMT, &[]),
+        ));
     }
     causes
 }

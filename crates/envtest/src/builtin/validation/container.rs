@@ -26,91 +26,276 @@ pub(super) fn containers(
         return;
     }
     let mut names = HashSet::new();
-    if key == "initContainers" {
-        for c in list(spec, "containers") {
+    let earlier: &[&str] = match key {
+        "initContainers" => &["containers"],
+        "ephemeralContainers" => &["containers", "initContainers"],
+        _ => &[],
+    };
+    for other in earlier {
+        for c in list(spec, other) {
             names.insert(s(c, "name").to_string());
         }
     }
     for (i, container) in items.iter().enumerate() {
         let idx = format!("{list_path}[{i}]");
+        common(container, &idx, volumes, causes);
         let name = s(container, "name");
-        if name.is_empty() {
-            causes.push(Cause::required(format!("{idx}.name"), ""));
-        } else {
-            causes.extend(dns_label(name, &format!("{idx}.name")));
-        }
-        if !names.insert(name.to_string()) {
-            causes.push(Cause::duplicate(
-                format!("{idx}.name"),
-                &Value::String(name.into()),
-            ));
-        }
-        if s(container, "image").is_empty() {
-            causes.push(Cause::required(format!("{idx}.image"), ""));
-        }
-        if let Some(lifecycle) = container.get("lifecycle") {
-            for hook in ["postStart", "preStop"] {
-                if let Some(h) = lifecycle.get(hook).filter(|h| !h.is_null()) {
-                    handler(h, &format!("{idx}.lifecycle.{hook}"), causes);
+        let duplicate = |causes: &mut Vec<Cause>, names: &mut HashSet<String>| {
+            if !names.insert(name.to_string()) {
+                causes.push(Cause::duplicate(
+                    format!("{idx}.name"),
+                    &Value::String(name.into()),
+                ));
+            }
+        };
+        match key {
+            "containers" => {
+                duplicate(causes, &mut names);
+                lifecycle_and_probes(container, &idx, causes);
+                if present(container, "restartPolicy") {
+                    causes.push(Cause::forbidden(
+                        format!("{idx}.restartPolicy"),
+                        "may not be set for non-init containers",
+                    ));
                 }
             }
-        }
-        for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
-            let Some(p) = container.get(probe).filter(|p| !p.is_null()) else {
-                continue;
-            };
-            let probe_path = format!("{idx}.{probe}");
-            handler(p, &probe_path, causes);
-            for field in [
-                "initialDelaySeconds",
-                "timeoutSeconds",
-                "periodSeconds",
-                "successThreshold",
-                "failureThreshold",
-            ] {
-                causes.extend(nonnegative(p, field, format!("{probe_path}.{field}")));
+            "initContainers" => {
+                // A sidecar (restartPolicy Always) has a lifecycle and probes
+                // like a container; a regular init container has none.
+                let sidecar = s(container, "restartPolicy") == "Always";
+                if present(container, "restartPolicy") && !sidecar {
+                    causes.push(Cause::not_supported(
+                        format!("{idx}.restartPolicy"),
+                        &Value::String(s(container, "restartPolicy").into()),
+                        &["Always"],
+                    ));
+                }
+                duplicate(causes, &mut names);
+                // Init containers run one by one: each is checked on its own.
+                host_port_conflicts(std::slice::from_ref(container), &list_path, causes);
+                if sidecar {
+                    lifecycle_and_probes(container, &idx, causes);
+                } else {
+                    for field in [
+                        "lifecycle",
+                        "livenessProbe",
+                        "readinessProbe",
+                        "startupProbe",
+                    ] {
+                        if present(container, field) {
+                            causes.push(Cause::forbidden(
+                                format!("{idx}.{field}"),
+                                "may not be set for init containers without restartPolicy=Always",
+                            ));
+                        }
+                    }
+                }
             }
-            if probe != "readinessProbe"
-                && let Some(threshold) = p.get("successThreshold").and_then(Value::as_i64)
-                && threshold != 1
-            {
+            _ => {
+                duplicate(causes, &mut names);
+                ephemeral_only(spec, container, &idx, causes);
+            }
+        }
+    }
+    if key == "containers" {
+        host_port_conflicts(items, &list_path, causes);
+    }
+}
+
+/// `validateContainerCommon`: what every kind of container is held to.
+fn common(container: &Value, idx: &str, volumes: &HashSet<String>, causes: &mut Vec<Cause>) {
+    let name = s(container, "name");
+    if name.is_empty() {
+        causes.push(Cause::required(format!("{idx}.name"), ""));
+    } else {
+        causes.extend(dns_label(name, &format!("{idx}.name")));
+    }
+    if s(container, "image").is_empty() {
+        causes.push(Cause::required(format!("{idx}.image"), ""));
+    }
+    match s(container, "terminationMessagePolicy") {
+        "File" | "FallbackToLogsOnError" => {}
+        "" => causes.push(Cause::required(
+            format!("{idx}.terminationMessagePolicy"),
+            "must be 'File' or 'FallbackToLogsOnError'",
+        )),
+        other => causes.push(Cause::invalid(
+            format!("{idx}.terminationMessagePolicy"),
+            &Value::String(other.into()),
+            "must be 'File' or 'FallbackToLogsOnError'",
+        )),
+    }
+    container_ports(container, &format!("{idx}.ports"), causes);
+    env(container, &format!("{idx}.env"), causes);
+    env_from(container, &format!("{idx}.envFrom"), causes);
+    volume_mounts(container, volumes, &format!("{idx}.volumeMounts"), causes);
+    match s(container, "imagePullPolicy") {
+        "Always" | "IfNotPresent" | "Never" => {}
+        "" => causes.push(Cause::required(format!("{idx}.imagePullPolicy"), "")),
+        other => causes.push(Cause::not_supported(
+            format!("{idx}.imagePullPolicy"),
+            &Value::String(other.into()),
+            &["Always", "IfNotPresent", "Never"],
+        )),
+    }
+    resources(
+        container.get("resources"),
+        &format!("{idx}.resources"),
+        causes,
+    );
+}
+
+/// `validateLifecycle` and the three probe validations of a container (or
+/// sidecar).
+fn lifecycle_and_probes(container: &Value, idx: &str, causes: &mut Vec<Cause>) {
+    if let Some(lifecycle) = container.get("lifecycle") {
+        for hook in ["postStart", "preStop"] {
+            if let Some(h) = lifecycle.get(hook).filter(|h| !h.is_null()) {
+                handler(h, &format!("{idx}.lifecycle.{hook}"), causes);
+            }
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        let Some(p) = container.get(probe).filter(|p| !p.is_null()) else {
+            continue;
+        };
+        let probe_path = format!("{idx}.{probe}");
+        handler(p, &probe_path, causes);
+        for field in [
+            "initialDelaySeconds",
+            "timeoutSeconds",
+            "periodSeconds",
+            "successThreshold",
+            "failureThreshold",
+        ] {
+            causes.extend(nonnegative(p, field, format!("{probe_path}.{field}")));
+        }
+        if let Some(grace) = p
+            .get("terminationGracePeriodSeconds")
+            .and_then(Value::as_i64)
+        {
+            if grace <= 0 {
                 causes.push(Cause::invalid(
-                    format!("{probe_path}.successThreshold"),
-                    &Value::from(threshold),
-                    "must be 1",
+                    format!("{probe_path}.terminationGracePeriodSeconds"),
+                    &Value::from(grace),
+                    "must be greater than 0",
+                ));
+            }
+            if probe == "readinessProbe" {
+                causes.push(Cause::invalid(
+                    format!("{probe_path}.terminationGracePeriodSeconds"),
+                    &Value::from(grace),
+                    "must not be set for readinessProbes",
                 ));
             }
         }
-        match s(container, "terminationMessagePolicy") {
-            "File" | "FallbackToLogsOnError" => {}
-            "" => causes.push(Cause::required(
-                format!("{idx}.terminationMessagePolicy"),
-                "must be 'File' or 'FallbackToLogsOnError'",
-            )),
-            other => causes.push(Cause::invalid(
-                format!("{idx}.terminationMessagePolicy"),
-                &Value::String(other.into()),
-                "must be 'File' or 'FallbackToLogsOnError'",
-            )),
+        if probe != "readinessProbe"
+            && let Some(threshold) = p.get("successThreshold").and_then(Value::as_i64)
+            && threshold != 1
+        {
+            causes.push(Cause::invalid(
+                format!("{probe_path}.successThreshold"),
+                &Value::from(threshold),
+                "must be 1",
+            ));
         }
-        container_ports(container, &format!("{idx}.ports"), causes);
-        env(container, &format!("{idx}.env"), causes);
-        env_from(container, &format!("{idx}.envFrom"), causes);
-        volume_mounts(container, volumes, &format!("{idx}.volumeMounts"), causes);
-        match s(container, "imagePullPolicy") {
-            "Always" | "IfNotPresent" | "Never" => {}
-            "" => causes.push(Cause::required(format!("{idx}.imagePullPolicy"), "")),
-            other => causes.push(Cause::not_supported(
-                format!("{idx}.imagePullPolicy"),
-                &Value::String(other.into()),
-                &["Always", "IfNotPresent", "Never"],
-            )),
+    }
+}
+
+/// The fields `validateFieldAllowList` refuses in an ephemeral container.
+const NOT_FOR_EPHEMERAL: &[&str] = &[
+    "ports",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+];
+
+/// `validateEphemeralContainers`' own rules: the target container must be a
+/// regular or init container, and probes, lifecycle, ports, resources and
+/// sub-paths have no place in a debugging container.
+fn ephemeral_only(spec: &Value, container: &Value, idx: &str, causes: &mut Vec<Cause>) {
+    let target = s(container, "targetContainerName");
+    if !target.is_empty() {
+        let known = ["containers", "initContainers"]
+            .iter()
+            .flat_map(|k| list(spec, k))
+            .any(|c| s(c, "name") == target);
+        if !known {
+            causes.push(not_found(format!("{idx}.targetContainerName"), target));
         }
-        resources(
-            container.get("resources"),
-            &format!("{idx}.resources"),
-            causes,
-        );
+    }
+    const TEXT: &str = "cannot be set for an Ephemeral Container";
+    for field in NOT_FOR_EPHEMERAL {
+        let set = match container.get(*field) {
+            None | Some(Value::Null) => false,
+            Some(Value::Object(m)) => !m.values().all(Value::is_null),
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(Value::String(v)) => !v.is_empty(),
+            Some(_) => true,
+        };
+        if set {
+            causes.push(Cause::forbidden(format!("{idx}.{field}"), TEXT));
+        }
+    }
+    for (i, mount) in list(container, "volumeMounts").iter().enumerate() {
+        for field in ["subPath", "subPathExpr"] {
+            if !s(mount, field).is_empty() {
+                causes.push(Cause::forbidden(
+                    format!("{idx}.volumeMounts[{i}].{field}"),
+                    TEXT,
+                ));
+            }
+        }
+    }
+}
+
+/// `checkHostPortConflicts`: a host port (with its protocol and host IP)
+/// may be claimed once across the containers of one list.
+fn host_port_conflicts(items: &[Value], list_path: &str, causes: &mut Vec<Cause>) {
+    let mut claimed = HashSet::new();
+    for (ci, container) in items.iter().enumerate() {
+        for (pi, port) in list(container, "ports").iter().enumerate() {
+            let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            if host_port == 0 {
+                continue;
+            }
+            let claim = format!("{}/{}/{host_port}", s(port, "protocol"), s(port, "hostIP"));
+            if !claimed.insert(claim.clone()) {
+                causes.push(Cause::duplicate(
+                    format!("{list_path}[{ci}].ports[{pi}].hostPort"),
+                    &Value::String(claim),
+                ));
+            }
+        }
+    }
+}
+
+/// `validatePodHostNetworkDeps`: with the host's network a container port is
+/// its host port (a template may leave the host port 0: it is defaulted
+/// when its Pods are made).
+pub(super) fn host_network_ports(spec: &Value, path: &str, is_pod: bool, causes: &mut Vec<Cause>) {
+    if spec.get("hostNetwork").and_then(Value::as_bool) != Some(true) {
+        return;
+    }
+    for (ci, container) in list(spec, "containers").iter().enumerate() {
+        for (pi, port) in list(container, "ports").iter().enumerate() {
+            let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            let container_port = port
+                .get("containerPort")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if (is_pod || host_port != 0) && host_port != container_port {
+                causes.push(Cause::invalid(
+                    format!("{path}.containers[{ci}].ports[{pi}].hostPort"),
+                    &Value::from(host_port),
+                    "must match `containerPort` when `hostNetwork` is true",
+                ));
+            }
+        }
     }
 }
 

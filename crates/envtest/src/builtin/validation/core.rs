@@ -211,6 +211,34 @@ pub(crate) fn namespace(obj: &Value) -> Vec<Cause> {
     causes
 }
 
+/// `ValidateNamespaceStatusUpdate`: the phase follows the deletion, whoever
+/// writes it (`status.Phase` is Go's field name, as the server prints it).
+pub(crate) fn namespace_status(obj: &Value) -> Vec<Cause> {
+    let phase = s(obj, "/status/phase");
+    let deleting = obj
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null());
+    let (wanted, detail) = if deleting {
+        (
+            "Terminating",
+            "may only be 'Terminating' if `deletionTimestamp` is not empty",
+        )
+    } else {
+        (
+            "Active",
+            "may only be 'Active' if `deletionTimestamp` is empty",
+        )
+    };
+    if phase == wanted {
+        return Vec::new();
+    }
+    vec![Cause::invalid(
+        "status.Phase",
+        &Value::String(phase.to_string()),
+        detail,
+    )]
+}
+
 fn s<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }

@@ -12,10 +12,13 @@ pub(crate) mod gofmt;
 pub(crate) mod meta;
 pub(crate) mod names;
 mod pod;
+mod pod_scheduling;
+mod quota_budget;
 mod rbac_admission;
 mod replication_controller;
 pub(crate) mod selector;
 mod service;
+mod storage;
 mod volumes;
 mod workloads;
 
@@ -99,7 +102,18 @@ pub(crate) fn validate_through(
         };
         causes.extend(certificates::validate(obj, old, path));
     }
-    causes.extend(kind_rules(kind, obj, old));
+    match (kind.group, kind.kind, old, subresource) {
+        ("", "Pod", Some(old), Some("ephemeralcontainers")) => {
+            causes.extend(pod::ephemeral_containers_update(obj, old));
+        }
+        // ValidatePersistentVolume[Claim]StatusUpdate: the spec is the
+        // stored one, not checked again.
+        ("", "PersistentVolumeClaim" | "PersistentVolume", Some(_), Some("status")) => {}
+        ("", "Namespace", Some(_), Some("status")) => {
+            causes.extend(core::namespace_status(obj));
+        }
+        _ => causes.extend(kind_rules(kind, obj, old)),
+    }
     causes
 }
 
@@ -125,6 +139,15 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ("", "Namespace", _) => core::namespace(obj),
         ("", "Pod", None) => pod::pod_create(obj),
         ("", "Pod", Some(old)) => pod::pod_update(obj, old),
+        ("", "PersistentVolumeClaim", None) => storage::claim(obj),
+        ("", "PersistentVolumeClaim", Some(old)) => storage::claim_update(obj, old),
+        ("", "PersistentVolume", None) => storage::volume(obj),
+        ("", "PersistentVolume", Some(old)) => storage::volume_update(obj, old),
+        ("", "ResourceQuota", _) => quota_budget::resource_quota(obj),
+        ("policy", "PodDisruptionBudget", _) => quota_budget::pod_disruption_budget(obj),
+        ("node.k8s.io", "RuntimeClass", None) => cluster_kinds::runtime_class(obj),
+        ("node.k8s.io", "RuntimeClass", Some(old)) => cluster_kinds::runtime_class_update(obj, old),
+        ("networking.k8s.io", "IngressClass", old) => cluster_kinds::ingress_class(obj, old),
         ("", "PodTemplate", _) => pod::template(obj.get("template"), "template"),
         ("", "ReplicationController", _) => replication_controller::validate(obj),
         ("apiregistration.k8s.io", "APIService", _) => apiservices::apiservice(obj),
@@ -195,7 +218,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
         ("batch", "Job", None) => workloads::job(obj, true),
         ("batch", "Job", Some(old)) => workloads::job_update(obj, old),
-        ("batch", "CronJob", _) => workloads::cron_job(obj),
+        ("batch", "CronJob", old) => workloads::cron_job(obj, old),
         ("coordination.k8s.io", "Lease", _) => core::lease(obj),
         ("networking.k8s.io", "Ingress", _) => cluster_kinds::ingress(obj),
         ("autoscaling", "HorizontalPodAutoscaler", _) => {

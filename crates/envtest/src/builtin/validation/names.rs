@@ -58,11 +58,17 @@ pub(crate) fn is_dns1123_label(value: &str) -> Vec<String> {
         errs.push(max_len_error(63));
     }
     if !DNS1123_LABEL.is_match(value) {
-        errs.push(regex_error(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-            DNS1123_LABEL_FMT,
-            &["my-name", "123-abc"],
-        ));
+        if DNS1123_SUBDOMAIN.is_match(value) {
+            // A valid subdomain that is no label: its length was checked
+            // already, so it must be the dots.
+            errs.push("must not contain dots".to_string());
+        } else {
+            errs.push(regex_error(
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
+        }
     }
     errs
 }

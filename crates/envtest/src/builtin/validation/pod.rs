@@ -3,22 +3,28 @@
 
 use serde_json::Value;
 
-use super::container::containers;
+use super::container::{containers, host_network_ports};
 use super::fields::{dns_label, list, present, s};
 use super::gofmt::invalid_raw;
 use super::meta::{annotations, labels};
 use super::names::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
+use super::pod_scheduling;
 use super::volumes::volumes;
 use crate::error::Cause;
 
-/// `ValidatePodSpec`: `path` is `spec` or `spec.template.spec`.
-pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
+/// `ValidatePodSpec`: `path` is `spec` or `spec.template.spec`; `pod_name`
+/// is the Pod's own name (none for a template).
+pub(crate) fn pod_spec(spec: &Value, path: &str, pod_name: Option<&str>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let volumes = volumes(spec, &format!("{path}.volumes"), &mut causes);
+    let volumes = volumes(spec, &format!("{path}.volumes"), pod_name, &mut causes);
     containers(spec, "containers", path, &volumes, &mut causes);
     if !list(spec, "initContainers").is_empty() {
         containers(spec, "initContainers", path, &volumes, &mut causes);
     }
+    if !list(spec, "ephemeralContainers").is_empty() {
+        containers(spec, "ephemeralContainers", path, &volumes, &mut causes);
+    }
+    host_network_ports(spec, path, path == "spec", &mut causes);
     let restart = s(spec, "restartPolicy");
     match restart {
         "Always" | "OnFailure" | "Never" => {}
@@ -42,6 +48,7 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
         spec.get("nodeSelector"),
         &format!("{path}.nodeSelector"),
     ));
+    pod_scheduling::security_context(spec, path, &mut causes);
     for (i, secret) in list(spec, "imagePullSecrets").iter().enumerate() {
         if s(secret, "name").is_empty() {
             causes.push(Cause::required(
@@ -50,6 +57,10 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
             ));
         }
     }
+    pod_scheduling::affinity(spec, path, &mut causes);
+    pod_scheduling::dns_config(spec, path, &mut causes);
+    pod_scheduling::readiness_gates(spec, path, &mut causes);
+    pod_scheduling::topology_spread(spec, path, &mut causes);
     let sa = s(spec, "serviceAccountName");
     if !sa.is_empty() {
         for msg in is_dns1123_subdomain(sa) {
@@ -86,11 +97,21 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
         }
     }
     tolerations(spec, &format!("{path}.tolerations"), &mut causes);
+    pod_scheduling::host_aliases(spec, path, &mut causes);
     let class = s(spec, "priorityClassName");
     if !class.is_empty() {
         for msg in is_dns1123_subdomain(class) {
             causes.push(Cause::invalid(
                 format!("{path}.priorityClassName"),
+                &Value::String(class.into()),
+                &msg,
+            ));
+        }
+    }
+    if let Some(class) = spec.get("runtimeClassName").and_then(Value::as_str) {
+        for msg in is_dns1123_subdomain(class) {
+            causes.push(Cause::invalid(
+                format!("{path}.runtimeClassName"),
                 &Value::String(class.into()),
                 &msg,
             ));
@@ -108,7 +129,7 @@ pub(crate) fn pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
     causes
 }
 
-fn tolerations(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
+pub(super) fn tolerations(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
     for (i, toleration) in list(spec, "tolerations").iter().enumerate() {
         let idx = format!("{path}[{i}]");
         let key = s(toleration, "key");
@@ -190,7 +211,7 @@ pub(crate) fn template(template: Option<&Value>, path: &str) -> Vec<Cause> {
         &format!("{path}.annotations"),
     ));
     let spec = template.get("spec").unwrap_or(&empty);
-    causes.extend(pod_spec(spec, &format!("{path}.spec")));
+    causes.extend(pod_spec(spec, &format!("{path}.spec"), None));
     if !list(spec, "ephemeralContainers").is_empty() {
         causes.push(Cause::forbidden(
             format!("{path}.spec.ephemeralContainers"),
@@ -204,7 +225,7 @@ pub(crate) fn template(template: Option<&Value>, path: &str) -> Vec<Cause> {
 pub(crate) fn pod_create(pod: &Value) -> Vec<Cause> {
     let empty = Value::Null;
     let spec = pod.get("spec").unwrap_or(&empty);
-    let mut causes = pod_spec(spec, "spec");
+    let mut causes = pod_spec(spec, "spec", Some(crate::meta::name(pod)));
     if !list(spec, "ephemeralContainers").is_empty() {
         causes.push(Cause::forbidden(
             "spec.ephemeralContainers",
@@ -220,7 +241,7 @@ pub(crate) fn pod_update(pod: &Value, old: &Value) -> Vec<Cause> {
     let empty = Value::Null;
     let spec = pod.get("spec").unwrap_or(&empty);
     let old_spec = old.get("spec").unwrap_or(&empty);
-    let mut causes = pod_spec(spec, "spec");
+    let mut causes = pod_spec(spec, "spec", Some(crate::meta::name(pod)));
     let mut mutated = old_spec.clone();
     if let (Some(m), Some(new)) = (mutated.as_object_mut(), spec.as_object()) {
         for key in ["containers", "initContainers"] {
@@ -267,6 +288,31 @@ pub(crate) fn pod_update(pod: &Value, old: &Value) -> Vec<Cause> {
         ));
     }
     causes.extend(only_deleted_scheduling_gates(spec, old_spec));
+    causes
+}
+
+/// `ValidatePodEphemeralContainersUpdate`: the spec as a whole, and the
+/// ephemeral containers already there kept as they are (they may only be
+/// added).
+pub(crate) fn ephemeral_containers_update(pod: &Value, old: &Value) -> Vec<Cause> {
+    let empty = Value::Null;
+    let spec = pod.get("spec").unwrap_or(&empty);
+    let mut causes = pod_spec(spec, "spec", Some(crate::meta::name(pod)));
+    let new_list = list(spec, "ephemeralContainers");
+    for existing in list(old.get("spec").unwrap_or(&empty), "ephemeralContainers") {
+        let name = s(existing, "name");
+        match new_list.iter().find(|c| s(c, "name") == name) {
+            None => causes.push(Cause::forbidden(
+                "spec.ephemeralContainers",
+                &format!("existing ephemeral containers {name:?} may not be removed\n"),
+            )),
+            Some(now) if now != existing => causes.push(Cause::forbidden(
+                format!("spec.ephemeralContainers[{name}]"),
+                &format!("existing ephemeral containers {name:?} may not be changed\n"),
+            )),
+            Some(_) => {}
+        }
+    }
     causes
 }
 

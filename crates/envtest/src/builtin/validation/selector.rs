@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::meta::labels;
-use super::names::is_qualified_name;
+use super::names::{is_qualified_name, is_valid_label_value};
 use crate::error::Cause;
 use crate::selectors::LabelSelector;
 
@@ -57,6 +57,19 @@ pub(crate) fn validate(selector: Option<&Value>, field: &str) -> Vec<Cause> {
                 &msg,
             ));
         }
+        // Values are held to label-value rules
+        // (`AllowInvalidLabelValueInSelector` is false for new objects).
+        let values = expr.get("values").and_then(Value::as_array);
+        for (vi, value) in values.into_iter().flatten().enumerate() {
+            let value = value.as_str().unwrap_or("");
+            for msg in is_valid_label_value(value) {
+                causes.push(Cause::invalid(
+                    format!("{path}.values[{vi}]"),
+                    &Value::String(value.to_string()),
+                    &msg,
+                ));
+            }
+        }
     }
     causes
 }
@@ -78,11 +91,42 @@ pub(crate) fn selects(selector: Option<&Value>, labels: Option<&Value>) -> Selec
     let Some(selector) = selector.filter(|s| !s.is_null()) else {
         return Selects::Nothing;
     };
+    if !convertible(selector) {
+        return Selects::Invalid;
+    }
     match LabelSelector::from_object(Some(selector)) {
         Err(_) => Selects::Invalid,
         Ok(selector) if selector.is_empty() => Selects::Everything,
         Ok(selector) => Selects::Matches(selector.matches(labels.and_then(Value::as_object))),
     }
+}
+
+/// Whether `LabelSelectorAsSelector` accepts the selector: `NewRequirement`
+/// holds every key to qualified-name rules and every value to label-value
+/// rules, besides the operators and value counts.
+fn convertible(selector: &Value) -> bool {
+    let valid_key = |k: &str| is_qualified_name(k).is_empty();
+    let valid_value = |v: &str| is_valid_label_value(v).is_empty();
+    let labels_ok = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| valid_key(k) && valid_value(v.as_str().unwrap_or("")));
+    let expressions_ok = selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .all(|e| {
+            valid_key(e.get("key").and_then(Value::as_str).unwrap_or(""))
+                && e.get("values")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .all(|v| valid_value(v.as_str().unwrap_or("")))
+        });
+    labels_ok && expressions_ok
 }
 
 /// The rendering of a `*metav1.LabelSelector` in messages.

@@ -5,11 +5,20 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::fields::{dns_label, list, present, s};
+use super::names::name_is_dns_subdomain;
+use super::storage;
 use crate::error::Cause;
 use crate::quantity;
 
-/// `ValidateVolumes`; returns the names of the valid volumes.
-pub(super) fn volumes(spec: &Value, path: &str, causes: &mut Vec<Cause>) -> HashSet<String> {
+/// `ValidateVolumes`; returns the names of the valid volumes. `pod_name` is
+/// the Pod's name (none for a template), which names an ephemeral volume's
+/// claim.
+pub(super) fn volumes(
+    spec: &Value,
+    path: &str,
+    pod_name: Option<&str>,
+    causes: &mut Vec<Cause>,
+) -> HashSet<String> {
     let mut names = HashSet::new();
     for (i, volume) in list(spec, "volumes").iter().enumerate() {
         let idx = format!("{path}[{i}]");
@@ -21,7 +30,22 @@ pub(super) fn volumes(spec: &Value, path: &str, causes: &mut Vec<Cause>) -> Hash
             .collect();
         match sources.as_slice() {
             [] => errs.push(Cause::required(idx.clone(), "must specify a volume type")),
-            [one] => volume_source(volume, one, &idx, &mut errs),
+            [one] => {
+                volume_source(volume, one, &idx, &mut errs);
+                let name = s(volume, "name");
+                if *one == "ephemeral"
+                    && let Some(pod) = pod_name.filter(|p| !p.is_empty() && !name.is_empty())
+                {
+                    let claim = format!("{pod}-{name}");
+                    for msg in name_is_dns_subdomain(&claim, false) {
+                        errs.push(Cause::invalid(
+                            format!("{idx}.name"),
+                            &Value::String(name.into()),
+                            &format!("PVC name {claim:?}: {msg}"),
+                        ));
+                    }
+                }
+            }
             [first, rest @ ..] => {
                 volume_source(volume, first, &idx, &mut errs);
                 for other in rest {
@@ -85,9 +109,8 @@ fn volume_source(volume: &Value, source: &str, idx: &str, errs: &mut Vec<Cause>)
             default_mode(src, &path, errs);
             key_to_paths(src, &path, errs);
         }
-        "hostPath" if s(src, "path").is_empty() => {
-            errs.push(Cause::required(format!("{path}.path"), ""));
-        }
+        "hostPath" => storage::host_path(src, &path, errs),
+        "ephemeral" => storage::ephemeral(src, &path, errs),
         "persistentVolumeClaim" if s(src, "claimName").is_empty() => {
             errs.push(Cause::required(format!("{path}.claimName"), ""));
         }
@@ -102,14 +125,7 @@ fn volume_source(volume: &Value, source: &str, idx: &str, errs: &mut Vec<Cause>)
             }
         }
         "downwardAPI" | "projected" => default_mode(src, &path, errs),
-        "nfs" => {
-            if s(src, "server").is_empty() {
-                errs.push(Cause::required(format!("{path}.server"), ""));
-            }
-            if s(src, "path").is_empty() {
-                errs.push(Cause::required(format!("{path}.path"), ""));
-            }
-        }
+        "nfs" => storage::nfs(src, &path, errs),
         "csi" if s(src, "driver").is_empty() => {
             errs.push(Cause::required(format!("{path}.driver"), ""));
         }

@@ -101,46 +101,72 @@ fn template_for_replicas(spec: &Value, selects: Selects, causes: &mut Vec<Cause>
     }
 }
 
-/// An IntOrString `maxUnavailable` / `maxSurge`.
-fn int_or_percent(value: Option<&Value>, field: &str, causes: &mut Vec<Cause>) -> Option<i64> {
+/// Go's `%#v` of an `intstr.IntOrString`, as field errors print one (its
+/// `String` method has a pointer receiver, so the struct is printed).
+pub(super) fn go_int_or_string(value: Option<&Value>) -> String {
     match value {
-        Some(Value::Number(n)) => {
-            let n = n.as_i64().unwrap_or(0);
-            if n < 0 {
-                causes.push(Cause::invalid(
-                    field,
-                    &Value::from(n),
-                    "must be greater than or equal to 0",
-                ));
-            }
-            Some(n)
-        }
-        Some(Value::String(text)) => {
-            let Some(number) = text.strip_suffix('%').and_then(|n| n.parse::<i64>().ok()) else {
-                causes.push(invalid_raw(field, text, "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"));
-                return None;
-            };
-            if number < 0 {
-                causes.push(invalid_raw(
-                    field,
-                    text,
-                    "must be greater than or equal to 0",
-                ));
-            }
-            if number > 100 {
-                causes.push(invalid_raw(field, text, "must not be greater than 100%"));
-            }
-            Some(number)
-        }
-        _ => None,
+        Some(Value::String(text)) => format!(
+            "intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}",
+            crate::gofmt::quote(text)
+        ),
+        other => format!(
+            "intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}",
+            other.and_then(Value::as_i64).unwrap_or(0)
+        ),
     }
 }
 
-fn render_int_or_string(value: Option<&Value>) -> String {
+/// `getPercentValue`: the number of a valid percent string (`[0-9]+%`).
+fn percent_value(value: Option<&Value>) -> Option<i64> {
+    let text = value?.as_str()?.strip_suffix('%')?;
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// `getIntOrPercentValue`: a percent's number, else `IntValue()` (a string
+/// that is no percent goes through `strconv.Atoi`, 0 when it fails).
+pub(super) fn int_or_percent_value(value: Option<&Value>) -> i64 {
+    if let Some(percent) = percent_value(value) {
+        return percent;
+    }
     match value {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => "0".into(),
+        Some(Value::String(text)) => text.parse().unwrap_or(0),
+        Some(other) => other.as_i64().unwrap_or(0),
+        None => 0,
+    }
+}
+
+/// `ValidatePositiveIntOrPercent` (an absent value is the zero int).
+pub(super) fn positive_int_or_percent(value: Option<&Value>, field: &str, causes: &mut Vec<Cause>) {
+    match value {
+        Some(Value::String(_)) if percent_value(value).is_none() => causes.push(invalid_raw(
+            field,
+            &go_int_or_string(value),
+            "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+        )),
+        Some(Value::Number(n)) if n.as_i64().unwrap_or(0) < 0 => causes.push(Cause::invalid(
+            field,
+            &Value::from(n.as_i64().unwrap_or(0)),
+            "must be greater than or equal to 0",
+        )),
+        _ => {}
+    }
+}
+
+/// `IsNotMoreThan100Percent`.
+pub(super) fn not_more_than_100_percent(
+    value: Option<&Value>,
+    field: &str,
+    causes: &mut Vec<Cause>,
+) {
+    if percent_value(value).is_some_and(|p| p > 100) {
+        causes.push(invalid_raw(
+            field,
+            &go_int_or_string(value),
+            "must not be greater than 100%",
+        ));
     }
 }
 
@@ -167,23 +193,21 @@ pub(crate) fn deployment(obj: &Value) -> Vec<Cause> {
                 "this should be defaulted and never be nil",
             )),
             Some(rolling) => {
-                let unavailable = int_or_percent(
-                    rolling.get("maxUnavailable"),
-                    "spec.strategy.rollingUpdate.maxUnavailable",
-                    &mut causes,
-                );
-                let surge = int_or_percent(
-                    rolling.get("maxSurge"),
-                    "spec.strategy.rollingUpdate.maxSurge",
-                    &mut causes,
-                );
-                if unavailable == Some(0) && surge == Some(0) {
+                // ValidateRollingUpdateDeployment: only maxUnavailable is
+                // held to 100%, after the zero rule.
+                let unavailable = rolling.get("maxUnavailable");
+                let surge = rolling.get("maxSurge");
+                let unavailable_field = "spec.strategy.rollingUpdate.maxUnavailable";
+                positive_int_or_percent(unavailable, unavailable_field, &mut causes);
+                positive_int_or_percent(surge, "spec.strategy.rollingUpdate.maxSurge", &mut causes);
+                if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
                     causes.push(invalid_raw(
-                        "spec.strategy.rollingUpdate.maxUnavailable",
-                        &render_int_or_string(rolling.get("maxUnavailable")),
+                        unavailable_field,
+                        &go_int_or_string(unavailable),
                         "may not be 0 when `maxSurge` is 0",
                     ));
                 }
+                not_more_than_100_percent(unavailable, unavailable_field, &mut causes);
             }
         },
         other => causes.push(Cause::new(
@@ -407,32 +431,48 @@ pub(crate) fn daemon_set(obj: &Value) -> Vec<Cause> {
     let strategy = spec.get("updateStrategy").unwrap_or(&empty);
     match strategy.get("type").and_then(Value::as_str).unwrap_or("") {
         "OnDelete" => {}
-        "RollingUpdate" => {
-            if let Some(rolling) = strategy.get("rollingUpdate").filter(|r| !r.is_null()) {
-                let unavailable = int_or_percent(
-                    rolling.get("maxUnavailable"),
-                    "spec.updateStrategy.rollingUpdate.maxUnavailable",
-                    &mut causes,
-                );
-                let surge = int_or_percent(
-                    rolling.get("maxSurge"),
-                    "spec.updateStrategy.rollingUpdate.maxSurge",
-                    &mut causes,
-                );
-                if unavailable == Some(0) && surge == Some(0) {
-                    causes.push(invalid_raw(
-                        "spec.updateStrategy.rollingUpdate.maxUnavailable",
-                        &render_int_or_string(rolling.get("maxUnavailable")),
-                        "may not be 0 when `maxSurge` is 0",
-                    ));
+        "RollingUpdate" => match strategy.get("rollingUpdate").filter(|r| !r.is_null()) {
+            None => causes.push(Cause::required("spec.updateStrategy.rollingUpdate", "")),
+            Some(rolling) => {
+                // ValidateRollingUpdateDaemonSet: exactly one of the two
+                // may be non-zero.
+                let unavailable = rolling.get("maxUnavailable");
+                let surge = rolling.get("maxSurge");
+                let unavailable_field = "spec.updateStrategy.rollingUpdate.maxUnavailable";
+                let surge_field = "spec.updateStrategy.rollingUpdate.maxSurge";
+                positive_int_or_percent(unavailable, unavailable_field, &mut causes);
+                positive_int_or_percent(surge, surge_field, &mut causes);
+                not_more_than_100_percent(unavailable, unavailable_field, &mut causes);
+                not_more_than_100_percent(surge, surge_field, &mut causes);
+                match (
+                    int_or_percent_value(unavailable) != 0,
+                    int_or_percent_value(surge) != 0,
+                ) {
+                    (true, true) => causes.push(invalid_raw(
+                        surge_field,
+                        &go_int_or_string(surge),
+                        "may not be set when maxUnavailable is non-zero",
+                    )),
+                    (false, false) => causes.push(Cause::required(
+                        unavailable_field,
+                        "cannot be 0 when maxSurge is 0",
+                    )),
+                    _ => {}
                 }
             }
+        },
+        other => {
+            let rolling = strategy.get("rollingUpdate").is_none_or(Value::is_null);
+            let pointer = gofmt::pointer("apps.RollingUpdateDaemonSet", rolling);
+            causes.push(Cause::new(
+                "FieldValueNotSupported",
+                "spec.updateStrategy",
+                format!(
+                    "Unsupported value: apps.DaemonSetUpdateStrategy{{Type:{}, RollingUpdate:{pointer}}}: supported values: \"RollingUpdate\", \"OnDelete\"",
+                    crate::gofmt::quote(other)
+                ),
+            ));
         }
-        other => causes.push(Cause::not_supported(
-            "spec.updateStrategy",
-            &Value::String(other.into()),
-            &["RollingUpdate", "OnDelete"],
-        )),
     }
     nonnegative(
         spec,
@@ -600,19 +640,70 @@ pub(crate) fn job_update(obj: &Value, old: &Value) -> Vec<Cause> {
     causes
 }
 
-pub(crate) fn cron_job(obj: &Value) -> Vec<Cause> {
+/// `validateTimeZone`: an IANA name of sane parts that Go's
+/// `time.LoadLocation` knows (kube-apiserver embeds the time zone database).
+fn cron_time_zone(zone: Option<&str>) -> Vec<Cause> {
+    let Some(zone) = zone else {
+        return Vec::new();
+    };
+    let invalid = |detail: &str| {
+        vec![Cause::invalid(
+            "spec.timeZone",
+            &Value::String(zone.into()),
+            detail,
+        )]
+    };
+    if zone.is_empty() {
+        return invalid("timeZone must be nil or non-empty string");
+    }
+    let sane_part = |part: &str| {
+        part != "."
+            && part != ".."
+            && !part.starts_with('-')
+            && (1..=14).contains(&part.len())
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b))
+    };
+    let known = zone == "UTC" || zone == "Local" || jiff::tz::TimeZone::get(zone).is_ok();
+    if !zone.split('/').all(sane_part) || !known {
+        return invalid(&format!("unknown time zone {zone}"));
+    }
+    Vec::new()
+}
+
+/// `ValidateCronJobCreate` / `ValidateCronJobUpdate` (`old` on update).
+pub(crate) fn cron_job(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let empty = Value::Null;
     let spec = obj.get("spec").unwrap_or(&empty);
     let schedule = spec.get("schedule").and_then(Value::as_str).unwrap_or("");
+    let time_zone = spec.get("timeZone").and_then(Value::as_str);
     if schedule.is_empty() {
         causes.push(Cause::required("spec.schedule", ""));
-    } else if let Err(msg) = super::cron::parse_standard(schedule) {
-        causes.push(Cause::invalid(
-            "spec.schedule",
-            &Value::String(schedule.into()),
-            &msg,
-        ));
+    } else {
+        let invalid =
+            |detail: &str| Cause::invalid("spec.schedule", &Value::String(schedule.into()), detail);
+        if let Err(msg) = super::cron::parse_standard(schedule) {
+            causes.push(invalid(&msg));
+        }
+        // A zone in the schedule is refused since v1.27, unless the stored
+        // schedule already had one (and then never with `timeZone` too).
+        let allow_tz = old
+            .and_then(|o| o.pointer("/spec/schedule"))
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.contains("TZ"));
+        if schedule.contains("TZ") {
+            if !allow_tz {
+                causes.push(invalid(
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                ));
+            } else if time_zone.is_some() {
+                causes.push(invalid(
+                    "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                ));
+            }
+        }
     }
     nonnegative(
         spec,
@@ -620,6 +711,10 @@ pub(crate) fn cron_job(obj: &Value) -> Vec<Cause> {
         "spec.startingDeadlineSeconds",
         &mut causes,
     );
+    let old_zone = old.map(|o| o.pointer("/spec/timeZone").and_then(Value::as_str));
+    if old_zone.is_none_or(|z| z != time_zone) {
+        causes.extend(cron_time_zone(time_zone));
+    }
     match spec
         .get("concurrencyPolicy")
         .and_then(Value::as_str)
@@ -672,7 +767,8 @@ pub(crate) fn cron_job(obj: &Value) -> Vec<Cause> {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if name.len() > 52 {
+    // Only on create: older CronJobs with longer names stay writable.
+    if old.is_none() && name.len() > 52 {
         causes.push(Cause::invalid(
             "metadata.name",
             &Value::String(name.into()),

@@ -289,7 +289,7 @@ struct ApiCounts {
 }
 
 async fn api_requests(client: &kube::Client) -> ApiCounts {
-    let metrics = axum::http::Request::get("/metrics").body(Vec::new());
+    let metrics = http::Request::get("/metrics").body(Vec::new());
     let metrics = metrics.expect("a GET of /metrics");
     let text = client.request_text(metrics).await;
     let text = text.expect("the API server's /metrics");

@@ -28,7 +28,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
@@ -36,7 +36,7 @@ use kube::{Resource, ResourceExt};
 
 use memcached_operator::api::cache::v1alpha1::Memcached;
 use memcached_operator::api::cache::v1alpha1::MemcachedStatus;
-use memcached_operator::manager::{self, Manager, Scope, conditions, find, writes};
+use memcached_operator::manager::{self, Controller, Manager, Scope, conditions, find};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml. `finalizers` lets the Deployment's ownerReference
@@ -132,7 +132,7 @@ fn setup(scope: &Scope) -> (Controller<Memcached>, Context) {
     };
     let config = watcher::Config::default().any_semantic();
     let objects = scope.cache::<Memcached>(config);
-    let controller = objects.controller().owns_stream(deployments.touched());
+    let controller = objects.controller().owns(deployments);
     (controller, context)
 }
 
@@ -153,7 +153,7 @@ async fn reconcile(
     let client = ctx.manager.client.clone();
     let api: Api<Memcached> = Api::namespaced(client.clone(), &namespace);
     let deployments: Api<Deployment> = Api::namespaced(client, &namespace);
-    let desired = writes::stamped(deployment_for(&object, &ctx.image)?);
+    let desired = manager::PROJECT.stamp(deployment_for(&object, &ctx.image)?);
     let name = object.name_any();
     let cached = find(&ctx.deployments, &name, Some(namespace.as_str()));
 
@@ -210,10 +210,10 @@ async fn set_status(
     object: &Memcached,
     status: MemcachedStatus,
 ) -> Result<bool, kube::Error> {
-    if object.status.as_ref() == Some(&status) {
-        return Ok(false);
-    }
-    ctx.manager.apply_status(api, object, &status).await
+    let current = object.status.as_ref();
+    ctx.manager
+        .apply_status_if_changed(api, object, current, &status)
+        .await
 }
 
 /// Records an event about the object.
@@ -339,7 +339,8 @@ enum Rollout {
 /// The rollout of the cached Deployment `cached` (metadata and status),
 /// as `desired` (stamped with its hash) asks for it.
 fn rollout_of(cached: Option<&Deployment>, desired: &Deployment) -> Rollout {
-    let Some(cached) = cached.filter(|cached| writes::is_current(*cached, desired)) else {
+    let current = |cached: &&Deployment| manager::PROJECT.is_current(*cached, desired);
+    let Some(cached) = cached.filter(current) else {
         return Rollout::Pending;
     };
     let wanted = desired.spec.as_ref().and_then(|spec| spec.replicas);
@@ -465,7 +466,7 @@ mod tests {
     /// The Deployment `object` asks for, stamped with its hash.
     fn stamped(object: &Memcached) -> Deployment {
         let desired = deployment_for(object, DEFAULT_IMAGE);
-        writes::stamped(desired.expect("a Deployment"))
+        manager::PROJECT.stamp(desired.expect("a Deployment"))
     }
 
     /// `desired` as the cache shows it once its controller reports `ready`

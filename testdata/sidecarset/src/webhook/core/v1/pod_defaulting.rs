@@ -303,7 +303,8 @@ mod tests {
         // An API server that does not answer (nothing listens on port 1).
         let config = kube::Config::new("http://127.0.0.1:1".parse().expect("a URL"));
         let client = kube::Client::try_from(config).expect("a client");
-        let ctx = manager::Context::new(client, manager::WatchScope::AllNamespaces);
+        let scope = manager::WatchScope::AllNamespaces;
+        let ctx = manager::Context::new(manager::PROJECT, client, scope);
         let response = handle(ctx, create_request(pod(serde_json::json!({"app": "web"})))).await;
         assert!(response.allowed);
         assert!(response.patch.is_none());

@@ -29,7 +29,7 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let scope = manager::WatchScope::from_namespaces(cli.namespaces);
-    let manager = manager::Manager::new(cli.manager, scope).await?;
+    let manager = manager::Manager::new(manager::PROJECT, cli.manager, scope).await?;
     let manager = controller::memcached::register(manager);
     // +opctl:scaffold:controllers
     // +opctl:scaffold:webhooks
@@ -44,6 +44,24 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_arguments_of_the_manager_deployment_parse() {
+        let yaml = include_str!("../config/manager/manager.yaml");
+        let docs: Vec<serde_json::Value> =
+            serde_saphyr::from_str_multiple(yaml).expect("config/manager/manager.yaml is YAML");
+        let deployment = docs.iter().find(|doc| doc["kind"] == "Deployment");
+        let deployment = deployment.expect("a Deployment");
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let mut argv = vec!["manager".to_owned()];
+        let args = container["args"].as_array().into_iter().flatten();
+        argv.extend(args.filter_map(|arg| arg.as_str().map(str::to_owned)));
+        let cli = Cli::try_parse_from(argv).expect("the Deployment's arguments parse");
+        assert!(cli.manager.leader_elect);
+        assert_eq!(cli.manager.metrics_bind_address.port(), 8443);
+        assert_eq!(cli.manager.health_probe_bind_address.port(), 8081);
+        assert_eq!(cli.manager.log_format, manager::LogFormat::Json);
     }
 
     #[test]

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 
-use database::manager::{self, Manager, Scope};
+use database::manager::{self, Controller, Manager, Scope};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -49,8 +49,8 @@ pub fn register(manager: Manager) -> Manager {
 
 /// Sets up the controller for one watched scope: the caches reconciles read
 /// and what triggers a reconcile. To own children, cache their metadata
-/// (`scope.cache_metadata`), keep its store in the [`Context`] and pass its
-/// `touched()` stream to `Controller::owns_stream`.
+/// (`scope.cache_metadata`), keep its store in the [`Context`] and pass
+/// the cache to `Controller::owns`.
 fn setup(scope: &Scope) -> (Controller<Deployment>, Context) {
     let config = watcher::Config::default().any_semantic();
     let objects = scope.cache::<Deployment>(config);
