@@ -475,7 +475,7 @@ fn a_generated_project_builds_tests_lints_and_has_valid_manifests() {
         .args(["cargo", "test", "--test", "e2e", "--", "--ignored"])
         .arg("a_guestbook_becomes_ready_and_goes_away_on_delete")
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
+        .envs(build_env())
         .output()
         .expect("opctl runs");
     std::fs::write(&role_file, &role).expect("restore role.yaml");

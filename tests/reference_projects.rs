@@ -307,7 +307,7 @@ grep -F "the cluster has no Service database-system/database-webhook-service" "$
     let out = Command::new(opctl_bin())
         .args(["envtest", "run", "--", "bash", "-c", script])
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         .env("OPCTL", opctl_bin())
         .env("SCRATCH", &scratch)
         .env("WEBHOOK_PORT", free_port().to_string())
