@@ -92,7 +92,7 @@ echo "$events"
             "envtest",
             "run",
             "--simulate",
-            "scheduler,controllers",
+            "scheduler",
             "--",
             "sh",
             "-c",
