@@ -22,6 +22,9 @@
 //!   created, as fast as the API server takes them; timed from the first
 //!   create until every Database is Ready.
 //!
+//! `BENCH_MANAGER_ARGS` adds flags to every manager it starts (to compare
+//! settings: `--max-concurrent-reconciles=4`, say).
+//!
 //! It reports the API requests the manager made per Database, split by
 //! verb and resource (from `apiserver_request_total` on envtest's
 //! `/metrics`, minus the benchmark's own creates and its watch), the
@@ -144,7 +147,14 @@ async fn scenario(
         "--enable-webhooks=false".to_owned(),
         format!("--batch-writes={batch}"),
     ];
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // More manager flags to compare settings (`--max-concurrent-reconciles=4`
+    // say), from BENCH_MANAGER_ARGS.
+    let extra = std::env::var("BENCH_MANAGER_ARGS").unwrap_or_default();
+    let args: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .chain(extra.split_whitespace())
+        .collect();
 
     let (manager, before, started, own_creates) = if waiting {
         create_all(&api, count).await?;
