@@ -17,12 +17,12 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, header};
 use serde_json::{Value, json};
 
-use crate::admission::UserInfo;
-use crate::api::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::store::ResKey;
 use crate::tokens::{Claims, ISSUER, LegacyClaims, Refused, is_jwt};
+use crate::user::UserInfo;
 
 const SERVICE_ACCOUNTS: &str = "serviceaccounts";
 const SECRETS: &str = "secrets";

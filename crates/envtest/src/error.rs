@@ -345,6 +345,16 @@ impl ApiError {
         ApiError::new(500, "InternalError", message)
     }
 
+    /// A 500 with no reason, as the storage layer reports some misuse.
+    pub(crate) fn internal_no_reason(message: &str) -> Self {
+        ApiError {
+            code: 500,
+            reason: String::new(),
+            message: message.to_string(),
+            details: None,
+        }
+    }
+
     /// 504 Timeout.
     pub fn timeout(message: impl Into<String>) -> Self {
         ApiError::new(504, "Timeout", message)

@@ -13,13 +13,17 @@
 // tests reach the admission internals through the `testing` feature.
 mod admission;
 mod api;
+mod app;
 mod authn;
 mod authz;
 mod bootstrap;
+mod bootstrap_policy;
 mod builtin;
 mod component_statuses;
+mod controller_selection;
 mod controllers;
 mod conversion;
+mod duration;
 mod error;
 mod faults;
 mod field_selectors;
@@ -30,6 +34,7 @@ mod jsonpath;
 mod memory;
 mod meta;
 mod metrics;
+mod name_rules;
 mod nodes;
 mod patch;
 mod pki;
@@ -45,12 +50,13 @@ mod store;
 mod table;
 mod tokens;
 mod typeinfo;
+mod user;
 mod version;
 mod workloads;
 
 pub use admission::WebhookRoute;
 pub use builtin::{KindInfo as BuiltinKind, kinds as builtin_kinds};
-pub use controllers::selection::{Controller, Controllers};
+pub use controller_selection::{Controller, Controllers};
 pub use error::{ApiError, ApiResult, Cause};
 pub use faults::{FaultSpec, SpecError as FaultSpecError};
 pub use server::{

@@ -206,6 +206,33 @@ pub fn set_path(obj: &mut Value, path: &[&str], value: Value) {
     }
 }
 
+/// Puts `kind`, `apiVersion` and `metadata` first, in that order, as Go's
+/// encoder writes a built-in object (its `TypeMeta` fields, then
+/// `ObjectMeta`); the other fields keep their order. Clients that report
+/// decode errors by column (kube-rs) then point where they would on a
+/// cluster. Custom resources are maps in Go and keep sorted keys.
+pub fn type_meta_first(obj: &mut Value) {
+    let Value::Object(map) = obj else {
+        return;
+    };
+    let firsts = ["kind", "apiVersion", "metadata"];
+    let in_order = map
+        .keys()
+        .zip(firsts.iter().filter(|k| map.contains_key(**k)))
+        .all(|(a, b)| a == b);
+    if in_order {
+        return;
+    }
+    let mut ordered = Map::with_capacity(map.len());
+    for key in firsts {
+        if let Some(v) = map.shift_remove(key) {
+            ordered.insert(key.to_string(), v);
+        }
+    }
+    ordered.append(map);
+    *map = ordered;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -158,7 +158,7 @@ fn simulated(node: &str, stream: &str) -> ApiError {
 /// before dialling (a Pod needs an IP, a Service ready endpoints), then the
 /// 503 of a backend that cannot be reached: envtest proxies no traffic.
 pub fn proxy(
-    app: &crate::api::App,
+    app: &crate::app::App,
     res: &crate::registry::Resource,
     ns: &str,
     name: &str,

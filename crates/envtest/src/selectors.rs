@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::builtin::validation::names;
 use crate::error::{ApiError, ApiResult};
 use crate::gofmt;
+use crate::name_rules;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
@@ -201,7 +201,7 @@ impl Parser {
             }
         }
         for (i, v) in values.iter().enumerate() {
-            let problems = names::is_valid_label_value(v);
+            let problems = name_rules::is_valid_label_value(v);
             if !problems.is_empty() {
                 errs.push(format!(
                     "values[{i}][{key}]: Invalid value: {}: {}",
@@ -274,7 +274,7 @@ impl Parser {
 /// The parser's key check (`validateLabelKey` with the parser's nil path,
 /// which Go prints as `<nil>`).
 fn validate_key(key: &str) -> Result<(), String> {
-    let problems = names::is_qualified_name(key);
+    let problems = name_rules::is_qualified_name(key);
     if problems.is_empty() {
         Ok(())
     } else {

@@ -12,10 +12,11 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::admission::WebhookRoute;
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
+use crate::controller_selection::Controllers;
 use crate::controllers;
-use crate::controllers::selection::Controllers;
 use crate::faults::{FaultSpec, Faults};
 
 /// How the server starts.

@@ -19,7 +19,7 @@ use ring::signature::{
 };
 use serde_json::{Value, json};
 
-use crate::admission::UserInfo;
+use crate::user::UserInfo;
 
 /// The issuer, and the audience tokens get when the request names none (the
 /// `--service-account-issuer` of the recorded cluster).

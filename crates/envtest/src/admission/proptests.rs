@@ -14,7 +14,9 @@ use super::patching;
 use super::review::{ReviewVersion, read_response};
 use super::routes::WebhookRoute;
 use super::transport::HttpResponse;
-use super::validation::{ConfigurationKind, default_configuration, validate_configuration};
+use crate::builtin::validation::webhook_configurations::{
+    ConfigurationKind, default_configuration, validate_configuration,
+};
 
 const KEYS: &[&str] = &[
     "webhooks",

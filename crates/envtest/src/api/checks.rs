@@ -11,9 +11,9 @@ use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::registry::Resource;
 
-use super::app::App;
 use super::decode::is_crd;
 use super::write::WriteCtx;
+use crate::app::App;
 
 /// 404 when the namespace is missing, 403 when it is terminating.
 pub(crate) fn check_namespace_accepts_create(

@@ -8,10 +8,11 @@ use serde_json::Value;
 
 use super::admit;
 use super::{
-    App, WriteCtx, Written, check_namespace_accepts_create, check_type_meta, decode,
-    field_validation, generate_name, internal_no_reason, invalid, type_info, validate_create,
+    WriteCtx, Written, check_namespace_accepts_create, check_type_meta, decode, field_validation,
+    generate_name, invalid, type_info, validate_create,
 };
 use crate::admission::Operation;
+use crate::app::App;
 use crate::builtin;
 use crate::conversion;
 use crate::error::{ApiError, ApiResult};
@@ -63,7 +64,7 @@ pub async fn create(
     }
     ready.obj = conversion::for_storage(app, res, ready.obj).await?;
     let written = store(app, res, ns, ready, ctx)?;
-    conversion::written_for_read(app, res, written).await
+    written.for_read(app, res).await
 }
 
 /// Creates an object without calling admission webhooks: the server's own
@@ -214,7 +215,7 @@ fn store(app: &App, res: &Resource, ns: &str, ready: Ready, ctx: &WriteCtx) -> A
     } = ready;
     if !client_rv.is_empty() {
         super::restore_allocation(app, res, &obj, ctx.opts.dry_run);
-        return Err(internal_no_reason(
+        return Err(ApiError::internal_no_reason(
             "resourceVersion should not be set on objects to be created",
         ));
     }

@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{App, Warnings, Written, admit, not_found, object_details};
-use crate::admission::{Operation, UserInfo};
+use super::{Warnings, Written, admit, not_found, object_details};
+use crate::admission::Operation;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::registry::Resource;
 use crate::request::query::{DeleteOptions, Propagation};
 use crate::store::{Preconditions, WriteError, parse_rv};
+use crate::user::UserInfo;
 
 pub const ORPHAN: &str = "orphan";
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -108,7 +110,7 @@ pub async fn delete(
         match delete_once(app, res, ns, name, opts, &stored) {
             Err(None) => continue,
             Err(Some(e)) => return Err(e),
-            Ok(w) => return crate::conversion::written_for_read(app, res, w).await,
+            Ok(w) => return w.for_read(app, res).await,
         }
     }
 }

@@ -34,16 +34,6 @@ pub(crate) fn conflict(res: &Resource, name: &str) -> ApiError {
     ApiError::stale(&res.group, &res.plural, name)
 }
 
-/// A 500 with no reason, as the storage layer reports some misuse.
-pub(crate) fn internal_no_reason(message: &str) -> ApiError {
-    ApiError {
-        code: 500,
-        reason: String::new(),
-        message: message.to_string(),
-        details: None,
-    }
-}
-
 /// `details` naming an object.
 pub(crate) fn object_details(res: &Resource, name: &str, uid: &str) -> Details {
     Details {

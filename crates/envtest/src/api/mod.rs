@@ -2,6 +2,7 @@
 //! of the store, in the order kube-apiserver runs its steps. The HTTP layer
 //! and the in-process controllers both call these.
 
+pub(crate) mod access_reviews;
 pub mod admit;
 pub mod create;
 pub(crate) mod default_storage_class;
@@ -18,7 +19,6 @@ mod scale_view;
 pub(crate) mod service_account;
 pub(crate) mod storage_limit;
 pub(crate) mod storage_protection;
-mod store_view;
 pub mod update;
 pub(crate) mod update_steps;
 pub mod watch;
@@ -27,18 +27,18 @@ pub mod watch;
 mod tests;
 
 mod alloc;
-mod app;
 mod checks;
 mod decode;
 mod errors;
 mod patched_kind;
 mod write;
 
-pub use app::App;
-
 /// The manager name and event source of the writes kube-apiserver makes
 /// itself (budget status on eviction, quota usage).
 pub const APISERVER: &str = "kube-apiserver";
+/// The manager name and event source of the simulated
+/// kube-controller-manager's writes.
+pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 pub use write::{Warnings, WriteCtx, Written, manager_from_user_agent};
 
 pub(crate) use alloc::{
@@ -49,5 +49,5 @@ pub(crate) use checks::{
     validate_update,
 };
 pub(crate) use decode::{apply_defaults, check_type_meta, decode, field_validation, type_info};
-pub(crate) use errors::{conflict, internal_no_reason, invalid, not_found, object_details};
+pub(crate) use errors::{conflict, invalid, not_found, object_details};
 pub(crate) use write::same_content;

@@ -6,8 +6,9 @@
 use serde_json::{Map, Value, json};
 
 use super::pod_object::{check_preconditions, set_pod_condition};
-use super::{App, WriteCtx, Written, not_found};
+use super::{WriteCtx, Written, not_found};
 use crate::admission::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::registry::Resource;
@@ -124,7 +125,7 @@ pub async fn bind(
         } else {
             format!("[{}]", problems.join(", "))
         };
-        return Err(super::internal_no_reason(&message));
+        return Err(ApiError::internal_no_reason(&message));
     }
     let target = Target {
         ns,
@@ -236,7 +237,7 @@ pub async fn evict(
         .is_some_and(|d| !d.is_empty());
     if ctx.opts.dry_run && !body_dry_run && body_options.is_some_and(|o| o.get("dryRun").is_some())
     {
-        return Err(super::internal_no_reason(
+        return Err(ApiError::internal_no_reason(
             "Non-matching dry-run options in request and content: [All] and []",
         ));
     }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-use super::{App, not_found};
+use super::not_found;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::field_selectors::{FieldSelector, Selectable, field_value};
 use crate::registry::Resource;

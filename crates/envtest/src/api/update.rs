@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::admit;
 use super::update_steps::{Change, Fail, check, check_name_and_namespace, settle, stage, write};
-use super::{App, WriteCtx, Written, check_type_meta, not_found, type_info};
+use super::{WriteCtx, Written, check_type_meta, not_found, type_info};
 use crate::admission::Operation;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::patch::{self, ApplyRequest, PatchType};
@@ -102,7 +103,7 @@ pub(crate) async fn with_retries_admitted(
                 .map_err(created_meanwhile),
         };
         match outcome {
-            Ok(w) => return crate::conversion::written_for_read(app, c.res, w).await,
+            Ok(w) => return w.for_read(app, c.res).await,
             Err(Fail::Api(e)) => return Err(e),
             Err(Fail::Retry) => tokio::task::yield_now().await,
         }

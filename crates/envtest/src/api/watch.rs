@@ -12,8 +12,8 @@ use futures::Stream;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::App;
 use super::read::{Selectors, wait_for_rv};
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::gojson;
 use crate::meta;

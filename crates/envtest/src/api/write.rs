@@ -16,6 +16,17 @@ pub struct Written {
 }
 
 impl Written {
+    /// The answer of a write in the request's version (a custom resource
+    /// converted by its CRD's webhook, if it has one).
+    pub(crate) async fn for_read(
+        mut self,
+        app: &crate::app::App,
+        res: &crate::registry::Resource,
+    ) -> crate::error::ApiResult<Written> {
+        self.body = crate::conversion::for_read(app, res, self.body).await?;
+        Ok(self)
+    }
+
     /// `{"kind": "Status", "status": "Success", "code": 201}`: what a create
     /// that stores nothing of its own answers (pods/binding, pods/eviction).
     pub(crate) fn created_status() -> Written {
@@ -36,7 +47,7 @@ pub struct WriteCtx {
     pub opts: WriteOptions,
     /// Who writes: the administrator, or the user it impersonates (sent to
     /// admission webhooks as `userInfo`).
-    pub user: crate::admission::UserInfo,
+    pub user: crate::user::UserInfo,
     /// Warnings raised on the way (admission webhooks' warnings), sent as
     /// `Warning` headers whether or not the request succeeds.
     pub warnings: Warnings,
@@ -48,7 +59,7 @@ impl WriteCtx {
         WriteCtx {
             manager,
             opts,
-            user: crate::admission::UserInfo::default(),
+            user: crate::user::UserInfo::default(),
             warnings: Warnings::default(),
         }
     }

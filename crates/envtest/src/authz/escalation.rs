@@ -7,11 +7,11 @@
 use serde_json::Value;
 
 use super::{Attributes, Rule, authorize, walk_bindings};
-use crate::admission::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::gofmt::quote;
 use crate::meta;
 use crate::store::Store;
+use crate::user::UserInfo;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const MASTERS: &str = "system:masters";
@@ -87,7 +87,7 @@ pub fn check(store: &Store, user: &UserInfo, write: &Write<'_>) -> ApiResult<()>
                 "ClusterRole" => "clusterroles",
                 "Role" => "roles",
                 other => {
-                    return Err(crate::api::internal_no_reason(&format!(
+                    return Err(crate::error::ApiError::internal_no_reason(&format!(
                         "unsupported role reference kind: {}",
                         quote(other)
                     )));

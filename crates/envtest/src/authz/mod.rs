@@ -6,14 +6,13 @@
 //! is decided from the stored Roles, ClusterRoles and their bindings, so an
 //! operator run as its ServiceAccount is held to the RBAC its project
 //! generates. The `authorization.k8s.io` reviews (`kubectl auth can-i`) are
-//! answered from the same rules (see [`review`]).
+//! answered from the same rules (`api::access_reviews`).
 //!
 //! The bootstrap policy (`crate::bootstrap`) is stored like any other RBAC
 //! object, so discovery, health and self-reviews are allowed to every
 //! authenticated user through its bindings, as on a real cluster.
 
 pub mod escalation;
-pub mod review;
 mod rules;
 
 use std::sync::Arc;
@@ -21,11 +20,11 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, Method};
 use serde_json::Value;
 
-use crate::admission::UserInfo;
 use crate::error::ApiError;
 use crate::request::path::{Route, route};
 use crate::request::query::Query;
 use crate::store::{ResKey, Store};
+use crate::user::UserInfo;
 
 pub use rules::Rule;
 

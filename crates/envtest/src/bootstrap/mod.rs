@@ -14,22 +14,20 @@
 //! matter of milliseconds.
 
 mod cluster;
-pub mod flowcontrol;
-mod rbac;
 
 use std::sync::{Arc, LazyLock};
 
 use anyhow::bail;
 use serde_json::{Value, json};
 
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
 use crate::controllers::APISERVER;
 use crate::meta;
 use crate::store::ResKey;
 
-pub use cluster::is_system_priority_class;
-pub use rbac::policy_objects;
+use crate::bootstrap_policy::{flowcontrol, policy_objects};
 
 const NAMESPACES_AT_START: &[&str] = &["default", "kube-system", "kube-public"];
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -52,7 +50,7 @@ fn store_templates(app: &App) -> anyhow::Result<()> {
     let now = meta::now_rfc3339();
     let aggregated = app
         .controllers
-        .is_on(crate::controllers::selection::Controller::ClusterRoleAggregation);
+        .is_on(crate::controller_selection::Controller::ClusterRoleAggregation);
     for (key, ns, name, template) in &templates.objects {
         // Without the clusterrole-aggregation controller, `admin`, `edit`
         // and `view` keep the empty rules kube-apiserver creates them with.

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::resource_for;
+use crate::api::WriteCtx;
 use crate::api::update_steps::{Change, Fail, update_once, with_retries};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
 use crate::meta;
 use crate::patch::{ApplyRequest, server_side_apply};
 use crate::selectors::LabelSelector;

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{APISERVER, modify, resource_for};
+use super::{APISERVER, modify_without_admission, resource_for};
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
 use crate::meta;
 use crate::store::Event;
 
@@ -167,9 +168,10 @@ pub fn sync(app: &App) {
         }
         if let Some(service) = apiservice.pointer("/spec/service").filter(|s| !s.is_null()) {
             let condition = availability(app, apiservice, service);
-            let _ = modify(app, &res, "", name, Some("status"), APISERVER, |obj| {
-                set_available(obj, &condition)
-            });
+            let _ =
+                modify_without_admission(app, &res, "", name, Some("status"), APISERVER, |obj| {
+                    set_available(obj, &condition)
+                });
         }
     }
 }

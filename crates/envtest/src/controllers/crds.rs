@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{APISERVER, modify, resource_for};
-use crate::api::App;
+use super::{APISERVER, modify_without_admission, resource_for};
 use crate::api::delete::{CRD_CLEANUP, delete_internal};
+use crate::app::App;
 use crate::meta;
 use crate::registry::{CustomResource, Registry, custom_store_key};
 use crate::request::query::DeleteOptions;
@@ -102,7 +102,7 @@ fn accept_names(app: &App, crd: &Value) {
     };
     let conflict = name_conflict(app, crd);
     let name = meta::name(crd).to_string();
-    let _ = modify(app, &res, "", &name, Some("status"), APISERVER, |obj| {
+    let _ = modify_without_admission(app, &res, "", &name, Some("status"), APISERVER, |obj| {
         let now = meta::now_rfc3339();
         let spec_names = obj
             .pointer("/spec/names")
@@ -182,7 +182,7 @@ fn cleanup(app: &App, crd: &Value) {
     };
     // As the apiextensions finalizer does before it deletes anything.
     if !condition_with(crd, "Terminating", "reason", "InstanceDeletionInProgress") {
-        let _ = modify(
+        let _ = modify_without_admission(
             app,
             &crd_res,
             "",
@@ -245,7 +245,7 @@ fn cleanup(app: &App, crd: &Value) {
     }
     // The finalizer goes and, no other being left, the CRD with it: the
     // DELETED event shows the last stored state (deletion in progress).
-    let _ = modify(app, &crd_res, "", meta::name(crd), None, APISERVER, |obj| {
+    let _ = modify_without_admission(app, &crd_res, "", meta::name(crd), None, APISERVER, |obj| {
         let mut f = meta::finalizers(obj);
         let before = f.len();
         f.retain(|x| x != CRD_CLEANUP);

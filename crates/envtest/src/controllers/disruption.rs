@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
 use crate::api::disruption::{
     PDB_KEY, expected_condition, int_at, is_ready, set_allowed_condition, set_condition,
 };
+use crate::app::App;
 use crate::meta;
 use crate::selectors::LabelSelector;
 use crate::store::{Event, ResKey};
@@ -66,7 +66,7 @@ fn sync(app: &App, pdb: &Value, told_no_pods: &mut HashSet<String>) {
     if !pods.is_empty() {
         told_no_pods.remove(&uid);
     } else if told_no_pods.insert(uid) {
-        let involved = crate::workloads::client::reference(pdb);
+        let involved = super::events::reference(pdb);
         super::events::record(
             app,
             COMPONENT,
@@ -337,7 +337,7 @@ fn write_status(app: &App, ns: &str, name: &str, edit: impl Fn(&mut Value)) {
     let Some(res) = resource_for(app, PDB_KEY) else {
         return;
     };
-    let _ = modify(
+    let _ = modify_without_admission(
         app,
         &res,
         ns,

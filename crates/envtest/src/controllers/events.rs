@@ -6,8 +6,10 @@
 use serde_json::{Value, json};
 
 use super::{CONTROLLER_MANAGER, resource_for};
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
+use crate::meta;
 
 /// Records a Warning about `involved` (an ObjectReference) from `component`.
 pub fn record_warning(app: &App, component: &str, involved: Value, reason: &str, message: &str) {
@@ -80,4 +82,20 @@ pub fn record_from_host(
         input,
         &WriteCtx::internal(CONTROLLER_MANAGER),
     );
+}
+
+/// A reference to `obj` for an Event's `involvedObject`.
+pub(crate) fn reference(obj: &Value) -> Value {
+    let mut r = json!({
+        "apiVersion": obj.get("apiVersion").cloned().unwrap_or(Value::Null),
+        "kind": obj.get("kind").cloned().unwrap_or(Value::Null),
+        "name": meta::name(obj),
+        "uid": meta::uid(obj),
+        "resourceVersion": meta::resource_version(obj),
+    });
+    let ns = meta::namespace(obj);
+    if !ns.is_empty() {
+        r["namespace"] = json!(ns);
+    }
+    r
 }

@@ -15,9 +15,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
 use crate::api::delete::{FOREGROUND, ORPHAN, delete_internal};
+use crate::app::App;
 use crate::meta;
 use crate::request::query::{DeleteOptions, Propagation};
 use crate::store::{Event, EventType, ResKey};
@@ -221,9 +221,10 @@ impl GarbageCollector {
             // waiting for their dependents go.
             let gone: Vec<String> = dangling.into_iter().chain(waiting).collect();
             if !gone.is_empty() {
-                let _ = modify(app, &res, ns, name, None, CONTROLLER_MANAGER, |o| {
-                    drop_owner_refs(o, &gone)
-                });
+                let _ =
+                    modify_without_admission(app, &res, ns, name, None, CONTROLLER_MANAGER, |o| {
+                        drop_owner_refs(o, &gone)
+                    });
             }
             return;
         }
@@ -305,14 +306,26 @@ impl GarbageCollector {
             for (dkey, dns, dname) in &deps {
                 if let Some(dres) = resource_for(app, dkey) {
                     let uid_s = vec![uid.to_string()];
-                    let _ = modify(app, &dres, dns, dname, None, CONTROLLER_MANAGER, |o| {
-                        drop_owner_refs(o, &uid_s)
-                    });
+                    let _ = modify_without_admission(
+                        app,
+                        &dres,
+                        dns,
+                        dname,
+                        None,
+                        CONTROLLER_MANAGER,
+                        |o| drop_owner_refs(o, &uid_s),
+                    );
                 }
             }
-            let _ = modify(app, &owner_res, ns, name, None, CONTROLLER_MANAGER, |o| {
-                remove_finalizer(o, ORPHAN)
-            });
+            let _ = modify_without_admission(
+                app,
+                &owner_res,
+                ns,
+                name,
+                None,
+                CONTROLLER_MANAGER,
+                |o| remove_finalizer(o, ORPHAN),
+            );
             return;
         }
         if finalizers.iter().any(|f| f == FOREGROUND) {
@@ -335,9 +348,15 @@ impl GarbageCollector {
                 }
             }
             if blocking == 0 {
-                let _ = modify(app, &owner_res, ns, name, None, CONTROLLER_MANAGER, |o| {
-                    remove_finalizer(o, FOREGROUND)
-                });
+                let _ = modify_without_admission(
+                    app,
+                    &owner_res,
+                    ns,
+                    name,
+                    None,
+                    CONTROLLER_MANAGER,
+                    |o| remove_finalizer(o, FOREGROUND),
+                );
             }
         }
     }

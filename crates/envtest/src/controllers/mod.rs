@@ -23,7 +23,6 @@ mod policy_status;
 mod resource_quota;
 mod root_ca;
 mod sa_tokens;
-pub mod selection;
 mod storage_protection;
 
 use std::sync::Arc;
@@ -33,16 +32,16 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::api::WriteCtx;
 use crate::api::update_steps::{Change, Fail, update_once, with_retries};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::error::ApiResult;
 use crate::registry::Resource;
 use crate::store::{Event, WatchFilter, WatcherTx};
-use selection::Controller;
 
 /// Manager names of the server's own writes, as on a real cluster.
-pub use crate::api::APISERVER;
-pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+pub use crate::api::{APISERVER, CONTROLLER_MANAGER};
 
 struct Controllers {
     app: Arc<App>,
@@ -260,9 +259,12 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
     })
 }
 
-/// Rewrites a stored object with `edit` (retrying on races) as `manager`.
-/// `edit` returns false to leave the object alone.
-pub(crate) fn modify(
+/// Rewrites a stored object with `edit` (retrying on races) as `manager`,
+/// without the admission chain (no plugins, webhooks or policies): one
+/// update attempt as `api::update_steps` makes it. `edit` returns false to
+/// leave the object alone. The workload controllers' writes, which do go
+/// through admission, use `workloads::client::modify_with_admission`.
+pub(crate) fn modify_without_admission(
     app: &App,
     res: &Resource,
     ns: &str,

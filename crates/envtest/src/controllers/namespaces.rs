@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::selection::Controller;
-use super::{CONTROLLER_MANAGER, modify, resource_for};
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
 use crate::api::delete::delete_internal;
-use crate::api::{App, WriteCtx};
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::meta;
 use crate::request::query::DeleteOptions;
 use crate::store::{Event, EventType, Preconditions, ResKey};
@@ -187,7 +188,7 @@ pub fn finalize(app: &App, name: &str) {
     };
     // The conditions are written after every pass (the first one too, when
     // nothing was left), then an empty namespace is finished.
-    let _ = modify(
+    let _ = modify_without_admission(
         app,
         &ns_res,
         "",
@@ -314,7 +315,7 @@ fn finish(app: &App, ns_res: &crate::registry::Resource, name: &str) {
             .delete(&ns_key, "", name, &Preconditions::default());
         return;
     }
-    let _ = modify(
+    let _ = modify_without_admission(
         app,
         ns_res,
         "",

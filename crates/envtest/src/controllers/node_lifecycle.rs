@@ -3,8 +3,8 @@
 //! its unschedulable taint follow its conditions and `spec.unschedulable`
 //! after every change (see [`crate::nodes::condition_taints`]).
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
+use crate::app::App;
 use crate::store::{Event, EventType};
 
 const NODES_KEY: &str = "nodes";
@@ -22,7 +22,7 @@ pub(super) fn on_event(app: &App, ev: &Event) {
     };
     // A Node deleted meanwhile is no longer tainted; nothing else can fail
     // that a later change would not retry.
-    let _ = modify(app, &res, "", &ev.name, None, CONTROLLER_MANAGER, |node| {
+    let _ = modify_without_admission(app, &res, "", &ev.name, None, CONTROLLER_MANAGER, |node| {
         crate::nodes::condition_taints(node)
     });
 }

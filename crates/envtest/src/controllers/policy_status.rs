@@ -7,8 +7,8 @@
 
 use serde_json::{Value, json};
 
-use super::{modify, resource_for};
-use crate::api::App;
+use super::{modify_without_admission, resource_for};
+use crate::app::App;
 use crate::meta;
 use crate::store::Event;
 
@@ -31,7 +31,7 @@ pub fn sync(app: &App) {
         if observed(&policy) == Some(generation) {
             continue;
         }
-        let _ = modify(
+        let _ = modify_without_admission(
             app,
             &res,
             "",

@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
 use crate::api::resource_quota::{Usage, evaluates, quantities, scopes_match, usage_of};
+use crate::app::App;
 use crate::meta;
 use crate::quantity::Quantity;
 use crate::registry::Resource;
@@ -168,7 +168,7 @@ fn sync(app: &App, ns: &str, name: &str) {
     };
     let status = serde_json::json!({"hard": text(&hard), "used": text(&used)});
     // A quota deleted meanwhile is no error; a refused write waits for the next change.
-    let _ = modify(
+    let _ = modify_without_admission(
         app,
         &res,
         ns,

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::selection::Controller;
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
 use crate::api::storage_protection::{PV_FINALIZER, PVC_FINALIZER};
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::meta;
 use crate::store::{Event, EventType, ResKey};
 
@@ -133,7 +133,7 @@ fn set_finalizer(app: &App, key: &str, ns: &str, name: &str, finalizer: &str, ad
     let Some(res) = resource_for(app, key) else {
         return;
     };
-    let _ = modify(app, &res, ns, name, None, CONTROLLER_MANAGER, |obj| {
+    let _ = modify_without_admission(app, &res, ns, name, None, CONTROLLER_MANAGER, |obj| {
         let mut list: Vec<Value> = meta::finalizers(obj).into_iter().map(Value::from).collect();
         let had = list.iter().any(|f| f.as_str() == Some(finalizer));
         if add == had || (add && meta::is_deleting(obj)) {

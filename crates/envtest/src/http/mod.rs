@@ -17,8 +17,8 @@ use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use crate::admission::UserInfo;
-use crate::api::{self, App, WriteCtx, Written};
+use crate::api::{self, WriteCtx, Written};
+use crate::app::App;
 use crate::authz;
 use crate::error::{ApiError, ApiResult};
 use crate::faults;
@@ -30,6 +30,7 @@ use crate::request::negotiate::{self, Accepted, Endpoint, Format, Shape};
 use crate::request::path::{ResourcePath, Route, route};
 use crate::request::query::{self, Query};
 use crate::table::{IncludeObject, table};
+use crate::user::UserInfo;
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
@@ -441,7 +442,7 @@ async fn resource(
     if crate::component_statuses::is_component_statuses(&res.group, &res.plural) {
         return component_statuses::serve(app, call, (p, q), &res);
     }
-    if authz::review::is_review(&res) {
+    if api::access_reviews::is_review(&res) {
         return review(app, call, body, (p, q), &res, &ns).await;
     }
     if sub == Some("token") {
@@ -504,7 +505,7 @@ async fn resource(
             let acc = call.negotiate(endpoint)?;
             if sub == Some("scale") {
                 let scale = api::scale::get(app, &res, &ns, &name)?;
-                let body = negotiate::object_metadata(&res, &scale, &acc.shape)
+                let body = crate::table::object_metadata(&res, &scale, &acc.shape)
                     .transpose()?
                     .unwrap_or(scale);
                 return Ok(respond::object(200, &body, &acc, &[]));
@@ -651,7 +652,7 @@ async fn resource(
                             .map(|items| items.iter().cloned().map(Arc::new).collect::<Vec<_>>());
                         let list_meta = doc.get("metadata").cloned().unwrap_or(json!({}));
                         let metadata = items.and_then(|items| {
-                            negotiate::list_metadata(&res, list_meta, &items, &acc.shape)
+                            crate::table::list_metadata(&res, list_meta, &items, &acc.shape)
                         });
                         match metadata.transpose()? {
                             Some(body) => Ok(body),
@@ -711,7 +712,7 @@ async fn review(
             crate::authn::token_request(app, ns, name, decoded.value, &manager)?
         }
         (false, "TokenReview") => crate::authn::token_review(app, decoded.value, &manager)?,
-        _ => authz::review::answer(&app.store, res, ns, user, decoded.value, &manager)?,
+        _ => api::access_reviews::answer(&app.store, res, ns, user, decoded.value, &manager)?,
     };
     Ok(respond::object(201, &answer, &acc, &[]))
 }
@@ -768,7 +769,7 @@ fn transform_object(
     acc: &Accepted,
     q: &Query,
 ) -> ApiResult<Arc<Value>> {
-    if let Some(metadata) = negotiate::object_metadata(res, obj, &acc.shape) {
+    if let Some(metadata) = crate::table::object_metadata(res, obj, &acc.shape) {
         return metadata.map(Arc::new);
     }
     match &acc.shape {
@@ -807,7 +808,7 @@ fn list_response(
                 },
             )
         }
-        shape => match negotiate::list_metadata(res, list_meta(), &[], shape) {
+        shape => match crate::table::list_metadata(res, list_meta(), &[], shape) {
             Some(head) => {
                 let Shape::PartialObjectMetadataList(v) = shape else {
                     return head.map(|h| respond::object(200, &h, acc, &[]));

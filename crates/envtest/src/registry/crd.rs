@@ -72,7 +72,7 @@ pub struct CustomResource {
     pub established: bool,
     pub terminating: bool,
     /// `spec.conversion`: how objects change version.
-    pub conversion: crate::conversion::Strategy,
+    pub conversion: super::Strategy,
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
@@ -214,7 +214,7 @@ impl CustomResource {
             versions,
             established,
             terminating: crate::meta::is_deleting(crd),
-            conversion: crate::conversion::Strategy::from_spec(crate::meta::name(crd), &spec),
+            conversion: super::Strategy::from_spec(crate::meta::name(crd), &spec),
         }
     }
 
@@ -257,7 +257,7 @@ impl CustomResource {
     /// So a field the storage version lacks never reads back, and a default
     /// added to a schema shows on objects stored before. With a conversion
     /// webhook the object stays in its version: the API operations convert it
-    /// ([`crate::conversion::for_read`]).
+    /// (`conversion::for_read`).
     pub fn read_as(&self, stored: &Value, version: &str) -> Value {
         let stored_version = crate::meta::split_api_version(
             stored
@@ -291,7 +291,7 @@ impl CustomResource {
     /// version) stores: the storage version's apiVersion, and only the
     /// fields that version's schema keeps. With a conversion webhook the
     /// object is stored in the version it is in: the API operations convert
-    /// it first ([`crate::conversion::for_storage`]).
+    /// it first (`conversion::for_storage`).
     pub fn storage_form(&self, obj: Value, version: &str) -> Value {
         if version == self.storage_version || self.conversion.webhook().is_some() {
             return obj;

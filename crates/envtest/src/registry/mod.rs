@@ -4,6 +4,7 @@
 //! atomically (readers keep the `Arc` they took).
 
 pub mod crd;
+mod crd_conversion;
 pub mod discovery;
 
 use std::collections::HashMap;
@@ -16,6 +17,7 @@ use crate::schema::Structural;
 use crate::store::ResKey;
 
 pub use crd::{CustomResource, PrinterColumn, ScalePaths};
+pub(crate) use crd_conversion::{Strategy, Webhook};
 
 /// Where a served resource's behaviour comes from.
 #[derive(Debug, Clone)]
@@ -217,7 +219,7 @@ impl Resource {
             Some(custom) => custom.storage_form(obj, &self.version),
             None => {
                 let mut obj = obj;
-                type_meta_first(&mut obj);
+                crate::meta::type_meta_first(&mut obj);
                 obj
             }
         }
@@ -229,34 +231,7 @@ pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
         map.insert("apiVersion".into(), Value::String(api_version.to_string()));
         map.insert("kind".into(), Value::String(kind.to_string()));
     }
-    type_meta_first(obj);
-}
-
-/// Puts `kind`, `apiVersion` and `metadata` first, in that order, as Go's
-/// encoder writes a built-in object (its `TypeMeta` fields, then
-/// `ObjectMeta`); the other fields keep their order. Clients that report
-/// decode errors by column (kube-rs) then point where they would on a
-/// cluster. Custom resources are maps in Go and keep sorted keys.
-pub fn type_meta_first(obj: &mut Value) {
-    let Value::Object(map) = obj else {
-        return;
-    };
-    let firsts = ["kind", "apiVersion", "metadata"];
-    let in_order = map
-        .keys()
-        .zip(firsts.iter().filter(|k| map.contains_key(**k)))
-        .all(|(a, b)| a == b);
-    if in_order {
-        return;
-    }
-    let mut ordered = serde_json::Map::with_capacity(map.len());
-    for key in firsts {
-        if let Some(v) = map.shift_remove(key) {
-            ordered.insert(key.to_string(), v);
-        }
-    }
-    ordered.append(map);
-    *map = ordered;
+    crate::meta::type_meta_first(obj);
 }
 
 /// Whether `group/version` `kind` is a built-in kind this server knows.

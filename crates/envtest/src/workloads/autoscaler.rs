@@ -10,7 +10,7 @@ use super::client::{
     self, CONTROLLER_MANAGER, ConditionStyle, DEPLOYMENTS, REPLICASETS, REPLICATIONCONTROLLERS,
     STATEFULSETS,
 };
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -212,7 +212,7 @@ pub async fn reconcile(
     };
     if let Some(reason) = rescale_reason {
         let target_key = target_store(&target_ref).unwrap_or(DEPLOYMENTS);
-        client::modify(
+        client::modify_with_admission(
             app,
             target_key,
             ns,

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create};
 use crate::api::update::{Attempt, with_retries_admitted};
 use crate::api::update_steps::{Change, Fail};
-use crate::api::{App, WriteCtx};
-use crate::controllers::resource_for;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::registry::Resource;
@@ -58,7 +58,12 @@ pub fn pod_controller_source(kind: &str) -> &'static str {
     }
 }
 pub const SCHEDULER: &str = "default-scheduler";
-pub const CONTROLLER_MANAGER: &str = crate::controllers::CONTROLLER_MANAGER;
+pub use crate::api::CONTROLLER_MANAGER;
+
+/// The served resource for a storage key (`apps/deployments`).
+fn resource_for(app: &App, key: &str) -> Option<Arc<Resource>> {
+    app.registry.load().by_store_key(key)
+}
 
 pub fn resource(app: &App, key: &str) -> ApiResult<Arc<Resource>> {
     resource_for(app, key).ok_or_else(|| ApiError::internal(format!("{key} is not served")))
@@ -117,7 +122,7 @@ pub async fn write_status(
     name: &str,
     edit: impl Fn(&Value, &mut serde_json::Map<String, Value>),
 ) -> ApiResult<()> {
-    modify(
+    modify_with_admission(
         app,
         key,
         ns,
@@ -143,9 +148,11 @@ pub async fn write_status(
 }
 
 /// Rewrites an object (or its `status` when `sub` says so) with `edit`,
-/// retrying on races and calling the admission webhooks. `edit` returns
+/// retrying on races, through the admission chain (plugins, webhooks,
+/// policies) as a client's update; `controllers::modify_without_admission`
+/// is the same edit without it. `edit` returns
 /// false to leave the object alone; a missing object is no error.
-pub async fn modify(
+pub async fn modify_with_admission(
     app: &App,
     key: &str,
     ns: &str,
@@ -232,25 +239,16 @@ fn delete_with_grace(
     }
 }
 
-/// A reference to `obj` for an Event's `involvedObject`.
-pub fn reference(obj: &Value) -> Value {
-    let mut r = json!({
-        "apiVersion": obj.get("apiVersion").cloned().unwrap_or(Value::Null),
-        "kind": obj.get("kind").cloned().unwrap_or(Value::Null),
-        "name": meta::name(obj),
-        "uid": meta::uid(obj),
-        "resourceVersion": meta::resource_version(obj),
-    });
-    let ns = meta::namespace(obj);
-    if !ns.is_empty() {
-        r["namespace"] = json!(ns);
-    }
-    r
-}
-
 /// Records a Normal or Warning Event about `obj` from `component`.
 pub fn event(app: &App, component: &str, obj: &Value, kind: &str, reason: &str, message: &str) {
-    crate::controllers::events::record(app, component, reference(obj), kind, reason, message);
+    crate::controllers::events::record(
+        app,
+        component,
+        crate::controllers::events::reference(obj),
+        kind,
+        reason,
+        message,
+    );
 }
 
 /// An owner reference naming `owner` as the controller.

@@ -26,7 +26,7 @@ use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, CRONJOBS, JOBS};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 

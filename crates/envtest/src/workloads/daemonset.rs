@@ -18,7 +18,7 @@ use super::client::{self, DAEMONSETS, NODES, PODS};
 use super::revisions;
 use super::scheduler::{UNSCHEDULABLE_TAINT, selects, tolerated};
 use super::{ownership, pods};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 

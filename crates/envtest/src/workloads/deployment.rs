@@ -15,8 +15,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ConditionStyle, DEPLOYMENTS, REPLICASETS};
-use super::{ownership, pods};
-use crate::api::App;
+use super::{ownership, pods, template_hash};
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -24,34 +24,6 @@ pub const HASH_LABEL: &str = "pod-template-hash";
 pub const REVISION: &str = "deployment.kubernetes.io/revision";
 const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
 const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
-
-/// Go's `rand.SafeEncodeString` alphabet (no vowels, no confusable digits).
-const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-/// A hash of the same form as the pod-template-hash, for templates
-/// [`super::template_hash`] cannot print as Go (FNV-32a of the JSON).
-pub fn template_hash(template: &Value, collisions: i64) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    let mut feed = |bytes: &[u8]| {
-        for b in bytes {
-            hash ^= u32::from(*b);
-            hash = hash.wrapping_mul(0x0100_0193);
-        }
-    };
-    feed(template.to_string().as_bytes());
-    if collisions > 0 {
-        feed(collisions.to_string().as_bytes());
-    }
-    safe_encode(hash)
-}
-
-/// apimachinery's `rand.SafeEncodeString` of a hash's decimal form.
-pub fn safe_encode(hash: u32) -> String {
-    hash.to_string()
-        .bytes()
-        .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)
-        .collect()
-}
 
 fn replicas(obj: &Value) -> i64 {
     client::int_at(obj, &["spec", "replicas"]).unwrap_or(1)
@@ -176,7 +148,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
             Some(rs) if revision(rs) <= max_old_revision => {
                 // A rollback to an older template makes its ReplicaSet the newest revision.
                 let next = (max_old_revision + 1).to_string();
-                client::modify(
+                client::modify_with_admission(
                     app,
                     REPLICASETS,
                     ns,
@@ -219,8 +191,8 @@ async fn create_new(
         .unwrap_or_default();
     // kube-controller-manager's hash where the template prints as Go's
     // struct would; otherwise one of the same form.
-    let hash = super::template_hash::pod_template_hash(&template, collision_count)
-        .unwrap_or_else(|| template_hash(&template, collisions));
+    let hash = template_hash::pod_template_hash(&template, collision_count)
+        .unwrap_or_else(|| template_hash::json_template_hash(&template, collisions));
     let name = format!("{}-{hash}", meta::name(d));
     let mut rs_template = template.clone();
     meta::set_path(
@@ -289,7 +261,7 @@ async fn create_new(
         }
         Err(e) if e.code == 409 => {
             // A ReplicaSet of that name with another template: count the collision and try again.
-            client::modify(
+            client::modify_with_admission(
                 app,
                 DEPLOYMENTS,
                 meta::namespace(d),
@@ -338,7 +310,7 @@ async fn scale(app: &App, d: &Value, rs: &Value, to: i64) -> ApiResult<()> {
     if from == to && annotated(rs, DESIRED, &desired) && annotated(rs, MAX_REPLICAS, &max) {
         return Ok(());
     }
-    client::modify(
+    client::modify_with_admission(
         app,
         REPLICASETS,
         meta::namespace(rs),
@@ -548,7 +520,7 @@ async fn write_status(
     // The revision annotation goes with the status, through `/status` (as
     // kube-controller-manager writes it: no new generation).
     let rev = revision_of_new.filter(|r| *r > 0).map(|r| r.to_string());
-    client::modify(
+    client::modify_with_admission(
         app,
         DEPLOYMENTS,
         ns,
@@ -619,18 +591,6 @@ fn older_than(cond: &Value, seconds: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hashes_use_the_safe_alphabet_and_change_with_the_template() {
-        let a = template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 0);
-        let b = template_hash(&json!({"spec": {"containers": [{"image": "nginx:2"}]}}), 0);
-        assert_ne!(a, b);
-        assert!(a.bytes().all(|c| SAFE_ALPHABET.contains(&c)));
-        assert_ne!(
-            a,
-            template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 1)
-        );
-    }
 
     #[test]
     fn surge_rounds_up_and_unavailable_rounds_down() {

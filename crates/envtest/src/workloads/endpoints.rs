@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ENDPOINTS, PODS, SERVICES};
 use super::pods;
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -265,7 +265,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<()> {
     {
         return Ok(());
     }
-    client::modify(app, ENDPOINTS, ns, name, None, CONTROLLER_MANAGER, |ep| {
+    client::modify_with_admission(app, ENDPOINTS, ns, name, None, CONTROLLER_MANAGER, |ep| {
         meta::set_path(ep, &["metadata", "labels"], json!(labels));
         meta::set_path(
             ep,

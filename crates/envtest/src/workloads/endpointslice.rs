@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ENDPOINTSLICES, NODES, SERVICES};
 use super::endpoints::{self, Backend, TRIGGER_TIME};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -193,7 +193,7 @@ async fn write(
         return Ok(());
     }
     let (ns, name) = (meta::namespace(slice), meta::name(slice));
-    client::modify(
+    client::modify_with_admission(
         app,
         ENDPOINTSLICES,
         ns,

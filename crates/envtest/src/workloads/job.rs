@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ConditionStyle, JOBS, PODS};
 use super::{ownership, pods};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -95,7 +95,7 @@ fn parse_ranges(text: &str) -> BTreeSet<i64> {
 /// Removes the tracking finalizer, as the Job controller patches it away.
 async fn release(app: &App, pod: &Value) -> ApiResult<()> {
     let uid = meta::uid(pod).to_string();
-    client::modify(
+    client::modify_with_admission(
         app,
         PODS,
         meta::namespace(pod),
@@ -407,7 +407,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         }
     };
     let counted = (counted_succeeded, counted_failed);
-    client::modify(
+    client::modify_with_admission(
         app,
         JOBS,
         ns,
@@ -451,7 +451,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         && uncounted_succeeded.is_empty()
         && uncounted_failed.is_empty()
         && still_terminating == 0;
-    client::modify(
+    client::modify_with_admission(
         app,
         JOBS,
         ns,

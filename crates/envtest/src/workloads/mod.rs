@@ -47,8 +47,8 @@ use tokio::time::Instant;
 
 pub use config::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 
-use crate::api::App;
-use crate::controllers::selection::Controller;
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
 use client::{
@@ -661,7 +661,7 @@ impl Engine {
                     *counter += 1;
                 }
                 let expected_uid = uid.clone();
-                let written = client::modify(
+                let written = client::modify_with_admission(
                     &self.app,
                     PODS,
                     ns,
@@ -683,7 +683,7 @@ impl Engine {
                         &self.app,
                         client::KUBELET,
                         node_name,
-                        client::reference(&pod),
+                        crate::controllers::events::reference(&pod),
                         kind,
                         reason,
                         &message,

@@ -25,8 +25,8 @@ use super::client::{self, CONTROLLER_MANAGER, NODES, PODS};
 use super::config::Timing;
 use super::nodes::{self, KubeletMode};
 use super::scheduler;
-use crate::api::App;
-use crate::controllers::selection::Controller;
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -81,7 +81,7 @@ pub async fn kubelet_health(
             return Ok(None);
         }
         let now = meta::now_rfc3339();
-        client::modify(
+        client::modify_with_admission(
             app,
             NODES,
             "",
@@ -114,7 +114,7 @@ pub async fn kubelet_health(
         return Ok(None);
     }
     let now = meta::now_rfc3339();
-    client::modify(
+    client::modify_with_admission(
         app,
         NODES,
         "",
@@ -206,7 +206,7 @@ async fn mark_pod_not_ready(app: &App, pod: &Value) -> ApiResult<()> {
     }
     let uid = meta::uid(pod).to_string();
     let now = meta::now_rfc3339();
-    client::modify(
+    client::modify_with_admission(
         app,
         PODS,
         meta::namespace(pod),
@@ -334,7 +334,7 @@ async fn disrupt(app: &App, pod: &Value, reason: &str, message: &str) -> ApiResu
     let uid = meta::uid(pod).to_string();
     let cond =
         json!({"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message});
-    client::modify(
+    client::modify_with_admission(
         app,
         PODS,
         meta::namespace(pod),

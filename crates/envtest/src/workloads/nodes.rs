@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::client::{self, KUBELET, LEASES, NAMESPACES, NODES};
 use super::config::NodeSpec;
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -133,7 +133,7 @@ async fn ensure_lease_namespace(app: &App) -> ApiResult<()> {
     }
     let ns =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}});
-    match client::create_object(app, NAMESPACES, "", ns, crate::controllers::APISERVER).await {
+    match client::create_object(app, NAMESPACES, "", ns, crate::api::APISERVER).await {
         Ok(_) => Ok(()),
         Err(e) if e.code == 409 => Ok(()),
         Err(e) => Err(e),
@@ -152,7 +152,7 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
         ..crate::nodes::Registration::default()
     };
     let now = meta::now_rfc3339();
-    client::modify(
+    client::modify_with_admission(
         app,
         NODES,
         "",
@@ -174,10 +174,18 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
 pub async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
     let now = micro_time();
     if client::get(app, LEASES, LEASE_NAMESPACE, node).is_some() {
-        return client::modify(app, LEASES, LEASE_NAMESPACE, node, None, KUBELET, |lease| {
-            lease["spec"]["renewTime"] = json!(now);
-            true
-        })
+        return client::modify_with_admission(
+            app,
+            LEASES,
+            LEASE_NAMESPACE,
+            node,
+            None,
+            KUBELET,
+            |lease| {
+                lease["spec"]["renewTime"] = json!(now);
+                true
+            },
+        )
         .await;
     }
     let Some(owner) = client::get(app, NODES, "", node) else {

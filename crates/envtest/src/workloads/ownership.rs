@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::selectors::LabelSelector;
@@ -89,7 +89,7 @@ async fn adopt(
 ) -> ApiResult<Option<Arc<Value>>> {
     let uid = meta::uid(obj).to_string();
     let reference = client::controller_ref(owner);
-    client::modify(
+    client::modify_with_admission(
         app,
         claim.key,
         meta::namespace(obj),
@@ -128,7 +128,7 @@ async fn adopt(
 /// Removes `owner`'s reference from `obj`.
 async fn release(app: &App, key: &str, owner: &Value, obj: &Value) -> ApiResult<()> {
     let (uid, owner_uid) = (meta::uid(obj).to_string(), meta::uid(owner).to_string());
-    client::modify(
+    client::modify_with_admission(
         app,
         key,
         meta::namespace(obj),

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::client::{self, PODS, REPLICASETS, REPLICATIONCONTROLLERS};
 use super::{ownership, pods};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::selectors::LabelSelector;
@@ -31,8 +31,8 @@ impl Replicated {
     }
 
     /// The kube-controller-manager controller that runs it.
-    pub fn controller(self) -> crate::controllers::selection::Controller {
-        use crate::controllers::selection::Controller;
+    pub fn controller(self) -> crate::controller_selection::Controller {
+        use crate::controller_selection::Controller;
         match self {
             Replicated::ReplicaSet => Controller::ReplicaSet,
             Replicated::ReplicationController => Controller::ReplicationController,

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, CONTROLLERREVISIONS};
-use super::deployment::safe_encode;
-use crate::api::App;
+use super::template_hash::safe_encode;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -106,7 +106,7 @@ pub async fn update_revision(app: &App, owner: &Value) -> ApiResult<(Arc<Value>,
         }
         // A template used before (a rollback): its revision becomes the newest.
         let (ns, name) = (meta::namespace(same), meta::name(same));
-        client::modify(
+        client::modify_with_admission(
             app,
             CONTROLLERREVISIONS,
             ns,

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, ConditionStyle, NODES, PODS, SCHEDULER};
-use crate::api::{App, WriteCtx};
+use crate::api::WriteCtx;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::quantity::{Quantity, from_json};
@@ -348,7 +349,7 @@ async fn report_unschedulable(app: &App, pod: &Value, message: &str) -> ApiResul
         return Ok(());
     }
     let (ns, name) = (meta::namespace(pod), meta::name(pod));
-    client::modify(app, PODS, ns, name, Some("status"), SCHEDULER, |p| {
+    client::modify_with_admission(app, PODS, ns, name, Some("status"), SCHEDULER, |p| {
         if !is_pending(p) {
             return false;
         }

@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 use super::client::{self, CONTROLLER_MANAGER, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS};
 use super::revisions;
 use super::{ownership, pods};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 

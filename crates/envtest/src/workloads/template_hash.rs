@@ -83,7 +83,7 @@ pub fn pod_template_hash(template: &Value, collision_count: Option<i64>) -> Opti
         hash ^= u32::from(b);
         hash = hash.wrapping_mul(0x0100_0193);
     }
-    Some(super::deployment::safe_encode(hash))
+    Some(safe_encode(hash))
 }
 
 /// How `reflect.Type.String()` names a Go type of the table.
@@ -348,9 +348,49 @@ fn parse_quantity(text: &str) -> Option<(i64, i32, &str, &'static str)> {
     Some((result, scale, if canonical { text } else { "" }, format))
 }
 
+/// Go's `rand.SafeEncodeString` alphabet (no vowels, no confusable digits).
+const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// A hash of the same form as the pod-template-hash, for templates
+/// [`pod_template_hash`] cannot print as Go (FNV-32a of the JSON).
+pub fn json_template_hash(template: &Value, collisions: i64) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
+    let mut feed = |bytes: &[u8]| {
+        for b in bytes {
+            hash ^= u32::from(*b);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+    };
+    feed(template.to_string().as_bytes());
+    if collisions > 0 {
+        feed(collisions.to_string().as_bytes());
+    }
+    safe_encode(hash)
+}
+
+/// apimachinery's `rand.SafeEncodeString` of a hash's decimal form.
+pub(super) fn safe_encode(hash: u32) -> String {
+    hash.to_string()
+        .bytes()
+        .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hashes_use_the_safe_alphabet_and_change_with_the_template() {
+        let a = json_template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 0);
+        let b = json_template_hash(&json!({"spec": {"containers": [{"image": "nginx:2"}]}}), 0);
+        assert_ne!(a, b);
+        assert!(a.bytes().all(|c| SAFE_ALPHABET.contains(&c)));
+        assert_ne!(
+            a,
+            json_template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 1)
+        );
+    }
     use serde_json::json;
 
     /// The template of the Deployment kube-controller-manager v1.32 named

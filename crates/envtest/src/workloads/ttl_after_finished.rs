@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::client::{self, JOBS};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::request::query::{DeleteOptions, Propagation};

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::client::{
     self, CONTROLLER_MANAGER, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS, STORAGECLASSES,
 };
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::quantity::from_json;
@@ -281,7 +281,7 @@ async fn annotate_provisioner(
     node: &str,
 ) -> ApiResult<()> {
     let (ns, claim_name) = (meta::namespace(claim), meta::name(claim));
-    client::modify(
+    client::modify_with_admission(
         app,
         PERSISTENTVOLUMECLAIMS,
         ns,
@@ -405,7 +405,7 @@ async fn bind(app: &App, claim: &Value, pv: &Value) -> ApiResult<()> {
     let by_controller = meta::get_path(pv, &["spec", "claimRef"]).is_none_or(Value::is_null);
     if by_controller || ref_uid.is_empty() {
         let cref = claim_ref(claim);
-        client::modify(
+        client::modify_with_admission(
             app,
             PERSISTENTVOLUMES,
             "",
@@ -427,7 +427,7 @@ async fn bind(app: &App, claim: &Value, pv: &Value) -> ApiResult<()> {
         .await?;
     }
     if client::str_at(pv, &["status", "phase"]) != "Bound" {
-        client::modify(
+        client::modify_with_admission(
             app,
             PERSISTENTVOLUMES,
             "",
@@ -440,7 +440,7 @@ async fn bind(app: &App, claim: &Value, pv: &Value) -> ApiResult<()> {
     }
     let (ns, name) = (meta::namespace(claim), meta::name(claim));
     let pre_bound = !client::str_at(claim, &["spec", "volumeName"]).is_empty();
-    client::modify(
+    client::modify_with_admission(
         app,
         PERSISTENTVOLUMECLAIMS,
         ns,
@@ -471,7 +471,7 @@ async fn bind(app: &App, claim: &Value, pv: &Value) -> ApiResult<()> {
         .cloned()
         .unwrap_or_default();
     let modes = access_modes(pv);
-    client::modify(
+    client::modify_with_admission(
         app,
         PERSISTENTVOLUMECLAIMS,
         ns,
@@ -511,7 +511,7 @@ pub async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
     let ref_name = client::str_at(&pv, &["spec", "claimRef", "name"]);
     if ref_name.is_empty() {
         if client::str_at(&pv, &["status", "phase"]) != "Available" {
-            client::modify(
+            client::modify_with_admission(
                 app,
                 PERSISTENTVOLUMES,
                 "",
@@ -535,7 +535,7 @@ pub async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
     }
     // Released first (the pv-protection finalizer holds a Bound volume),
     // then reclaimed: deleted when it was provisioned here with `Delete`.
-    client::modify(
+    client::modify_with_admission(
         app,
         PERSISTENTVOLUMES,
         "",

@@ -29,9 +29,8 @@
 //! - Audit annotations are evaluated (their errors count) but not recorded.
 //! - No runtime cost budget.
 
-mod evaluate;
+pub(crate) mod evaluate;
 mod matching;
-mod validation;
 
 #[cfg(test)]
 mod tests;
@@ -48,8 +47,6 @@ use crate::schema::celvalues::untyped;
 use crate::selectors::LabelSelector;
 use evaluate::{Denial, Input, PolicyCel};
 use matching::MatchResources;
-
-pub use validation::{default_binding, default_policy, validate_binding, validate_policy};
 
 /// What policies need to know about the cluster besides namespace labels.
 pub trait PolicyCluster: ClusterView {

@@ -114,7 +114,7 @@ pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<S
     nil_for_absent_lists(&mut out, &obj);
     integral_floats(&mut out);
     normalize::go_zero_values(kind, &mut out);
-    crate::registry::type_meta_first(&mut out);
+    crate::meta::type_meta_first(&mut out);
     Ok((out, report.unknown))
 }
 

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::builtin::KindInfo;
-pub(crate) use crate::table::human_duration;
+use crate::duration::{age, human_duration};
 
 fn timestamp(value: Option<&Value>) -> Option<jiff::Timestamp> {
     value.and_then(Value::as_str).and_then(|s| s.parse().ok())
@@ -11,10 +11,7 @@ fn timestamp(value: Option<&Value>) -> Option<jiff::Timestamp> {
 
 /// `translateTimestampSince`: `<unknown>` for a zero time.
 fn since(value: Option<&Value>, now: jiff::Timestamp) -> String {
-    match timestamp(value) {
-        Some(t) => human_duration(now.as_second() - t.as_second()),
-        None => "<unknown>".into(),
-    }
+    age(value.and_then(Value::as_str), now)
 }
 
 fn s<'a>(obj: &'a Value, pointer: &str) -> &'a str {

@@ -13,7 +13,7 @@ pub(super) fn priority_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let name = crate::meta::name(obj);
     if old.is_none()
         && name.starts_with("system-")
-        && !crate::bootstrap::is_system_priority_class(name)
+        && !crate::bootstrap_policy::is_system_priority_class(name)
     {
         causes.push(Cause::forbidden(
             "metadata.name",
@@ -139,42 +139,6 @@ pub(super) fn storage_class(obj: &Value) -> Vec<Cause> {
     Vec::new()
 }
 
-/// Go's `%#v` of a `resource.Quantity` parsed from `text` whose cached
-/// string is `canonical` (what field errors print for a quantity).
-pub(super) fn go_quantity(text: &str, canonical: &str) -> String {
-    let trimmed = text.trim();
-    let split = trimmed
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(trimmed.len());
-    let (number, suffix) = trimmed.split_at(split);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    let digits: i64 = format!("{whole}{fraction}")
-        .trim_start_matches('+')
-        .parse()
-        .unwrap_or(0);
-    let binary = |power: u32| digits.checked_mul(1i64 << (10 * power));
-    let decimal = |exp: i32| Some((digits, exp - fraction.len() as i32));
-    let (amount, format) = match suffix {
-        "Ki" => (binary(1).map(|v| (v, 0)), "BinarySI"),
-        "Mi" => (binary(2).map(|v| (v, 0)), "BinarySI"),
-        "Gi" => (binary(3).map(|v| (v, 0)), "BinarySI"),
-        "Ti" => (binary(4).map(|v| (v, 0)), "BinarySI"),
-        "n" => (decimal(-9), "DecimalSI"),
-        "u" => (decimal(-6), "DecimalSI"),
-        "m" => (decimal(-3), "DecimalSI"),
-        "" => (decimal(0), "DecimalSI"),
-        "k" => (decimal(3), "DecimalSI"),
-        "M" => (decimal(6), "DecimalSI"),
-        "G" => (decimal(9), "DecimalSI"),
-        "T" => (decimal(12), "DecimalSI"),
-        _ => (decimal(0), "DecimalExponent"),
-    };
-    let (value, scale) = amount.unwrap_or((0, 0));
-    format!(
-        "resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{canonical:?}, Format:{format:?}}}"
-    )
-}
-
 /// One resource's quantity of a LimitRange item's map.
 struct Limit<'a> {
     text: &'a str,
@@ -187,7 +151,7 @@ impl Limit<'_> {
     }
 
     fn go(&self) -> String {
-        go_quantity(self.text, &self.shown())
+        super::gofmt::go_quantity(self.text, &self.shown())
     }
 }
 
@@ -323,7 +287,7 @@ pub(super) fn limit_range(obj: &Value) -> Vec<Cause> {
 pub(super) fn runtime_class(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let handler = obj.get("handler").and_then(Value::as_str).unwrap_or("");
-    for msg in super::names::name_is_dns_label(handler, false) {
+    for msg in crate::name_rules::name_is_dns_label(handler, false) {
         causes.push(Cause::invalid(
             "handler",
             &Value::String(handler.into()),
@@ -389,7 +353,7 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or("");
     // validateIngressTypedLocalObjectReference.
     if let Some(group) = params.get("apiGroup").and_then(Value::as_str) {
-        for msg in super::names::is_dns1123_subdomain(group) {
+        for msg in crate::name_rules::is_dns1123_subdomain(group) {
             causes.push(Cause::invalid(
                 format!("{path}.apiGroup"),
                 &Value::String(group.into()),
@@ -404,7 +368,7 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 &format!("{key} is required"),
             ));
         }
-        for msg in super::names::is_valid_path_segment(text(key)) {
+        for msg in crate::name_rules::is_valid_path_segment(text(key)) {
             causes.push(Cause::invalid(
                 format!("{path}.{key}"),
                 &Value::String(text(key).into()),
@@ -421,7 +385,7 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 "`parameters.scope` is set to 'Namespace'",
             )),
             Some(ns) => {
-                for msg in super::names::is_dns1123_label(ns) {
+                for msg in crate::name_rules::is_dns1123_label(ns) {
                     causes.push(Cause::invalid(
                         format!("{path}.namespace"),
                         &Value::String(ns.into()),
@@ -462,7 +426,7 @@ fn domain_prefixed_path(field: &str, value: &str) -> Vec<Cause> {
             "must be a domain-prefixed path (such as \"acme.io/foo\")",
         )];
     };
-    let mut causes: Vec<Cause> = super::names::is_dns1123_subdomain(host)
+    let mut causes: Vec<Cause> = crate::name_rules::is_dns1123_subdomain(host)
         .iter()
         .map(|msg| invalid(host, msg))
         .collect();
@@ -473,7 +437,7 @@ fn domain_prefixed_path(field: &str, value: &str) -> Vec<Cause> {
     if !valid {
         causes.push(invalid(
             path,
-            &super::names::regex_error("must be a valid path", HTTP_PATH_FMT, &[]),
+            &crate::name_rules::regex_error("must be a valid path", HTTP_PATH_FMT, &[]),
         ));
     }
     causes

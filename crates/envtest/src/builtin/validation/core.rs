@@ -5,10 +5,10 @@ use serde_json::Value;
 
 use super::gofmt::{self, too_long};
 use super::meta;
-use super::names::{
+use crate::error::Cause;
+use crate::name_rules::{
     is_config_map_key, is_dns1123_subdomain, is_qualified_name, name_is_dns_subdomain,
 };
-use crate::error::Cause;
 
 /// ConfigMap and Secret payloads are limited to 1 MiB.
 const MAX_SECRET_SIZE: usize = 1024 * 1024;

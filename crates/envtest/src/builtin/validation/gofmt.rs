@@ -76,3 +76,39 @@ pub(crate) fn too_long(field: impl Into<String>, max: usize) -> Cause {
 pub(crate) fn immutable(field: impl Into<String>, rendered: &str) -> Cause {
     invalid_raw(field, rendered, "field is immutable")
 }
+
+/// Go's `%#v` of a `resource.Quantity` parsed from `text` whose cached
+/// string is `canonical` (what field errors print for a quantity).
+pub(super) fn go_quantity(text: &str, canonical: &str) -> String {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(trimmed.len());
+    let (number, suffix) = trimmed.split_at(split);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits: i64 = format!("{whole}{fraction}")
+        .trim_start_matches('+')
+        .parse()
+        .unwrap_or(0);
+    let binary = |power: u32| digits.checked_mul(1i64 << (10 * power));
+    let decimal = |exp: i32| Some((digits, exp - fraction.len() as i32));
+    let (amount, format) = match suffix {
+        "Ki" => (binary(1).map(|v| (v, 0)), "BinarySI"),
+        "Mi" => (binary(2).map(|v| (v, 0)), "BinarySI"),
+        "Gi" => (binary(3).map(|v| (v, 0)), "BinarySI"),
+        "Ti" => (binary(4).map(|v| (v, 0)), "BinarySI"),
+        "n" => (decimal(-9), "DecimalSI"),
+        "u" => (decimal(-6), "DecimalSI"),
+        "m" => (decimal(-3), "DecimalSI"),
+        "" => (decimal(0), "DecimalSI"),
+        "k" => (decimal(3), "DecimalSI"),
+        "M" => (decimal(6), "DecimalSI"),
+        "G" => (decimal(9), "DecimalSI"),
+        "T" => (decimal(12), "DecimalSI"),
+        _ => (decimal(0), "DecimalExponent"),
+    };
+    let (value, scale) = amount.unwrap_or((0, 0));
+    format!(
+        "resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{canonical:?}, Format:{format:?}}}"
+    )
+}

@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use super::gofmt::{self, invalid_raw, too_long};
-use super::names::{NameRule, is_qualified_name, is_valid_label_value, name_is_dns_label};
 use crate::error::{Cause, go_value};
+use crate::name_rules::{NameRule, is_qualified_name, is_valid_label_value, name_is_dns_label};
 
 /// Annotations may not exceed 256 KiB in total.
 const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;

@@ -7,10 +7,10 @@ use super::container::{containers, host_network_ports};
 use super::fields::{dns_label, list, present, s};
 use super::gofmt::invalid_raw;
 use super::meta::{annotations, labels};
-use super::names::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
 use super::pod_scheduling;
 use super::volumes::volumes;
 use crate::error::Cause;
+use crate::name_rules::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
 
 /// `ValidatePodSpec`: `path` is `spec` or `spec.template.spec`; `pod_name`
 /// is the Pod's own name (none for a template).

@@ -5,11 +5,11 @@
 use serde_json::Value;
 
 use super::fields::{list, present, s};
-use super::names::{
-    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
-};
 use super::selector;
 use crate::error::Cause;
+use crate::name_rules::{
+    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+};
 
 const NOT_POSITIVE: &str = "must be greater than zero";
 

@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use super::gofmt::{self, invalid_raw};
-use super::names::is_qualified_name;
 use super::selector;
 use super::workloads::{not_more_than_100_percent, positive_int_or_percent};
 use crate::error::Cause;
+use crate::name_rules::is_qualified_name;
 use crate::quantity;
 
 /// `sets.List(supportedUnhealthyPodEvictionPolicies)`.

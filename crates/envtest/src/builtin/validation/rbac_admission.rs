@@ -3,9 +3,9 @@
 use serde_json::Value;
 
 use super::gofmt::{self, invalid_raw};
-use super::names::{is_dns1123_subdomain, is_valid_path_segment};
 use super::selector;
 use crate::error::Cause;
+use crate::name_rules::{is_dns1123_subdomain, is_valid_path_segment};
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::meta::labels;
-use super::names::{is_qualified_name, is_valid_label_value};
 use crate::error::Cause;
+use crate::name_rules::{is_qualified_name, is_valid_label_value};
 use crate::selectors::LabelSelector;
 
 /// `ValidateLabelSelector` (nothing for an absent selector).

@@ -7,8 +7,10 @@ use serde_json::Value;
 
 use super::gofmt::{self, invalid_raw};
 use super::meta::labels;
-use super::names::{is_dns1123_label, is_dns1123_subdomain, is_valid_port_name, is_valid_port_num};
 use crate::error::Cause;
+use crate::name_rules::{
+    is_dns1123_label, is_dns1123_subdomain, is_valid_port_name, is_valid_port_num,
+};
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")

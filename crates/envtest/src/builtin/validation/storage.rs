@@ -7,14 +7,13 @@
 
 use serde_json::{Map, Value};
 
-use super::cluster_kinds::go_quantity;
 use super::fields::{list, present, s};
-use super::gofmt::{self, invalid_raw};
+use super::gofmt::{self, go_quantity, invalid_raw};
 use super::meta::{annotations, labels};
-use super::names::{is_dns1123_label, is_dns1123_subdomain, name_is_dns_subdomain};
 use super::pod_scheduling::node_selector;
 use super::selector;
 use crate::error::Cause;
+use crate::name_rules::{is_dns1123_label, is_dns1123_subdomain, name_is_dns_subdomain};
 use crate::quantity;
 
 /// `sets.List(supportedAccessModes)`.

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::conditions::compile_error;
+use crate::admission::conditions::compile_error;
 use crate::error::Cause;
 
 /// Which of the two configuration kinds.

@@ -10,15 +10,15 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::evaluate::{Declared, compile};
-use crate::admission::validation::{invalid_raw, set_default, strings, text, validate_rule};
-use crate::builtin::validation::names::{
+use super::selector;
+use super::webhook_configurations::{invalid_raw, set_default, strings, text, validate_rule};
+use crate::admission::policy::evaluate::{Declared, compile};
+use crate::error::Cause;
+use crate::gofmt::quote;
+use crate::name_rules::{
     is_dns1035_label, is_dns1123_subdomain, is_qualified_name, is_valid_path_segment,
     name_is_dns_subdomain,
 };
-use crate::builtin::validation::selector;
-use crate::error::Cause;
-use crate::gofmt::quote;
 
 /// Most `auditAnnotations` a policy may have.
 const MAX_AUDIT_ANNOTATIONS: usize = 20;

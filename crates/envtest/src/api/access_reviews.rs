@@ -6,11 +6,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Attributes, Decision, Rule, authorize, visit_rules};
-use crate::admission::UserInfo;
+use crate::authz::{Attributes, Decision, Rule, authorize, visit_rules};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::Resource;
 use crate::store::Store;
+use crate::user::UserInfo;
 
 /// Whether `res` is one of the reviews this module answers.
 pub fn is_review(res: &Resource) -> bool {
