@@ -326,7 +326,7 @@ fn a_damaged_project_file() {
     // A layout this opctl does not know is not damage: another opctl made it.
     std::fs::write(
         &project,
-        good.replace("layout: opctl.rs/v2", "layout: someone-else/v3"),
+        good.replace("layout: opctl.rs/v3", "layout: someone-else/v3"),
     )
     .expect("write");
     let line = refused(&dir, &["manifests"]);

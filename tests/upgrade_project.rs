@@ -2,9 +2,11 @@
 //! memcached was scaffolded with the layout `opctl.rs/v1` (one crate, the
 //! API types under src/api) and changed by hand in its types and its
 //! reconciler. A copy is upgraded to the current layout (a workspace with
-//! the types in api/): the hand changes survive in their new places, the
-//! result builds, is clippy-clean and passes its unit and e2e tests, and a
-//! hand change that overlaps the templates' is reported as a conflict.
+//! the types in api/, the manager runtime a dependency vendored under
+//! .opctl/runtime instead of a copy in src/manager/): the hand changes
+//! survive in their new places, the result builds, is clippy-clean and
+//! passes its unit and e2e tests, and a hand change that overlaps the
+//! templates' is reported as a conflict.
 
 mod common;
 
@@ -106,6 +108,12 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
         "removed      src/crdgen.rs".to_owned(),
         "created      api/Cargo.toml".to_owned(),
         "updated      Cargo.toml".to_owned(),
+        // The copy of the runtime goes; the crate is vendored instead.
+        "removed      src/manager/cache.rs".to_owned(),
+        "removed      src/manager/webhook/mod.rs".to_owned(),
+        "updated      src/manager/mod.rs".to_owned(),
+        "created      .opctl/runtime/Cargo.toml".to_owned(),
+        "created      .opctl/runtime/src/lib.rs".to_owned(),
     ] {
         assert!(plan.contains(&line), "{line}:\n{plan}");
     }
@@ -114,8 +122,21 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
 
     let out = run(&dir, opctl_bin(), &["upgrade"]);
     assert!(out.contains("Upgraded."), "{out}");
-    assert!(read(&dir, "PROJECT").contains("layout: opctl.rs/v2"));
+    assert!(read(&dir, "PROJECT").contains("layout: opctl.rs/v3"));
     assert!(!dir.join("src/api").exists() && !dir.join("src/crdgen.rs").exists());
+    let manager = std::fs::read_dir(dir.join("src/manager")).expect("src/manager");
+    let manager: Vec<String> = manager
+        .map(|entry| {
+            entry
+                .expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(manager, ["mod.rs"], "only the glue is left of the copy");
+    assert!(read(&dir, "src/manager/mod.rs").contains("pub use opctl_runtime::*;"));
+    assert!(read(&dir, "Cargo.toml").contains("opctl-runtime = { path = \".opctl/runtime\" }"));
     let types = read(&dir, TYPES);
     assert!(types.contains("pub size: Option<i32>,"), "{types}");
     assert!(read(&dir, CONTROLLER).contains("\"desired size\""));

@@ -62,6 +62,9 @@ impl Manager {
         options: Options,
         scope: WatchScope,
     ) -> anyhow::Result<Self> {
+        // Logging first: inferring the configuration logs (an impersonated
+        // user, say), and its errors should be seen in the chosen format.
+        telemetry::init(options.log_format);
         let config = kube::Config::infer()
             .await
             .context("cannot create a Kubernetes client: set KUBECONFIG or run inside a cluster")?;

@@ -143,10 +143,14 @@ async fn a_budget_selecting_no_pod_is_told_so() {
     assert_eq!(event["type"], "Normal");
     assert_eq!(event["source"]["component"], "controllermanager");
     assert_eq!(event["involvedObject"]["kind"], "PodDisruptionBudget");
+    // The controller records the event before it writes the status, as
+    // kube-controller-manager's disruption controller does.
     let pdb = api
-        .get(&format!(
-            "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/b"
-        ))
+        .until(
+            &format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/b"),
+            "the budget's status",
+            |pdb| pdb.is_some_and(|pdb| pdb["status"].get("conditions").is_some()),
+        )
         .await
         .expect("pdb");
     assert_eq!(pdb["status"]["conditions"][0]["reason"], "InsufficientPods");
