@@ -35,7 +35,7 @@ mod memory;
 mod meta;
 mod metrics;
 mod name_rules;
-mod nodes;
+mod node_status;
 mod patch;
 mod pki;
 mod pod_streams;

@@ -66,11 +66,11 @@
 mod attributes;
 mod cluster;
 pub(crate) mod conditions;
-mod config;
+mod compiled_webhooks;
 mod dispatch;
 mod errors;
 mod goverify;
-mod matching;
+mod webhook_matching;
 mod patching;
 pub(crate) mod policy;
 mod review;

@@ -7,9 +7,9 @@ use serde_json::{Map, Value, json};
 
 use super::attributes::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
 use super::cluster::EmptyCluster;
-use super::config::{HookSet, HookType};
+use super::compiled_webhooks::{HookSet, HookType};
 use super::errors::denial;
-use super::matching::should_call;
+use super::webhook_matching::should_call;
 use super::patching;
 use super::review::{ReviewVersion, read_response};
 use super::routes::WebhookRoute;

@@ -13,7 +13,7 @@
 //! stores copies with their own uids and times, so that starting stays a
 //! matter of milliseconds.
 
-mod cluster;
+mod post_start;
 
 use std::sync::{Arc, LazyLock};
 
@@ -37,8 +37,8 @@ const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 pub fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
     create_namespaces(app)?;
     store_templates(app)?;
-    cluster::create_priority_classes(app)?;
-    cluster::create_kubernetes_service(app, addr)
+    post_start::create_priority_classes(app)?;
+    post_start::create_kubernetes_service(app, addr)
 }
 
 /// Stores this server's copies of the objects made once per process.

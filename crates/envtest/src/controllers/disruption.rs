@@ -66,8 +66,8 @@ fn sync(app: &App, pdb: &Value, told_no_pods: &mut HashSet<String>) {
     if !pods.is_empty() {
         told_no_pods.remove(&uid);
     } else if told_no_pods.insert(uid) {
-        let involved = super::events::reference(pdb);
-        super::events::record(
+        let involved = super::event_recorder::reference(pdb);
+        super::event_recorder::record(
             app,
             COMPONENT,
             involved,

@@ -392,7 +392,7 @@ fn report_invalid_namespace(app: &App, key: &str, dependent: &Value, owner_uid: 
     if !ns.is_empty() {
         involved["namespace"] = json!(ns);
     }
-    super::events::record_warning(
+    super::event_recorder::record_warning(
         app,
         GC_COMPONENT,
         involved,

@@ -14,11 +14,11 @@ pub mod aggregation;
 pub(crate) mod apiservices;
 mod crds;
 pub mod disruption;
-pub(crate) mod events;
+pub(crate) mod event_recorder;
 pub(crate) mod flowcontrol;
 mod gc;
 mod namespaces;
-mod node_lifecycle;
+mod node_taints;
 mod policy_status;
 mod resource_quota;
 mod root_ca;
@@ -105,7 +105,7 @@ impl Controllers {
             self.gc.on_event(&self.app, ev);
         }
         if on(Controller::NodeLifecycle) {
-            node_lifecycle::on_event(&self.app, ev);
+            node_taints::on_event(&self.app, ev);
         }
         if on(Controller::ServiceAccountToken) {
             sa_tokens::on_event(&self.app, ev);

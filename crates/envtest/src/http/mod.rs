@@ -461,7 +461,7 @@ async fn resource(
         let node = crate::pod_streams::node_of(&pod, |node| {
             app.store
                 .get(&std::sync::Arc::from("nodes"), "", node)
-                .is_some_and(|n| crate::workloads::nodes::is_simulated(&n))
+                .is_some_and(|n| crate::workloads::simulated_nodes::is_simulated(&n))
         });
         match stream {
             "exec" | "attach" => {

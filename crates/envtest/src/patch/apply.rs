@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::fieldpath::{Path, Set, path_string, values_equal};
 use super::managed::{self, Entry, Managed, ManagerId};
 use super::shape::Shape;
-use super::update::store;
+use super::update_ownership::store;
 use super::zero::{empty_view, typed_view};
 use super::{ApplyRequest, exceeds_depth};
 use super::{last_applied, walk};

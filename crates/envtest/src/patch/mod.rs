@@ -20,7 +20,7 @@ mod managed;
 mod merge;
 mod shape;
 mod strategic;
-mod update;
+mod update_ownership;
 mod walk;
 mod zero;
 
@@ -213,13 +213,13 @@ pub fn take_managed_fields_reset(obj: &mut Value) -> bool {
 /// carry the request's own `managedFields` (a list replaces the stored ones,
 /// `[]` clears them); on a subresource the stored ones are always used.
 pub fn record_update(req: &UpdateRequest<'_>, new: &mut Value) {
-    if update::record(req, new).is_err() {
+    if update_ownership::record(req, new).is_err() {
         // As the real server: keep the stored managedFields when tracking fails.
         let previous = req
             .old
             .and_then(|o| o.get("metadata"))
             .and_then(|m| m.get("managedFields"))
             .cloned();
-        update::store(new, previous);
+        update_ownership::store(new, previous);
     }
 }

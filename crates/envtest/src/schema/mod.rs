@@ -8,7 +8,7 @@
 pub(crate) mod cel;
 mod cellib;
 pub(crate) mod celvalues;
-mod crd;
+mod crd_validation;
 mod crdparts;
 mod default;
 mod embedded;
@@ -18,7 +18,7 @@ mod listtypes;
 mod names;
 mod node;
 mod prune;
-mod quantity;
+mod cel_quantity;
 mod schemacheck;
 mod structural;
 mod validate;
@@ -44,7 +44,7 @@ use crate::typeinfo::{ListType, TypeInfo};
 use fielderr::{ErrKind, FieldError, FieldPath, into_causes};
 use node::Schema;
 
-pub use crd::validate_crd;
+pub use crd_validation::validate_crd;
 
 /// A compiled structural schema of one served CRD version.
 #[derive(Debug, Clone)]

@@ -241,10 +241,10 @@ fn delete_with_grace(
 
 /// Records a Normal or Warning Event about `obj` from `component`.
 pub fn event(app: &App, component: &str, obj: &Value, kind: &str, reason: &str, message: &str) {
-    crate::controllers::events::record(
+    crate::controllers::event_recorder::record(
         app,
         component,
-        crate::controllers::events::reference(obj),
+        crate::controllers::event_recorder::reference(obj),
         kind,
         reason,
         message,

@@ -25,7 +25,7 @@ pub mod endpointslice;
 pub mod job;
 pub mod kubelet;
 pub mod node_lifecycle;
-pub mod nodes;
+pub mod simulated_nodes;
 pub mod ownership;
 pub mod pods;
 pub mod replicaset;
@@ -165,7 +165,7 @@ pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<Join
     if sub.is_err() {
         anyhow::bail!("the workload simulation cannot follow the store");
     }
-    nodes::register_all(&app, &sim.nodes)
+    simulated_nodes::register_all(&app, &sim.nodes)
         .await
         .map_err(|e| anyhow::anyhow!("registering the simulated nodes: {}", e.message))?;
     if sim.provisioner {
@@ -570,7 +570,7 @@ impl Engine {
                 ),
                 Key::Orphans => None,
                 Key::Heartbeat => {
-                    nodes::heartbeat(&self.app).await;
+                    simulated_nodes::heartbeat(&self.app).await;
                     Some(self.sim.timing.lease_renew)
                 }
             };
@@ -585,7 +585,7 @@ impl Engine {
     async fn node(&mut self, name: &str) -> Option<Duration> {
         let node = client::get(&self.app, NODES, "", name)?;
         let mut next = None;
-        if self.sim.kubelet && nodes::is_simulated(&node) {
+        if self.sim.kubelet && simulated_nodes::is_simulated(&node) {
             let health = node_lifecycle::kubelet_health(
                 &self.app,
                 &node,
@@ -615,14 +615,14 @@ impl Engine {
             return None;
         }
         let node = client::get(&self.app, NODES, "", node_name)?;
-        if !nodes::is_simulated(&node) {
+        if !simulated_nodes::is_simulated(&node) {
             return None;
         }
         // A stopped kubelet does nothing; one that is not ready starts
         // nothing, but still stops the Pods deleted.
-        match nodes::kubelet_mode(&node) {
-            nodes::KubeletMode::Stopped => return None,
-            nodes::KubeletMode::NotReady if !meta::is_deleting(&pod) => return None,
+        match simulated_nodes::kubelet_mode(&node) {
+            simulated_nodes::KubeletMode::Stopped => return None,
+            simulated_nodes::KubeletMode::NotReady if !meta::is_deleting(&pod) => return None,
             _ => {}
         }
         if self.waits_for_volumes(&pod) {
@@ -631,7 +631,7 @@ impl Engine {
         let uid = meta::uid(&pod).to_string();
         let now = Instant::now();
         let since = *self.kubelet_clock.entry(uid.clone()).or_insert(now);
-        let (host_ip, cidr) = nodes::addresses(&node);
+        let (host_ip, cidr) = simulated_nodes::addresses(&node);
         let counter = self.next_ip.entry(node_name.to_string()).or_insert(0);
         let ip_index = *counter;
         let pod_ip = pod_address(&cidr, ip_index);
@@ -679,11 +679,11 @@ impl Engine {
                 .await;
                 report(written, "kubelet");
                 for (kind, reason, message) in events {
-                    crate::controllers::events::record_from_host(
+                    crate::controllers::event_recorder::record_from_host(
                         &self.app,
                         client::KUBELET,
                         node_name,
-                        crate::controllers::events::reference(&pod),
+                        crate::controllers::event_recorder::reference(&pod),
                         kind,
                         reason,
                         &message,

@@ -151,7 +151,7 @@ impl Limit<'_> {
     }
 
     fn go(&self) -> String {
-        super::gofmt::go_quantity(self.text, &self.shown())
+        super::go_syntax::go_quantity(self.text, &self.shown())
     }
 }
 
@@ -313,7 +313,7 @@ pub(super) fn runtime_class(obj: &Value) -> Vec<Cause> {
 pub(super) fn runtime_class_update(obj: &Value, old: &Value) -> Vec<Cause> {
     let handler = obj.get("handler").and_then(Value::as_str).unwrap_or("");
     if Some(handler) != old.get("handler").and_then(Value::as_str) {
-        return vec![super::gofmt::immutable(
+        return vec![super::go_syntax::immutable(
             "handler",
             &crate::gofmt::quote(handler),
         )];
@@ -337,13 +337,13 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             .unwrap_or("")
             != controller
     {
-        causes.push(super::gofmt::immutable(
+        causes.push(super::go_syntax::immutable(
             field,
             &crate::gofmt::quote(controller),
         ));
     }
     if controller.len() > 250 {
-        causes.push(super::gofmt::too_long(field, 250));
+        causes.push(super::go_syntax::too_long(field, 250));
     }
     causes.extend(domain_prefixed_path(field, controller));
     let Some(params) = obj.pointer("/spec/parameters").filter(|p| !p.is_null()) else {

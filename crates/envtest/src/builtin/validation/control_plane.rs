@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::gofmt::invalid_raw;
+use super::go_syntax::invalid_raw;
 use crate::error::Cause;
 use crate::name_rules::{is_dns1123_label, is_dns1123_subdomain};
 

@@ -9,7 +9,7 @@ mod control_plane;
 mod core;
 mod cron;
 mod fields;
-pub(crate) mod gofmt;
+pub(crate) mod go_syntax;
 pub(crate) mod meta;
 mod pod;
 mod pod_scheduling;
@@ -170,7 +170,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             if let Some(old) = old
                 && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
             {
-                causes.push(gofmt::immutable(
+                causes.push(go_syntax::immutable(
                     "spec.selector",
                     &selector::go_selector(obj.pointer("/spec/selector")),
                 ));
@@ -182,7 +182,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             if let Some(old) = old
                 && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
             {
-                causes.push(gofmt::immutable(
+                causes.push(go_syntax::immutable(
                     "spec.selector",
                     &selector::go_selector(obj.pointer("/spec/selector")),
                 ));
@@ -196,7 +196,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             if let Some(old) = old
                 && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
             {
-                causes.push(gofmt::immutable(
+                causes.push(go_syntax::immutable(
                     "spec.selector",
                     &selector::go_selector(obj.pointer("/spec/selector")),
                 ));

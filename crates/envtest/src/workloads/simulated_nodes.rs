@@ -1,6 +1,6 @@
 //! Simulated Nodes, registered as a kubelet registers its Node: the Node
 //! object with its status (capacity, allocatable, conditions, addresses,
-//! nodeInfo: [`crate::nodes::Registration`]), then a Lease in
+//! nodeInfo: [`crate::node_status::Registration`]), then a Lease in
 //! `kube-node-lease` renewed as a heartbeat. The node lifecycle controller
 //! keeps the condition taints in step (`node.kubernetes.io/not-ready` goes
 //! once the Node reports Ready).
@@ -144,12 +144,12 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
     client::create_object(app, NODES, "", node_object(spec, index), KUBELET).await?;
     // Then the first status post: this machine's capacity and addresses,
     // and Ready once its runtime is up (at once, unless asked otherwise).
-    let registration = crate::nodes::Registration {
+    let registration = crate::node_status::Registration {
         cpu: spec.cpu.clone(),
         memory: spec.memory.clone(),
         pods: spec.pods.to_string(),
         internal_ip: node_ip(index),
-        ..crate::nodes::Registration::default()
+        ..crate::node_status::Registration::default()
     };
     let now = meta::now_rfc3339();
     client::modify_with_admission(
@@ -162,7 +162,7 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
         |node| {
             node["status"] = json!({});
             registration.register(node, &now);
-            crate::nodes::set_ready(node, spec.ready, &now);
+            crate::node_status::set_ready(node, spec.ready, &now);
             true
         },
     )
