@@ -447,7 +447,7 @@ const ENVTEST_LAYERS: &[(&str, &[&str])] = &[
             "memory",
             "meta",
             "name_rules",
-            "nodes",
+            "node_status",
             "pki",
             "quantity",
             "request",
