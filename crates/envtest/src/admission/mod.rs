@@ -65,17 +65,17 @@
 
 mod attributes;
 mod cluster;
-pub(crate) mod conditions;
 mod compiled_webhooks;
+pub(crate) mod conditions;
 mod dispatch;
 mod errors;
 mod goverify;
-mod webhook_matching;
 mod patching;
 pub(crate) mod policy;
 mod review;
 pub mod routes;
 mod transport;
+mod webhook_matching;
 
 #[cfg(test)]
 mod proptests;

@@ -9,11 +9,11 @@ use super::attributes::{AdmissionAttributes, GroupVersionKind, GroupVersionResou
 use super::cluster::EmptyCluster;
 use super::compiled_webhooks::{HookSet, HookType};
 use super::errors::denial;
-use super::webhook_matching::should_call;
 use super::patching;
 use super::review::{ReviewVersion, read_response};
 use super::routes::WebhookRoute;
 use super::transport::HttpResponse;
+use super::webhook_matching::should_call;
 use crate::builtin::validation::webhook_configurations::{
     ConfigurationKind, default_configuration, validate_configuration,
 };

@@ -6,6 +6,7 @@
 //! for everything that existed then, current Kubernetes for CEL rules.
 
 pub(crate) mod cel;
+mod cel_quantity;
 mod cellib;
 pub(crate) mod celvalues;
 mod crd_validation;
@@ -18,7 +19,6 @@ mod listtypes;
 mod names;
 mod node;
 mod prune;
-mod cel_quantity;
 mod schemacheck;
 mod structural;
 mod validate;

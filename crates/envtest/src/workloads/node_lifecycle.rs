@@ -23,8 +23,8 @@ use tokio::time::Instant;
 
 use super::client::{self, CONTROLLER_MANAGER, NODES, PODS};
 use super::config::Timing;
-use super::simulated_nodes::{self, KubeletMode};
 use super::scheduler;
+use super::simulated_nodes::{self, KubeletMode};
 use crate::app::App;
 use crate::controller_selection::Controller;
 use crate::error::ApiResult;

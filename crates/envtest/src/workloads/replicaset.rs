@@ -54,7 +54,7 @@ impl Replicated {
             Replicated::ReplicaSet => sel.clone(),
             Replicated::ReplicationController => json!({"matchLabels": sel}),
         };
-        LabelSelector::parse(&crate::api::scale::selector_string(&sel)).ok()
+        LabelSelector::from_object(Some(&sel)).ok()
     }
 }
 

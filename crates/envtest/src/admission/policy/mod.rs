@@ -127,7 +127,9 @@ impl Binding {
                 .filter(|r| r.is_object())
                 .map(|r| MatchResources::compile(Some(r))),
             param_ref,
-            actions: crate::admission::compiled_webhooks::strings(binding.pointer("/spec/validationActions")),
+            actions: crate::admission::compiled_webhooks::strings(
+                binding.pointer("/spec/validationActions"),
+            ),
         }
     }
 }

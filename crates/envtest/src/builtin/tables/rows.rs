@@ -43,52 +43,6 @@ fn format_labels(map: Option<&Value>) -> String {
     pairs.join(",")
 }
 
-/// `metav1.LabelSelectorAsSelector(...).String()`.
-pub(super) fn selector_string(selector: Option<&Value>) -> String {
-    let Some(selector) = selector.filter(|s| !s.is_null()) else {
-        return "<none>".into();
-    };
-    let mut parts: Vec<(String, String)> = Vec::new();
-    for (k, v) in selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        parts.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or(""))));
-    }
-    for expr in selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = s(expr, "/key").to_string();
-        let mut values: Vec<&str> = expr
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        values.sort();
-        let text = match s(expr, "/operator") {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.clone(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => return "<invalid>".into(),
-        };
-        parts.push((key, text));
-    }
-    parts.sort_by(|a, b| a.0.cmp(&b.0));
-    parts
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 fn containers_and_images(obj: &Value, pointer: &str) -> (String, String) {
     let list = obj.pointer(pointer).and_then(Value::as_array);
     let names: Vec<&str> = list.into_iter().flatten().map(|c| s(c, "/name")).collect();
@@ -472,7 +426,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(obj.pointer("/spec/selector"))),
+                json!(crate::selectors::format_label_selector(
+                    obj.pointer("/spec/selector")
+                )),
             ]
         }
         ("apps", "ReplicaSet") | ("", "ReplicationController") => {
@@ -481,7 +437,7 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
             let selector = if kind.group.is_empty() {
                 format_labels(obj.pointer("/spec/selector"))
             } else {
-                selector_string(obj.pointer("/spec/selector"))
+                crate::selectors::format_label_selector(obj.pointer("/spec/selector"))
             };
             vec![
                 name,
@@ -523,7 +479,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(obj.pointer("/spec/selector"))),
+                json!(crate::selectors::format_label_selector(
+                    obj.pointer("/spec/selector")
+                )),
             ]
         }
         ("batch", "Job") => {
@@ -555,7 +513,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(obj.pointer("/spec/selector"))),
+                json!(crate::selectors::format_label_selector(
+                    obj.pointer("/spec/selector")
+                )),
             ]
         }
         ("batch", "CronJob") => {
@@ -582,7 +542,7 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(
+                json!(crate::selectors::format_label_selector(
                     obj.pointer("/spec/jobTemplate/spec/selector")
                 )),
             ]
@@ -644,7 +604,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
             let param_ref = match obj.pointer("/spec/paramRef").filter(|v| !v.is_null()) {
                 Some(_) => {
                     let target = match s(obj, "/spec/paramRef/name") {
-                        "" => selector_string(obj.pointer("/spec/paramRef/selector")),
+                        "" => crate::selectors::format_label_selector(
+                            obj.pointer("/spec/paramRef/selector"),
+                        ),
                         name => name.to_string(),
                     };
                     match s(obj, "/spec/paramRef/namespace") {

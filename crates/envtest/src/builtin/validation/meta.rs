@@ -75,7 +75,8 @@ fn has_version(api_version: &str) -> bool {
 /// One owner reference as Go's `%#v` prints it.
 fn owner_ref_go(reference: &Value) -> String {
     let field = |key: &str| format!("{:?}", str_at(reference, key));
-    let pointer = |key: &str| go_syntax::pointer("bool", reference.get(key).is_none_or(Value::is_null));
+    let pointer =
+        |key: &str| go_syntax::pointer("bool", reference.get(key).is_none_or(Value::is_null));
     format!(
         "v1.OwnerReference{{APIVersion:{}, Kind:{}, Name:{}, UID:{}, Controller:{}, BlockOwnerDeletion:{}}}",
         field("apiVersion"),

@@ -25,7 +25,8 @@ fn policy_rule(rule: &Value, namespaced: bool, path: &str, causes: &mut Vec<Caus
         ));
     }
     if len_of(rule, "nonResourceURLs") > 0 {
-        let urls = go_syntax::string_slice(go_syntax::strings(rule.get("nonResourceURLs")).as_deref());
+        let urls =
+            go_syntax::string_slice(go_syntax::strings(rule.get("nonResourceURLs")).as_deref());
         if namespaced {
             causes.push(invalid_raw(
                 format!("{path}.nonResourceURLs"),
