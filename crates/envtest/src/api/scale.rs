@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::scale_view::{scale_paths, write_path};
 pub use super::scale_view::to_scale;
+use super::scale_view::{scale_paths, write_path};
 use super::update::{Attempt, apply_patch, with_retries_admitted};
 use super::update_steps::{Change, Fail};
 use super::{WriteCtx, Written, not_found};
