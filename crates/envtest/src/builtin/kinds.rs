@@ -29,8 +29,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::KindInfo;
 use super::decode::Codec;
+use super::{KindInfo, Subresource};
 
 const ALL_VERBS: &[&str] = &[
     "create",
@@ -90,6 +90,7 @@ where
         verbs: ALL_VERBS,
         has_status: false,
         has_scale: false,
+        other_subresources: &[],
         codec: Codec::of::<K>(),
     }
 }
@@ -134,7 +135,60 @@ impl KindInfo {
             ..self
         }
     }
+
+    /// Served with these subresources too.
+    const fn subresources(self, other_subresources: &'static [Subresource]) -> KindInfo {
+        KindInfo {
+            other_subresources,
+            ..self
+        }
+    }
 }
+
+const READ_WRITE: &[&str] = &["get", "patch", "update"];
+const STREAM: &[&str] = &["create", "get"];
+const PROXY: &[&str] = &["create", "delete", "get", "patch", "update"];
+
+/// A subresource that answers with the resource's own kind.
+const fn own(name: &'static str, verbs: &'static [&'static str]) -> Subresource {
+    Subresource {
+        name,
+        group: None,
+        kind: None,
+        verbs,
+    }
+}
+
+/// A subresource that answers with another kind of the resource's group.
+const fn other(
+    name: &'static str,
+    kind: &'static str,
+    verbs: &'static [&'static str],
+) -> Subresource {
+    Subresource {
+        name,
+        group: None,
+        kind: Some(kind),
+        verbs,
+    }
+}
+
+/// Pods' subresources besides `status`.
+const POD_SUBRESOURCES: &[Subresource] = &[
+    other("attach", "PodAttachOptions", STREAM),
+    other("binding", "Binding", &["create"]),
+    own("ephemeralcontainers", READ_WRITE),
+    Subresource {
+        name: "eviction",
+        group: Some(("policy", "v1")),
+        kind: Some("Eviction"),
+        verbs: &["create"],
+    },
+    other("exec", "PodExecOptions", STREAM),
+    own("log", &["get"]),
+    other("portforward", "PodPortForwardOptions", STREAM),
+    other("proxy", "PodProxyOptions", PROXY),
+];
 
 /// Ordered by group, then resource name, as discovery lists them.
 pub(super) static KINDS: &[KindInfo] = &[
@@ -150,8 +204,12 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<core::Namespace>("namespace")
         .short(&["ns"])
         .verbs(NAMESPACE_VERBS)
-        .status(),
-    of::<core::Node>("node").short(&["no"]).status(),
+        .status()
+        .subresources(&[own("finalize", &["update"])]),
+    of::<core::Node>("node")
+        .short(&["no"])
+        .status()
+        .subresources(&[other("proxy", "NodeProxyOptions", PROXY)]),
     of::<core::PersistentVolumeClaim>("persistentvolumeclaim")
         .short(&["pvc"])
         .status(),
@@ -161,7 +219,8 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<core::Pod>("pod")
         .short(&["po"])
         .categories(ALL)
-        .status(),
+        .status()
+        .subresources(POD_SUBRESOURCES),
     of::<core::PodTemplate>("podtemplate"),
     of::<core::ReplicationController>("replicationcontroller")
         .short(&["rc"])
@@ -172,11 +231,19 @@ pub(super) static KINDS: &[KindInfo] = &[
         .short(&["quota"])
         .status(),
     of::<core::Secret>("secret"),
-    of::<core::ServiceAccount>("serviceaccount").short(&["sa"]),
+    of::<core::ServiceAccount>("serviceaccount")
+        .short(&["sa"])
+        .subresources(&[Subresource {
+            name: "token",
+            group: Some(("authentication.k8s.io", "v1")),
+            kind: Some("TokenRequest"),
+            verbs: &["create"],
+        }]),
     of::<core::Service>("service")
         .short(&["svc"])
         .categories(ALL)
-        .status(),
+        .status()
+        .subresources(&[other("proxy", "ServiceProxyOptions", PROXY)]),
     // admissionregistration.k8s.io/v1
     of::<admissionregistration::MutatingWebhookConfiguration>("mutatingwebhookconfiguration")
         .categories(API_EXTENSIONS),
@@ -237,10 +304,11 @@ pub(super) static KINDS: &[KindInfo] = &[
         .categories(ALL)
         .status(),
     of::<batch::Job>("job").categories(ALL).status(),
-    // certificates.k8s.io/v1 (also served: `/approval`)
+    // certificates.k8s.io/v1
     of::<certificates::CertificateSigningRequest>("certificatesigningrequest")
         .short(&["csr"])
-        .status(),
+        .status()
+        .subresources(&[own("approval", READ_WRITE)]),
     // coordination.k8s.io/v1
     of::<coordination::Lease>("lease"),
     // discovery.k8s.io/v1

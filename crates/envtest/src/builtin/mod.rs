@@ -72,6 +72,18 @@ pub use alloc::Allocator;
 pub use kinds::{find, find_kind};
 pub(crate) use tables::sort_for_printing;
 
+/// A subresource of a served resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subresource {
+    pub name: &'static str,
+    /// The group and version of the kind it answers, when not the resource's.
+    pub group: Option<(&'static str, &'static str)>,
+    /// The kind it answers, when not the resource's.
+    pub kind: Option<&'static str>,
+    /// Its verbs, sorted as discovery lists them.
+    pub verbs: &'static [&'static str],
+}
+
 /// One built-in kind and how it is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KindInfo {
@@ -88,6 +100,9 @@ pub struct KindInfo {
     pub verbs: &'static [&'static str],
     pub has_status: bool,
     pub has_scale: bool,
+    /// The subresources served beside `status` and `scale` (`pods/exec`,
+    /// `namespaces/finalize`, ...), as kube-apiserver v1.32 lists them.
+    pub(crate) other_subresources: &'static [Subresource],
     /// The typed round trip through the kind's k8s-openapi type.
     codec: decode::Codec,
 }

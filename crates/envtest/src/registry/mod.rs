@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
+pub use crate::builtin::Subresource;
 use crate::builtin::{self, KindInfo};
 use crate::schema::Structural;
 use crate::store::ResKey;
@@ -24,18 +25,6 @@ pub(crate) use crd_conversion::{Strategy, Webhook};
 pub enum Source {
     Builtin(&'static KindInfo),
     Custom(Arc<CustomResource>),
-}
-
-/// A subresource of a served resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subresource {
-    pub name: &'static str,
-    /// The group and version of the kind it answers, when not the resource's.
-    pub group: Option<(&'static str, &'static str)>,
-    /// The kind it answers, when not the resource's.
-    pub kind: Option<&'static str>,
-    /// Its verbs, sorted as discovery lists them.
-    pub verbs: &'static [&'static str],
 }
 
 /// One served group/version/resource.
@@ -102,23 +91,11 @@ impl Resource {
     }
 
     /// The subresources served beside this resource, as kube-apiserver v1.32
-    /// serves (and lists in discovery) them, by name.
+    /// serves (and lists in discovery) them, by name: `scale` and `status`
+    /// where the resource has them, a built-in kind's others from its row of
+    /// the kinds table.
     pub fn subresources(&self) -> Vec<Subresource> {
         const READ_WRITE: &[&str] = &["get", "patch", "update"];
-        const STREAM: &[&str] = &["create", "get"];
-        const PROXY: &[&str] = &["create", "delete", "get", "patch", "update"];
-        let own = |name, verbs| Subresource {
-            name,
-            group: None,
-            kind: None,
-            verbs,
-        };
-        let other = |name, kind, verbs| Subresource {
-            name,
-            group: None,
-            kind: Some(kind),
-            verbs,
-        };
         let mut out = Vec::new();
         if self.scale.is_some() {
             out.push(Subresource {
@@ -129,39 +106,15 @@ impl Resource {
             });
         }
         if self.has_status {
-            out.push(own("status", READ_WRITE));
+            out.push(Subresource {
+                name: "status",
+                group: None,
+                kind: None,
+                verbs: READ_WRITE,
+            });
         }
-        if self.is_certificate_signing_requests() {
-            out.push(own("approval", READ_WRITE));
-        }
-        if self.group.is_empty() {
-            match self.plural.as_str() {
-                "pods" => {
-                    out.push(other("attach", "PodAttachOptions", STREAM));
-                    out.push(other("binding", "Binding", &["create"]));
-                    out.push(own("ephemeralcontainers", READ_WRITE));
-                    out.push(Subresource {
-                        name: "eviction",
-                        group: Some(("policy", "v1")),
-                        kind: Some("Eviction"),
-                        verbs: &["create"],
-                    });
-                    out.push(other("exec", "PodExecOptions", STREAM));
-                    out.push(own("log", &["get"]));
-                    out.push(other("portforward", "PodPortForwardOptions", STREAM));
-                    out.push(other("proxy", "PodProxyOptions", PROXY));
-                }
-                "nodes" => out.push(other("proxy", "NodeProxyOptions", PROXY)),
-                "services" => out.push(other("proxy", "ServiceProxyOptions", PROXY)),
-                "namespaces" => out.push(own("finalize", &["update"])),
-                "serviceaccounts" => out.push(Subresource {
-                    name: "token",
-                    group: Some(("authentication.k8s.io", "v1")),
-                    kind: Some("TokenRequest"),
-                    verbs: &["create"],
-                }),
-                _ => {}
-            }
+        if let Some(kind) = self.builtin() {
+            out.extend(kind.other_subresources.iter().cloned());
         }
         out.sort_by_key(|s| s.name);
         out
