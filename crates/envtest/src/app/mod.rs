@@ -20,7 +20,7 @@ pub struct App {
     pub webhooks: WebhookRegistry,
     /// The stored ValidatingAdmissionPolicies with their bindings, compiled.
     pub policies: crate::admission::PolicyRegistry,
-    /// Serialises [`super::admit::refresh_configurations`], so that the last refresh
+    /// Serialises `api::admit::refresh_configurations`, so that the last refresh
     /// always hands over the newest stored configurations.
     pub(crate) webhook_refresh: Mutex<()>,
     pub allocator: Mutex<builtin::Allocator>,

@@ -2,7 +2,7 @@
 //! prunes unknown fields), defaults, validation, Table columns and
 //! shape information for patches.
 //!
-//! Ground truth: the transcripts recorded from kube-apiserver v1.24
+//! Ground truth: the transcripts recorded from kube-apiserver v1.32
 //! (`tests/fixtures/transcripts`), then the Kubernetes sources of that version.
 
 mod alloc;

@@ -2,8 +2,8 @@
 //! `openAPIV3Schema` (including CEL `x-kubernetes-validations`), defaulting and
 //! pruning, plus validation of CustomResourceDefinition objects themselves.
 //!
-//! Messages and field paths follow kube-apiserver: v1.24 (the transcripts)
-//! for everything that existed then, current Kubernetes for CEL rules.
+//! Messages and field paths follow kube-apiserver v1.32: the transcripts
+//! recorded from it, then its sources.
 
 pub(crate) mod cel;
 mod cel_quantity;
