@@ -223,7 +223,7 @@ fn is_known(name: &str) -> bool {
 }
 
 /// Every name kube-controller-manager v1.32 lists, sorted as its `--help` sorts them.
-pub fn known_names() -> Vec<&'static str> {
+pub(crate) fn known_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = Controller::ALL.iter().map(|c| c.name()).collect();
     names.extend(NOT_SIMULATED.iter().map(|(name, _)| *name));
     names.sort_unstable();

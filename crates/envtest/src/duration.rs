@@ -3,7 +3,7 @@
 //! generic Table and the built-in kinds' columns.
 
 /// Kubernetes' human-readable age (`5s`, `3m20s`, `4h`, `2d3h`, `3y`).
-pub fn human_duration(seconds: i64) -> String {
+pub(crate) fn human_duration(seconds: i64) -> String {
     if seconds < -1 {
         return "<invalid>".into();
     }
@@ -60,7 +60,7 @@ pub fn human_duration(seconds: i64) -> String {
 }
 
 /// Age of an RFC 3339 timestamp relative to `now` (`<unknown>` when unparsable).
-pub fn age(timestamp: Option<&str>, now: jiff::Timestamp) -> String {
+pub(crate) fn age(timestamp: Option<&str>, now: jiff::Timestamp) -> String {
     match timestamp.and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
         Some(t) => human_duration(now.as_second() - t.as_second()),
         None => "<unknown>".into(),

@@ -93,7 +93,7 @@ impl Cause {
 
 /// Renders a value the way Go's `%#v`-ish field error printing does for JSON
 /// values: strings quoted, numbers and booleans bare, `null` as `null`.
-pub fn go_value(value: &Value) -> String {
+pub(crate) fn go_value(value: &Value) -> String {
     match value {
         Value::String(s) => format!("{s:?}"),
         Value::Null => "null".to_string(),

@@ -8,9 +8,15 @@
 //! clients (kubectl, kube-rs, the Python client), checked against transcripts
 //! recorded from a real server (`tests/fixtures/transcripts`).
 
+#![warn(unreachable_pub)]
+
 // Every module is private: the public face is the re-exports below. The
 // crate's own test modules reach the internals directly; its integration
 // tests reach the admission internals through the `testing` feature.
+// Items are `pub(crate)` unless the crate's face re-exports them; those of
+// `admission` and `user` that only the `testing` face re-exports are `pub`,
+// which without the feature nothing outside reaches.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 mod admission;
 mod api;
 mod app;
@@ -50,6 +56,7 @@ mod store;
 mod table;
 mod tokens;
 mod typeinfo;
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 mod user;
 mod version;
 mod workloads;

@@ -30,7 +30,7 @@ struct Requirement {
 
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     reqs: Vec<Requirement>,
 }
 
@@ -290,7 +290,7 @@ impl LabelSelector {
     /// Parses a `metav1.LabelSelector` object (`matchLabels` and
     /// `matchExpressions`, ANDed). `null` or absent is the empty selector;
     /// errors follow apimachinery's `labels.NewRequirement`.
-    pub fn from_object(value: Option<&Value>) -> Result<LabelSelector, String> {
+    pub(crate) fn from_object(value: Option<&Value>) -> Result<LabelSelector, String> {
         let value = match value {
             None | Some(Value::Null) => return Ok(LabelSelector::default()),
             Some(Value::Object(map)) => map,
@@ -326,7 +326,7 @@ impl LabelSelector {
     }
 
     /// Parses a `labelSelector` parameter; errors are the real server's 400s.
-    pub fn parse(input: &str) -> ApiResult<LabelSelector> {
+    pub(crate) fn parse(input: &str) -> ApiResult<LabelSelector> {
         let mut p = Parser {
             toks: lex(input),
             pos: 0,
@@ -370,16 +370,16 @@ impl LabelSelector {
         Ok(LabelSelector { reqs })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.reqs.is_empty()
     }
 
-    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+    pub(crate) fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         self.matches_with(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
     }
 
     /// Matches labels held as a string map.
-    pub fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
         self.matches_with(|key| labels.get(key).map(String::as_str))
     }
 
@@ -404,7 +404,7 @@ impl LabelSelector {
         })
     }
 
-    pub fn matches_object(&self, obj: &Value) -> bool {
+    pub(crate) fn matches_object(&self, obj: &Value) -> bool {
         self.is_empty() || self.matches(crate::meta::labels(obj))
     }
 }

@@ -14,14 +14,14 @@ const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the
 
 /// What each row's `object` holds (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IncludeObject {
+pub(crate) enum IncludeObject {
     None,
     Metadata,
     Object,
 }
 
 impl IncludeObject {
-    pub fn parse(v: Option<&str>) -> IncludeObject {
+    pub(crate) fn parse(v: Option<&str>) -> IncludeObject {
         match v {
             Some("None") => IncludeObject::None,
             Some("Object") => IncludeObject::Object,
@@ -31,7 +31,7 @@ impl IncludeObject {
 }
 
 /// PartialObjectMetadata of `obj` in `meta.k8s.io/<version>`.
-pub fn partial_metadata(obj: &Value, version: &str) -> Value {
+pub(crate) fn partial_metadata(obj: &Value, version: &str) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": format!("meta.k8s.io/{version}"),
@@ -69,7 +69,7 @@ fn custom_cell(col: &PrinterColumn, obj: &Value, now: jiff::Timestamp) -> Value 
 }
 
 /// Column definitions and row cells for `objects` of `res`.
-pub fn columns_and_cells(
+pub(crate) fn columns_and_cells(
     res: &Resource,
     objects: &[std::sync::Arc<Value>],
     now: jiff::Timestamp,
@@ -123,7 +123,7 @@ pub fn columns_and_cells(
 }
 
 /// A Table of `objects`. `list_meta` is the list's metadata (or `{resourceVersion}` for one object).
-pub fn table(
+pub(crate) fn table(
     res: &Resource,
     objects: &[std::sync::Arc<Value>],
     list_meta: Value,
@@ -154,14 +154,14 @@ pub fn table(
 /// A Table taken apart, so that its rows can be written one by one: the
 /// document with no rows yet (`rows` is its last key), the objects in
 /// printing order and each one's cells.
-pub struct TableParts {
+pub(crate) struct TableParts {
     pub head: Value,
     pub objects: Vec<std::sync::Arc<Value>>,
     pub cells: Vec<Vec<Value>>,
 }
 
 /// The parts of the Table [`table`] makes.
-pub fn table_parts(
+pub(crate) fn table_parts(
     res: &Resource,
     objects: &[std::sync::Arc<Value>],
     list_meta: Value,
@@ -188,7 +188,7 @@ pub fn table_parts(
 
 /// What a row carries of its object (`includeObject`): its
 /// PartialObjectMetadata, the object itself, or nothing.
-pub fn row_object<'a>(
+pub(crate) fn row_object<'a>(
     obj: &'a Value,
     include: IncludeObject,
     version: &str,
@@ -227,7 +227,11 @@ fn is_status(obj: &Value) -> bool {
 
 /// The PartialObjectMetadata view of one object, or the 406 kube-apiserver
 /// gives when the client asked for a list. `None`: no metadata shape asked.
-pub fn object_metadata(res: &Resource, obj: &Value, shape: &Shape) -> Option<ApiResult<Value>> {
+pub(crate) fn object_metadata(
+    res: &Resource,
+    obj: &Value,
+    shape: &Shape,
+) -> Option<ApiResult<Value>> {
     match shape {
         _ if is_status(obj) => None,
         Shape::PartialObjectMetadata(v) => Some(Ok(partial_metadata(obj, v))),
@@ -243,7 +247,7 @@ pub fn object_metadata(res: &Resource, obj: &Value, shape: &Shape) -> Option<Api
 
 /// The PartialObjectMetadataList of a list's items, or the 406 for a client
 /// that asked for one object's metadata. `None`: no metadata shape asked.
-pub fn list_metadata(
+pub(crate) fn list_metadata(
     res: &Resource,
     list_meta: Value,
     items: &[std::sync::Arc<Value>],

@@ -73,7 +73,7 @@ mod goverify;
 mod patching;
 pub(crate) mod policy;
 mod review;
-pub mod routes;
+pub(crate) mod routes;
 mod transport;
 mod webhook_matching;
 
@@ -84,7 +84,7 @@ pub use attributes::{AdmissionAttributes, GroupVersionKind, GroupVersionResource
 pub use cluster::ClusterView;
 pub use dispatch::WebhookRegistry;
 pub(crate) use errors::internal_error;
-pub use policy::{ParamScope, PolicyCluster, PolicyRegistry};
+pub(crate) use policy::{ParamScope, PolicyCluster, PolicyRegistry};
 pub(crate) use review::{ReviewVersion, decode_body};
 pub use routes::WebhookRoute;
 #[cfg(any(test, feature = "testing"))]

@@ -22,7 +22,7 @@ use crate::registry::Resource;
 use crate::store::WriteError;
 
 /// Where the object to create comes from.
-pub enum Input {
+pub(crate) enum Input {
     /// A request body (duplicates found while parsing it).
     Body { obj: Value, duplicates: Vec<String> },
     /// The result of a server-side apply that creates: managed fields are
@@ -32,7 +32,7 @@ pub enum Input {
 
 /// Creates an object of `res` in `ns` (empty for cluster-scoped resources),
 /// calling the admission webhooks.
-pub async fn create(
+pub(crate) async fn create(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -69,7 +69,7 @@ pub async fn create(
 
 /// Creates an object without calling admission webhooks: the server's own
 /// writes (start-up namespaces, the serviceaccount controller).
-pub fn create_internal(
+pub(crate) fn create_internal(
     app: &App,
     res: &Resource,
     ns: &str,

@@ -16,9 +16,9 @@ use crate::request::query::{DeleteOptions, Propagation};
 use crate::store::{Preconditions, WriteError, parse_rv};
 use crate::user::UserInfo;
 
-pub const ORPHAN: &str = "orphan";
-pub const FOREGROUND: &str = "foregroundDeletion";
-pub const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+pub(crate) const ORPHAN: &str = "orphan";
+pub(crate) const FOREGROUND: &str = "foregroundDeletion";
+pub(crate) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
 const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
 fn is_kind(res: &Resource, group: &str, plural: &str) -> bool {
@@ -75,7 +75,7 @@ fn finalizers_for(existing: &[String], policy: Option<Propagation>) -> Vec<Strin
 
 /// Deletes one object, calling the admission webhooks (with the stored
 /// object as `oldObject`) on each attempt, after the preconditions held.
-pub async fn delete(
+pub(crate) async fn delete(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -116,7 +116,7 @@ pub async fn delete(
 }
 
 /// Deletes one object without admission webhooks: the controllers' own deletes.
-pub fn delete_internal(
+pub(crate) fn delete_internal(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -431,7 +431,7 @@ fn mark_crd_terminating(crd: &mut Value) {
 }
 
 /// DELETE on a collection: deletes every selected object, returns them as a list.
-pub async fn delete_collection(
+pub(crate) async fn delete_collection(
     app: &App,
     res: &Resource,
     ns: Option<&str>,

@@ -92,7 +92,7 @@ fn still_processing(pdb_name: &str) -> ApiError {
 }
 
 /// Evicts Pod `name` with `options` (see the module documentation).
-pub async fn evict(
+pub(crate) async fn evict(
     app: &App,
     pods: &Resource,
     ns: &str,

@@ -3,25 +3,25 @@
 //! and the in-process controllers both call these.
 
 pub(crate) mod access_reviews;
-pub mod admit;
-pub mod create;
+pub(crate) mod admit;
+pub(crate) mod create;
 pub(crate) mod default_storage_class;
-pub mod delete;
-pub mod disruption;
-pub mod limit_ranger;
+pub(crate) mod delete;
+pub(crate) mod disruption;
+pub(crate) mod limit_ranger;
 mod pod_object;
-pub mod pods;
-pub mod priority;
-pub mod read;
+pub(crate) mod pods;
+pub(crate) mod priority;
+pub(crate) mod read;
 pub(crate) mod resource_quota;
-pub mod scale;
+pub(crate) mod scale;
 mod scale_view;
 pub(crate) mod service_account;
 pub(crate) mod storage_limit;
 pub(crate) mod storage_protection;
-pub mod update;
+pub(crate) mod update;
 pub(crate) mod update_steps;
-pub mod watch;
+pub(crate) mod watch;
 
 #[cfg(test)]
 mod tests;
@@ -35,11 +35,11 @@ mod write;
 
 /// The manager name and event source of the writes kube-apiserver makes
 /// itself (budget status on eviction, quota usage).
-pub const APISERVER: &str = "kube-apiserver";
+pub(crate) const APISERVER: &str = "kube-apiserver";
 /// The manager name and event source of the simulated
 /// kube-controller-manager's writes.
-pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
-pub use write::{Warnings, WriteCtx, Written, manager_from_user_agent};
+pub(crate) const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+pub(crate) use write::{Warnings, WriteCtx, Written, manager_from_user_agent};
 
 pub(crate) use alloc::{
     allocate, generate_name, generated_name_base, is_service, restore_allocation,

@@ -94,7 +94,7 @@ async fn admit(
 /// POST `pods/<name>/binding`: sets `spec.nodeName` and the PodScheduled
 /// condition of an unassigned Pod (the node need not exist); 409 when the
 /// Pod is assigned already or being deleted.
-pub async fn bind(
+pub(crate) async fn bind(
     app: &App,
     pods: &Resource,
     ns: &str,
@@ -195,7 +195,7 @@ pub async fn bind(
 
 /// POST `pods/<name>/eviction`: deletes the Pod when that disrupts nothing
 /// its PodDisruptionBudget protects (see [`super::disruption`]).
-pub async fn evict(
+pub(crate) async fn evict(
     app: &App,
     pods: &Resource,
     ns: &str,

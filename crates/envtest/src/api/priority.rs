@@ -28,7 +28,7 @@ fn global_default(app: &App) -> Option<Arc<Value>> {
 }
 
 /// Resolves the Pod's priority on create (see the module documentation).
-pub fn admit(app: &App, pod: &mut Value) -> ApiResult<()> {
+pub(crate) fn admit(app: &App, pod: &mut Value) -> ApiResult<()> {
     let pod_name = match meta::name(pod) {
         "" => meta::meta_str(pod, "generateName").to_string(),
         named => named.to_string(),

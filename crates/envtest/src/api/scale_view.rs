@@ -63,7 +63,7 @@ pub(crate) fn set_replicas(res: &Resource, obj: &mut Value, replicas: i64) -> Ap
 }
 
 /// The Scale view of an object.
-pub fn to_scale(res: &Resource, obj: &Value) -> ApiResult<Value> {
+pub(crate) fn to_scale(res: &Resource, obj: &Value) -> ApiResult<Value> {
     let paths = scale_paths(res)?;
     let spec = read_path(obj, &paths.spec_replicas)
         .and_then(|v| v.as_i64())

@@ -123,7 +123,7 @@ fn created_meanwhile(e: crate::error::ApiError) -> Fail {
 
 /// PUT of an object or its `status` subresource.
 #[allow(clippy::too_many_arguments)]
-pub async fn replace(
+pub(crate) async fn replace(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -265,7 +265,7 @@ pub(crate) fn check_patch_type(res: &Resource, patch_type: PatchType) -> ApiResu
 
 /// PATCH of an object or its `status` subresource.
 #[allow(clippy::too_many_arguments)]
-pub async fn patch(
+pub(crate) async fn patch(
     app: &App,
     res: &Resource,
     ns: &str,

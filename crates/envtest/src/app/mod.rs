@@ -13,7 +13,7 @@ use crate::store::Store;
 pub(crate) use store_view::StoreView;
 
 /// The server's state: storage, served resources, allocators and webhooks.
-pub struct App {
+pub(crate) struct App {
     pub store: Arc<Store>,
     pub registry: SharedRegistry,
     /// The stored admission webhook configurations, ready to call.
@@ -52,7 +52,7 @@ pub struct App {
 
 impl App {
     /// See [`App::root_ca`].
-    pub fn root_ca_pem(&self) -> String {
+    pub(crate) fn root_ca_pem(&self) -> String {
         self.root_ca
             .read()
             .map(|pem| pem.clone())
@@ -60,13 +60,13 @@ impl App {
     }
 
     /// A server state whose watches and reads of the past reach back `history` changes.
-    pub fn new(history: usize) -> App {
+    pub(crate) fn new(history: usize) -> App {
         App::with_history(history, history)
     }
 
     /// Watches resume through the last `watch_history` changes; lists at an
     /// older resourceVersion reach back `read_history` (see [`Store::with_windows`]).
-    pub fn with_history(watch_history: usize, read_history: usize) -> App {
+    pub(crate) fn with_history(watch_history: usize, read_history: usize) -> App {
         let store = Arc::new(Store::with_windows(watch_history, read_history));
         let cluster = Arc::new(StoreView::new(Arc::clone(&store)));
         App {

@@ -17,7 +17,7 @@ const GROUP: &str = "rbac.authorization.k8s.io";
 const MASTERS: &str = "system:masters";
 
 /// The write of an RBAC object to check: `old` is set on update.
-pub struct Write<'a> {
+pub(crate) struct Write<'a> {
     /// `roles`, `clusterroles`, `rolebindings` or `clusterrolebindings`.
     pub plural: &'a str,
     /// The request's namespace (empty for the cluster-scoped kinds).
@@ -27,7 +27,7 @@ pub struct Write<'a> {
 }
 
 /// Whether writes of `group`/`plural` are checked for escalation.
-pub fn applies_to(group: &str, plural: &str) -> bool {
+pub(crate) fn applies_to(group: &str, plural: &str) -> bool {
     group == GROUP
         && matches!(
             plural,
@@ -37,7 +37,7 @@ pub fn applies_to(group: &str, plural: &str) -> bool {
 
 /// Refuses the write with kube-apiserver's 403 when it would grant `user`
 /// (through the object written) permissions it does not hold.
-pub fn check(store: &Store, user: &UserInfo, write: &Write<'_>) -> ApiResult<()> {
+pub(crate) fn check(store: &Store, user: &UserInfo, write: &Write<'_>) -> ApiResult<()> {
     if user.groups.iter().any(|g| g == MASTERS) {
         return Ok(());
     }

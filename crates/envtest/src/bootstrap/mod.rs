@@ -34,7 +34,7 @@ const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// Creates everything a cluster starts with; `addr` is where the server
 /// listens, which the `kubernetes` Service's endpoints name.
-pub fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+pub(crate) fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
     create_namespaces(app)?;
     store_templates(app)?;
     post_start::create_priority_classes(app)?;

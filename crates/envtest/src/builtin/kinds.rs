@@ -358,7 +358,7 @@ pub(super) static OLDER_VERSIONS: &[KindInfo] = &[
 
 #[cfg(test)]
 /// Finds a kind by group and resource name (`apps`, `deployments`).
-pub fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
+pub(crate) fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
     KINDS
         .iter()
         .find(|k| k.group == group && k.plural == plural)
@@ -366,7 +366,7 @@ pub fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
 
 #[cfg(test)]
 /// Finds a kind by group and kind name (`apps`, `Deployment`).
-pub fn find_kind(group: &str, kind: &str) -> Option<&'static KindInfo> {
+pub(crate) fn find_kind(group: &str, kind: &str) -> Option<&'static KindInfo> {
     KINDS.iter().find(|k| k.group == group && k.kind == kind)
 }
 

@@ -9,8 +9,8 @@ mod alloc;
 pub(crate) mod certificates;
 mod decode;
 mod defaults;
-pub mod events;
-pub mod hpa;
+pub(crate) mod events;
+pub(crate) mod hpa;
 mod kinds;
 mod listtypes;
 mod prepare;
@@ -67,14 +67,14 @@ const VOLUME_SOURCES: &[&str] = &[
     "image",
 ];
 
-pub use alloc::Allocator;
+pub(crate) use alloc::Allocator;
 #[cfg(test)]
-pub use kinds::{find, find_kind};
+pub(crate) use kinds::{find, find_kind};
 pub(crate) use tables::sort_for_printing;
 
 /// A subresource of a served resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subresource {
+pub(crate) struct Subresource {
     pub name: &'static str,
     /// The group and version of the kind it answers, when not the resource's.
     pub group: Option<(&'static str, &'static str)>,
@@ -167,7 +167,7 @@ pub fn kinds() -> &'static [KindInfo] {
 }
 
 /// Older versions of [`kinds`] the server serves too (`autoscaling/v1`).
-pub fn older_versions() -> &'static [KindInfo] {
+pub(crate) fn older_versions() -> &'static [KindInfo] {
     kinds::OLDER_VERSIONS
 }
 
@@ -184,14 +184,14 @@ pub fn older_versions() -> &'static [KindInfo] {
 /// against the URL first). Values are canonicalised as Go writes them back
 /// (quantities, times, base64) and empty maps and lists are dropped where Go
 /// omits them.
-pub fn decode(kind: &KindInfo, obj: Value) -> ApiResult<(Value, Vec<String>)> {
+pub(crate) fn decode(kind: &KindInfo, obj: Value) -> ApiResult<(Value, Vec<String>)> {
     decode::decode(kind, obj)
 }
 
 /// Fills in the defaults kube-apiserver applies to `kind` on create and update,
 /// including what its v1 conversion does (a Secret's `stringData` folded into
 /// `data`, a PodSpec's deprecated `serviceAccount` mirrored).
-pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
+pub(crate) fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
     defaults::apply(kind, obj);
 }
 
@@ -205,12 +205,12 @@ pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
 ///
 /// `service_account` is the Pod's ServiceAccount as stored (see
 /// [`pod_service_account_name`]); `None` stands for one with no settings.
-pub fn admit_create(kind: &KindInfo, obj: &mut Value, service_account: Option<&Value>) {
+pub(crate) fn admit_create(kind: &KindInfo, obj: &mut Value, service_account: Option<&Value>) {
     prepare::admit_create(kind, obj, service_account);
 }
 
 /// The ServiceAccount a Pod runs as: the one it names, else `default`.
-pub fn pod_service_account_name(pod: &Value) -> &str {
+pub(crate) fn pod_service_account_name(pod: &Value) -> &str {
     prepare::pod_service_account_name(pod)
 }
 
@@ -222,7 +222,7 @@ pub fn pod_service_account_name(pod: &Value) -> &str {
 /// As in kube-apiserver, the server fills in `metadata.uid` and the name
 /// generated from `generateName` before calling this: a Job's generated
 /// selector and labels use both.
-pub fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
+pub(crate) fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
     prepare::for_create(kind, obj);
 }
 
@@ -234,7 +234,7 @@ pub fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
 /// `rest.BeforeUpdate` does, the stored uid (when `obj` has none), creation
 /// and deletion timestamps and grace period are kept, and `generation` is
 /// the stored one (bumped where the kind tracks spec changes).
-pub fn prepare_for_update(
+pub(crate) fn prepare_for_update(
     kind: &KindInfo,
     obj: &mut Value,
     old: &Value,
@@ -245,7 +245,7 @@ pub fn prepare_for_update(
 
 /// [`validate`] of an update through a subresource that has rules of its
 /// own (a CertificateSigningRequest's `status` and `approval`).
-pub fn validate_subresource(
+pub(crate) fn validate_subresource(
     kind: &KindInfo,
     obj: &Value,
     old: &Value,
@@ -264,7 +264,7 @@ pub fn validate_subresource(
 /// The 422 for an events.k8s.io/v1 Event names the core kind (`Event "x" is
 /// invalid`, no group), as the real server does. Whether an update carries
 /// `metadata.resourceVersion` is the server's business.
-pub fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(crate) fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     validation::validate(kind, obj, old)
 }
 
@@ -277,7 +277,7 @@ static TYPE_INFOS: LazyLock<Vec<listtypes::BuiltinTypeInfo>> = LazyLock::new(|| 
 });
 
 /// Shape information (list keys) for strategic merge patch and apply.
-pub fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
+pub(crate) fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
     let index = kinds::KINDS
         .iter()
         .chain(kinds::OLDER_VERSIONS)
@@ -293,7 +293,11 @@ pub fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
 /// too; [`validate`] calls it for built-in kinds. `name_is_path_segment` selects
 /// the looser rule custom resources use (any name valid as a path segment)
 /// instead of a DNS-1123 subdomain.
-pub fn validate_metadata(obj: &Value, namespaced: bool, name_is_path_segment: bool) -> Vec<Cause> {
+pub(crate) fn validate_metadata(
+    obj: &Value,
+    namespaced: bool,
+    name_is_path_segment: bool,
+) -> Vec<Cause> {
     validation::validate_metadata(obj, namespaced, name_is_path_segment)
 }
 
@@ -303,14 +307,14 @@ pub fn validate_metadata(obj: &Value, namespaced: bool, name_is_path_segment: bo
 /// object is being deleted, generation not decremented, plus the label,
 /// annotation, ownerReference and finalizer rules. Used for custom resources
 /// too; [`validate`] calls it for built-in kinds.
-pub fn validate_metadata_update(obj: &Value, old: &Value) -> Vec<Cause> {
+pub(crate) fn validate_metadata_update(obj: &Value, old: &Value) -> Vec<Cause> {
     validation::meta::object_meta_update(obj, old)
 }
 
 /// `kubectl get` columns for a built-in kind: the `columnDefinitions` and one
 /// row of cells per object, as the real server's Table. `None` when the kind has
 /// no special columns (the caller then serves Name and Age).
-pub fn table<'a>(
+pub(crate) fn table<'a>(
     kind: &KindInfo,
     objects: impl IntoIterator<Item = &'a Value>,
     now: jiff::Timestamp,

@@ -14,14 +14,14 @@ use crate::registry::{CustomResource, Registry, custom_store_key};
 use crate::request::query::DeleteOptions;
 use crate::store::{Event, EventType, ResKey};
 
-pub const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
+pub(super) const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
 
 fn crd_key() -> ResKey {
     Arc::from(CRD_KEY)
 }
 
 /// Rebuilds the served set from the stored CRDs.
-pub fn rebuild_registry(app: &App) {
+pub(super) fn rebuild_registry(app: &App) {
     rebuild_registry_with(app, None);
 }
 
@@ -289,7 +289,7 @@ fn log_failure<T>(what: &str, name: &str, result: crate::error::ApiResult<T>) {
 
 /// Reacts to a change; returns a terminating CRD whose custom resources
 /// must be cleaned up (done once per batch by [`cleanup_by_name`]).
-pub fn on_event(app: &App, ev: &Event) -> Option<String> {
+pub(super) fn on_event(app: &App, ev: &Event) -> Option<String> {
     if &*ev.resource == CRD_KEY {
         match ev.kind {
             EventType::Deleted => rebuild_registry(app),
@@ -323,7 +323,7 @@ pub fn on_event(app: &App, ev: &Event) -> Option<String> {
 }
 
 /// Continues the cleanup of the terminating CRD `name`.
-pub fn cleanup_by_name(app: &App, name: &str) {
+pub(super) fn cleanup_by_name(app: &App, name: &str) {
     if let Some(crd) = app.store.get(&crd_key(), "", name) {
         cleanup(app, &crd);
     }

@@ -28,7 +28,7 @@ use crate::store::{Event, ResKey};
 const DELETION_TIMEOUT_SECONDS: i64 = 120;
 
 /// The namespace whose budgets a change may affect.
-pub fn namespace_to_sync(ev: &Event) -> Option<&str> {
+pub(crate) fn namespace_to_sync(ev: &Event) -> Option<&str> {
     let watched = matches!(
         &*ev.resource,
         "pods"
@@ -46,7 +46,7 @@ const COMPONENT: &str = "controllermanager";
 
 /// Brings every budget of `ns` up to date. `told_no_pods` holds the uids of
 /// budgets told already that they select no Pod.
-pub fn sync_namespace(app: &App, ns: &str, told_no_pods: &mut HashSet<String>) {
+pub(crate) fn sync_namespace(app: &App, ns: &str, told_no_pods: &mut HashSet<String>) {
     let key: ResKey = Arc::from(PDB_KEY);
     let (budgets, _) = app.store.list(&key, Some(ns), None);
     for (_, pdb) in budgets {

@@ -12,12 +12,18 @@ use crate::app::App;
 use crate::meta;
 
 /// Records a Warning about `involved` (an ObjectReference) from `component`.
-pub fn record_warning(app: &App, component: &str, involved: Value, reason: &str, message: &str) {
+pub(crate) fn record_warning(
+    app: &App,
+    component: &str,
+    involved: Value,
+    reason: &str,
+    message: &str,
+) {
     record(app, component, involved, "Warning", reason, message);
 }
 
 /// Records an Event of `kind` (`Normal` or `Warning`) about `involved` from `component`.
-pub fn record(
+pub(crate) fn record(
     app: &App,
     component: &str,
     involved: Value,
@@ -30,7 +36,7 @@ pub fn record(
 
 /// [`record`] from a component on a host (a kubelet on its Node): the
 /// source's `host`, which is also `reportingInstance`.
-pub fn record_from_host(
+pub(crate) fn record_from_host(
     app: &App,
     component: &str,
     host: &str,

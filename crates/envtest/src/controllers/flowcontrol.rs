@@ -17,20 +17,20 @@ use crate::meta;
 use crate::store::Event;
 
 /// The managers kube-apiserver writes these objects as.
-pub const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
+pub(crate) const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
 const CONSUMER: &str = "api-priority-and-fairness-config-consumer-v1";
 
 fn key(plural: &str) -> String {
     format!("{GROUP}/{plural}")
 }
 
-pub fn concerns(ev: &Event) -> bool {
+pub(crate) fn concerns(ev: &Event) -> bool {
     *ev.resource == *key(FLOW_SCHEMAS) || *ev.resource == *key(PRIORITY_LEVELS)
 }
 
 /// Creates what is missing, puts back what was changed where the producer
 /// may, and brings every FlowSchema's `Dangling` condition up to date.
-pub fn sync(app: &App) {
+pub(crate) fn sync(app: &App) {
     for object in configuration() {
         let Some(res) = resource_for(app, &key(object.plural)) else {
             continue;

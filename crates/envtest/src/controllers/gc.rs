@@ -29,7 +29,7 @@ const GC_COMPONENT: &str = "garbage-collector-controller";
 type ObjRef = (ResKey, String, String);
 
 #[derive(Default)]
-pub struct GarbageCollector {
+pub(super) struct GarbageCollector {
     /// uid → the object with that uid (and whether it is namespaced).
     objects: HashMap<String, (ObjRef, bool)>,
     /// owner uid → dependents naming it.
@@ -72,7 +72,7 @@ fn blocks_owner(dependent: &Value, owner_uid: &str) -> bool {
 impl GarbageCollector {
     /// Records an existing object without acting on it (the start-up scan
     /// indexes everything before judging any owner reference).
-    pub fn observe(&mut self, ev: &Event) {
+    pub(super) fn observe(&mut self, ev: &Event) {
         let me: ObjRef = (ev.resource.clone(), ev.namespace.clone(), ev.name.clone());
         let uid = meta::uid(&ev.object).to_string();
         self.objects
@@ -82,7 +82,7 @@ impl GarbageCollector {
         }
     }
 
-    pub fn on_event(&mut self, app: &App, ev: &Event) {
+    pub(super) fn on_event(&mut self, app: &App, ev: &Event) {
         let me: ObjRef = (ev.resource.clone(), ev.namespace.clone(), ev.name.clone());
         let uid = meta::uid(&ev.object).to_string();
         if let Some(prev) = &ev.prev {
@@ -140,7 +140,7 @@ impl GarbageCollector {
     }
 
     /// Judges the dependents waiting for their owners' kinds to be served.
-    pub fn recheck_unresolved(&mut self, app: &App) {
+    pub(super) fn recheck_unresolved(&mut self, app: &App) {
         for dep in std::mem::take(&mut self.unresolved) {
             self.collect(app, &dep);
         }

@@ -10,10 +10,10 @@
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
-pub mod aggregation;
+pub(crate) mod aggregation;
 pub(crate) mod apiservices;
 mod crds;
-pub mod disruption;
+pub(crate) mod disruption;
 pub(crate) mod event_recorder;
 pub(crate) mod flowcontrol;
 mod gc;
@@ -41,7 +41,7 @@ use crate::registry::Resource;
 use crate::store::{Event, WatchFilter, WatcherTx};
 
 /// Manager names of the server's own writes, as on a real cluster.
-pub use crate::api::{APISERVER, CONTROLLER_MANAGER};
+pub(crate) use crate::api::{APISERVER, CONTROLLER_MANAGER};
 
 struct Controllers {
     app: Arc<App>,
@@ -178,7 +178,7 @@ impl Controllers {
 
 /// Starts the controllers; they first reconcile what already exists. A
 /// deleted namespace keeps its content for `namespace_grace`.
-pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
+pub(crate) fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Arc<Event>>();
     let (grace_tx, mut grace_rx) = mpsc::unbounded_channel::<String>();
     let since = app.store.current_rv();

@@ -30,11 +30,11 @@ use crate::store::{Event, EventType, ResKey};
 const QUOTAS: &str = "resourcequotas";
 
 /// kube-controller-manager's `--resource-quota-sync-period`.
-pub const RESYNC: Duration = Duration::from_secs(300);
+pub(super) const RESYNC: Duration = Duration::from_secs(300);
 
 /// What changed since the last pass.
 #[derive(Default)]
-pub struct Work {
+pub(super) struct Work {
     /// Quotas created or whose `spec.hard` changed.
     quotas: BTreeSet<(String, String)>,
     /// Namespaces and resources whose usage may have dropped.
@@ -42,7 +42,7 @@ pub struct Work {
 }
 
 impl Work {
-    pub fn on_event(&mut self, ev: &Event) {
+    pub(super) fn on_event(&mut self, ev: &Event) {
         if ev.namespace.is_empty() {
             return;
         }
@@ -78,7 +78,7 @@ impl Work {
     }
 
     /// Every quota, as the periodic resync does.
-    pub fn resync_all(&mut self, app: &App) {
+    pub(super) fn resync_all(&mut self, app: &App) {
         let key: ResKey = Arc::from(QUOTAS);
         for (_, quota) in app.store.list(&key, None, None).0 {
             let at = (
@@ -89,7 +89,7 @@ impl Work {
         }
     }
 
-    pub fn flush(&mut self, app: &App) {
+    pub(super) fn flush(&mut self, app: &App) {
         let mut due = std::mem::take(&mut self.quotas);
         let key: ResKey = Arc::from(QUOTAS);
         for (ns, changed) in std::mem::take(&mut self.replenish) {

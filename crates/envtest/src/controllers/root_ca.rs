@@ -13,7 +13,7 @@ use crate::app::App;
 use crate::meta;
 use crate::store::{Event, EventType, ResKey};
 
-pub const NAME: &str = "kube-root-ca.crt";
+pub(super) const NAME: &str = "kube-root-ca.crt";
 const CONFIGMAPS: &str = "configmaps";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 

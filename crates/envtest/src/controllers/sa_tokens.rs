@@ -23,7 +23,7 @@ use crate::tokens::LegacyClaims;
 
 const SECRETS: &str = "secrets";
 const SERVICE_ACCOUNTS: &str = "serviceaccounts";
-pub const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
+pub(super) const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 const NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
 const UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 

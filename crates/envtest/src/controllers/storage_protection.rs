@@ -23,13 +23,13 @@ const PODS: &str = "pods";
 
 /// Claims and volumes to look at after a batch of changes.
 #[derive(Default)]
-pub struct Work {
+pub(super) struct Work {
     claims: BTreeSet<(String, String)>,
     volumes: BTreeSet<String>,
 }
 
 impl Work {
-    pub fn on_event(&mut self, app: &App, ev: &Event) {
+    pub(super) fn on_event(&mut self, app: &App, ev: &Event) {
         let on = |c: Controller| app.controllers.is_on(c);
         let deleted = ev.kind == EventType::Deleted;
         match &*ev.resource {
@@ -51,7 +51,7 @@ impl Work {
         }
     }
 
-    pub fn flush(&mut self, app: &App) {
+    pub(super) fn flush(&mut self, app: &App) {
         for (ns, name) in std::mem::take(&mut self.claims) {
             sync_claim(app, &ns, &name);
         }

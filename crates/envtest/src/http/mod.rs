@@ -2,12 +2,12 @@
 //! mapping of API operations to responses. Every failure is a `Status`.
 
 mod component_statuses;
-pub mod deadline;
+pub(crate) mod deadline;
 mod host;
 mod list_body;
-pub mod openapi;
+pub(crate) mod openapi;
 mod resource;
-pub mod respond;
+pub(crate) mod respond;
 
 use std::sync::Arc;
 
@@ -32,7 +32,7 @@ use crate::request::query::{self, Query};
 use crate::table::{IncludeObject, table};
 use crate::user::UserInfo;
 
-pub fn router(app: Arc<App>) -> Router {
+pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
 }
 

@@ -9,7 +9,7 @@ use crate::admission::ClientSpec;
 
 /// A CRD's `spec.conversion.strategy`.
 #[derive(Debug, Clone, Default)]
-pub enum Strategy {
+pub(crate) enum Strategy {
     #[default]
     None,
     Webhook(Arc<Webhook>),
@@ -17,7 +17,7 @@ pub enum Strategy {
 
 /// A CRD's conversion webhook, its client built on first use.
 #[derive(Debug)]
-pub struct Webhook {
+pub(crate) struct Webhook {
     pub(crate) crd_name: String,
     pub(crate) client_config: Value,
     pub(crate) review_versions: Vec<String>,
@@ -27,7 +27,7 @@ pub struct Webhook {
 
 impl Strategy {
     /// Reads `spec.conversion` of a stored CRD.
-    pub fn from_spec(crd_name: &str, spec: &Value) -> Strategy {
+    pub(crate) fn from_spec(crd_name: &str, spec: &Value) -> Strategy {
         let Some(conversion) = spec.get("conversion") else {
             return Strategy::None;
         };
@@ -52,7 +52,7 @@ impl Strategy {
         }))
     }
 
-    pub fn webhook(&self) -> Option<&Arc<Webhook>> {
+    pub(crate) fn webhook(&self) -> Option<&Arc<Webhook>> {
         match self {
             Strategy::None => None,
             Strategy::Webhook(w) => Some(w),

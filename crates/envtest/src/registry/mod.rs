@@ -3,33 +3,33 @@
 //! registry is immutable; CRD changes build a new one that replaces the old
 //! atomically (readers keep the `Arc` they took).
 
-pub mod crd;
+pub(crate) mod crd;
 mod crd_conversion;
-pub mod discovery;
+pub(crate) mod discovery;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-pub use crate::builtin::Subresource;
+pub(crate) use crate::builtin::Subresource;
 use crate::builtin::{self, KindInfo};
 use crate::schema::Structural;
 use crate::store::ResKey;
 
-pub use crd::{CustomResource, PrinterColumn, ScalePaths};
+pub(crate) use crd::{CustomResource, PrinterColumn, ScalePaths};
 pub(crate) use crd_conversion::{Strategy, Webhook};
 
 /// Where a served resource's behaviour comes from.
 #[derive(Debug, Clone)]
-pub enum Source {
+pub(crate) enum Source {
     Builtin(&'static KindInfo),
     Custom(Arc<CustomResource>),
 }
 
 /// One served group/version/resource.
 #[derive(Debug, Clone)]
-pub struct Resource {
+pub(crate) struct Resource {
     pub group: String,
     pub version: String,
     pub kind: String,
@@ -48,42 +48,42 @@ pub struct Resource {
 }
 
 impl Resource {
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         crate::meta::api_version(&self.group, &self.version)
     }
 
-    pub fn builtin(&self) -> Option<&'static KindInfo> {
+    pub(crate) fn builtin(&self) -> Option<&'static KindInfo> {
         match &self.source {
             Source::Builtin(k) => Some(k),
             Source::Custom(_) => None,
         }
     }
 
-    pub fn custom(&self) -> Option<&Arc<CustomResource>> {
+    pub(crate) fn custom(&self) -> Option<&Arc<CustomResource>> {
         match &self.source {
             Source::Custom(c) => Some(c),
             Source::Builtin(_) => None,
         }
     }
 
-    pub fn is_custom(&self) -> bool {
+    pub(crate) fn is_custom(&self) -> bool {
         matches!(self.source, Source::Custom(_))
     }
 
     /// The structural schema of this served version (custom resources).
-    pub fn schema(&self) -> Option<&Structural> {
+    pub(crate) fn schema(&self) -> Option<&Structural> {
         self.custom()
             .and_then(|c| c.version(&self.version))
             .and_then(|v| v.schema.as_deref())
     }
 
-    pub fn supports(&self, verb: &str) -> bool {
+    pub(crate) fn supports(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)
     }
 
     /// The verbs of subresource `sub`, or `None` when this resource has no
     /// such subresource.
-    pub fn subresource_verbs(&self, sub: &str) -> Option<&'static [&'static str]> {
+    pub(crate) fn subresource_verbs(&self, sub: &str) -> Option<&'static [&'static str]> {
         self.subresources()
             .into_iter()
             .find(|s| s.name == sub)
@@ -94,7 +94,7 @@ impl Resource {
     /// serves (and lists in discovery) them, by name: `scale` and `status`
     /// where the resource has them, a built-in kind's others from its row of
     /// the kinds table.
-    pub fn subresources(&self) -> Vec<Subresource> {
+    pub(crate) fn subresources(&self) -> Vec<Subresource> {
         const READ_WRITE: &[&str] = &["get", "patch", "update"];
         let mut out = Vec::new();
         if self.scale.is_some() {
@@ -121,13 +121,13 @@ impl Resource {
     }
 
     /// Whether this is `certificatesigningrequests`, which also serves `/approval`.
-    pub fn is_certificate_signing_requests(&self) -> bool {
+    pub(crate) fn is_certificate_signing_requests(&self) -> bool {
         self.group == "certificates.k8s.io" && self.plural == "certificatesigningrequests"
     }
 
     /// Whether the kind is the core/v1 vs events.k8s.io/v1 shared Event storage
     /// seen through events.k8s.io.
-    pub fn is_events_v1(&self) -> bool {
+    pub(crate) fn is_events_v1(&self) -> bool {
         self.group == "events.k8s.io" && self.plural == "events"
     }
 
@@ -139,7 +139,7 @@ impl Resource {
     /// Converts a stored object to what this version serves.
     // Named for the direction of the conversion (storage to this version).
     #[allow(clippy::wrong_self_convention)]
-    pub fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
+    pub(crate) fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
         if self.is_autoscaling_v1() {
             let mut out = builtin::hpa::v2_to_v1(stored);
             set_type_meta(&mut out, &self.api_version(), &self.kind);
@@ -157,7 +157,7 @@ impl Resource {
     }
 
     /// Converts an object of this version to its stored form.
-    pub fn to_storage(&self, obj: Value) -> Value {
+    pub(crate) fn to_storage(&self, obj: Value) -> Value {
         if self.is_autoscaling_v1() {
             let mut out = builtin::hpa::v1_to_v2(&obj);
             set_type_meta(&mut out, "autoscaling/v2", &self.kind);
@@ -179,7 +179,7 @@ impl Resource {
     }
 }
 
-pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
+pub(crate) fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
     if let Value::Object(map) = obj {
         map.insert("apiVersion".into(), Value::String(api_version.to_string()));
         map.insert("kind".into(), Value::String(kind.to_string()));
@@ -188,7 +188,7 @@ pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
 }
 
 /// Whether `group/version` `kind` is a built-in kind this server knows.
-pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
+pub(crate) fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
     builtin::kinds()
         .iter()
         .chain(builtin::older_versions())
@@ -196,7 +196,7 @@ pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
 }
 
 /// Built-in kinds in their storage: `configmaps`, `apps/deployments`.
-pub fn builtin_store_key(kind: &KindInfo) -> ResKey {
+pub(crate) fn builtin_store_key(kind: &KindInfo) -> ResKey {
     if kind.group == "events.k8s.io" && kind.plural == "events" {
         return Arc::from("events");
     }
@@ -208,13 +208,13 @@ pub fn builtin_store_key(kind: &KindInfo) -> ResKey {
 }
 
 /// Storage of a custom resource (all its versions).
-pub fn custom_store_key(group: &str, plural: &str) -> ResKey {
+pub(crate) fn custom_store_key(group: &str, plural: &str) -> ResKey {
     Arc::from(format!("{group}/{plural}"))
 }
 
 /// An immutable set of served resources.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     resources: Vec<Arc<Resource>>,
     by_gvr: HashMap<(String, String, String), Arc<Resource>>,
     /// Group versions served, in discovery order (groups) and preference order (versions).
@@ -224,7 +224,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
+    pub(crate) fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
         let mut resources: Vec<Arc<Resource>> = builtin::kinds()
             .iter()
             .chain(builtin::older_versions())
@@ -254,28 +254,28 @@ impl Registry {
         }
     }
 
-    pub fn resources(&self) -> &[Arc<Resource>] {
+    pub(crate) fn resources(&self) -> &[Arc<Resource>] {
         &self.resources
     }
 
-    pub fn groups(&self) -> &[(String, Vec<String>)] {
+    pub(crate) fn groups(&self) -> &[(String, Vec<String>)] {
         &self.groups
     }
 
-    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
+    pub(crate) fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
         self.by_gvr
             .get(&(group.to_string(), version.to_string(), plural.to_string()))
             .cloned()
     }
 
-    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+    pub(crate) fn serves_group_version(&self, group: &str, version: &str) -> bool {
         self.groups
             .iter()
             .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
     }
 
     /// The resource of `kind` in `group/version` (for owner references and events).
-    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Resource>> {
+    pub(crate) fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Resource>> {
         self.resources
             .iter()
             .find(|r| r.group == group && r.version == version && r.kind == kind)
@@ -283,7 +283,7 @@ impl Registry {
     }
 
     /// Any served version of the storage `key`, preferring the storage version.
-    pub fn by_store_key(&self, key: &str) -> Option<Arc<Resource>> {
+    pub(crate) fn by_store_key(&self, key: &str) -> Option<Arc<Resource>> {
         let mut found: Option<&Arc<Resource>> = None;
         for r in self.resources.iter().filter(|r| &*r.store_key == key) {
             let preferred = match &r.source {
@@ -302,11 +302,11 @@ impl Registry {
         found.cloned()
     }
 
-    pub fn crd(&self, name: &str) -> Option<&Arc<CustomResource>> {
+    pub(crate) fn crd(&self, name: &str) -> Option<&Arc<CustomResource>> {
         self.crds.get(name)
     }
 
-    pub fn crds(&self) -> impl Iterator<Item = &Arc<CustomResource>> {
+    pub(crate) fn crds(&self) -> impl Iterator<Item = &Arc<CustomResource>> {
         self.crds.values()
     }
 }
@@ -334,25 +334,25 @@ impl Resource {
 
 /// The live registry shared by the HTTP layer and the controllers.
 #[derive(Default)]
-pub struct SharedRegistry {
+pub(crate) struct SharedRegistry {
     current: RwLock<Arc<Registry>>,
 }
 
 impl SharedRegistry {
-    pub fn new(reg: Registry) -> SharedRegistry {
+    pub(crate) fn new(reg: Registry) -> SharedRegistry {
         SharedRegistry {
             current: RwLock::new(Arc::new(reg)),
         }
     }
 
-    pub fn load(&self) -> Arc<Registry> {
+    pub(crate) fn load(&self) -> Arc<Registry> {
         self.current
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    pub fn replace(&self, reg: Registry) {
+    pub(crate) fn replace(&self, reg: Registry) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(reg);
     }
 }

@@ -7,14 +7,14 @@
 use crate::error::{ApiError, ApiResult, Details};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Json,
     Yaml,
 }
 
 /// A transformation the client asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     Plain,
     /// `meta.k8s.io/<version>` Table.
     Table(String),
@@ -26,7 +26,7 @@ pub enum Shape {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accepted {
+pub(crate) struct Accepted {
     pub format: Format,
     pub shape: Shape,
     /// Indented JSON without the trailing newline (`pretty=1` in the media
@@ -36,7 +36,7 @@ pub struct Accepted {
 
 /// Which shapes the endpoint can produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// Status errors, group discovery documents and the like: no transformation.
     Plain,
     /// Any verb on a built-in resource (or subresource): Table and
@@ -50,7 +50,7 @@ pub enum Endpoint {
 }
 
 /// Media types kube-apiserver serves objects in, as its 406 lists them.
-pub const SERVED_MEDIA_TYPES: &str =
+pub(crate) const SERVED_MEDIA_TYPES: &str =
     "application/json, application/yaml, application/vnd.kubernetes.protobuf";
 
 /// One media range of an Accept header.
@@ -152,7 +152,7 @@ fn shape_for(endpoint: Endpoint, clause: &Clause<'_>, format: Format) -> Option<
 }
 
 /// Picks the first acceptable media range; none acceptable is 406.
-pub fn negotiate(accept: Option<&str>, endpoint: Endpoint) -> ApiResult<Accepted> {
+pub(crate) fn negotiate(accept: Option<&str>, endpoint: Endpoint) -> ApiResult<Accepted> {
     let header = accept.unwrap_or("").trim();
     if header.is_empty() {
         return Ok(Accepted {
@@ -217,7 +217,7 @@ fn not_acceptable() -> ApiError {
 /// How a Status error is written for this Accept header: the first range
 /// that asks for no transformation, or `None` when there is none (the
 /// server then writes indented JSON, `WriteRawJSON`).
-pub fn error_format(accept: Option<&str>) -> Option<Accepted> {
+pub(crate) fn error_format(accept: Option<&str>) -> Option<Accepted> {
     negotiate(accept, Endpoint::Plain).ok()
 }
 

@@ -130,7 +130,7 @@ fn max_unavailable(ds: &Value, desired: i64) -> i64 {
     n.max(1)
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(ds) = client::get(app, DAEMONSETS, ns, name) else {
         return Ok(None);
     };

@@ -20,8 +20,8 @@ use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
-pub const HASH_LABEL: &str = "pod-template-hash";
-pub const REVISION: &str = "deployment.kubernetes.io/revision";
+pub(crate) const HASH_LABEL: &str = "pod-template-hash";
+pub(crate) const REVISION: &str = "deployment.kubernetes.io/revision";
 const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
 const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
 
@@ -120,7 +120,7 @@ fn replica_sets(app: &App, d: &Value) -> Sets {
     Sets { new, old }
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(d) = client::get(app, DEPLOYMENTS, ns, name) else {
         return Ok(None);
     };

@@ -27,7 +27,7 @@ use crate::meta;
 
 const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 /// The finalizer every Job Pod is created with, until it is counted.
-pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
+pub(crate) const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 
 fn finished(job: &Value) -> bool {
     client::condition_true(job, "Complete") || client::condition_true(job, "Failed")
@@ -135,7 +135,7 @@ async fn release_orphans(app: &App, ns: &str, name: &str, live_uid: Option<&str>
     Ok(())
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(job) = client::get(app, JOBS, ns, name) else {
         release_orphans(app, ns, name, None).await?;
         return Ok(None);

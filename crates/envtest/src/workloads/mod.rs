@@ -14,27 +14,27 @@
 //! through (defaults, admission webhooks, validation, watches). Timed steps
 //! (a container starting, becoming ready, exiting) are queued for later.
 
-pub mod autoscaler;
-pub mod client;
-pub mod config;
-pub mod cronjob;
-pub mod daemonset;
-pub mod deployment;
-pub mod endpoints;
-pub mod endpointslice;
-pub mod job;
-pub mod kubelet;
-pub mod node_lifecycle;
-pub mod ownership;
-pub mod pods;
-pub mod replicaset;
-pub mod revisions;
-pub mod scheduler;
-pub mod simulated_nodes;
-pub mod statefulset;
-pub mod template_hash;
-pub mod ttl_after_finished;
-pub mod volumes;
+pub(crate) mod autoscaler;
+pub(crate) mod client;
+pub(crate) mod config;
+pub(crate) mod cronjob;
+pub(crate) mod daemonset;
+pub(crate) mod deployment;
+pub(crate) mod endpoints;
+pub(crate) mod endpointslice;
+pub(crate) mod job;
+pub(crate) mod kubelet;
+pub(crate) mod node_lifecycle;
+pub(crate) mod ownership;
+pub(crate) mod pods;
+pub(crate) mod replicaset;
+pub(crate) mod revisions;
+pub(crate) mod scheduler;
+pub(crate) mod simulated_nodes;
+pub(crate) mod statefulset;
+pub(crate) mod template_hash;
+pub(crate) mod ttl_after_finished;
+pub(crate) mod volumes;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -147,7 +147,10 @@ const WORKLOAD_CONTROLLERS: [Controller; 15] = [
 
 /// Registers the simulated Nodes, then starts the simulation and the
 /// workload controllers. `None` when nothing of it runs.
-pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<JoinHandle<()>>> {
+pub(crate) async fn start(
+    app: Arc<App>,
+    sim: Simulation,
+) -> anyhow::Result<Option<JoinHandle<()>>> {
     if sim.is_off()
         && !WORKLOAD_CONTROLLERS
             .iter()

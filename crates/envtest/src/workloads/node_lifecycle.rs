@@ -36,7 +36,7 @@ const TAINT_EVICTION: &str = "taint-eviction-controller";
 
 /// What the lifecycle remembers between looks.
 #[derive(Default)]
-pub struct Memory {
+pub(crate) struct Memory {
     /// When each Node's kubelet was first seen stopped (by Node name).
     stopped_since: HashMap<String, Instant>,
     /// Nodes whose NotReady was told in an event (by uid), until Ready again.
@@ -46,7 +46,7 @@ pub struct Memory {
 }
 
 /// The Pods bound to `node`.
-pub fn pods_on(app: &App, node: &str) -> Vec<std::sync::Arc<Value>> {
+pub(crate) fn pods_on(app: &App, node: &str) -> Vec<std::sync::Arc<Value>> {
     client::list(app, PODS, None)
         .into_iter()
         .filter(|p| client::str_at(p, &["spec", "nodeName"]) == node)
@@ -55,7 +55,7 @@ pub fn pods_on(app: &App, node: &str) -> Vec<std::sync::Arc<Value>> {
 
 /// Whether a Node's state means anything for its Pods: it is not Ready, or
 /// carries a NoExecute taint.
-pub fn concerns_pods(node: &Value) -> bool {
+pub(crate) fn concerns_pods(node: &Value) -> bool {
     crate::node_status::ready_status(node).is_some_and(|s| s != "True")
         || !no_execute_taints(node).is_empty()
 }
@@ -64,7 +64,7 @@ pub fn concerns_pods(node: &Value) -> bool {
 /// annotation asks, and posts nothing once stopped; the lifecycle
 /// controller then marks the Node `Unknown` after the grace period. Returns
 /// when to look again.
-pub async fn kubelet_health(
+pub(crate) async fn kubelet_health(
     app: &App,
     node: &Value,
     timing: &Timing,
@@ -151,7 +151,7 @@ fn mark_unknown(node: &mut Value, now: &str) -> bool {
 
 /// The lifecycle and taint eviction controllers' look at one Node and its
 /// Pods; returns when to look again (a toleration running out).
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     app: &App,
     node: &Value,
     memory: &mut Memory,
@@ -359,7 +359,7 @@ async fn disrupt(app: &App, pod: &Value, reason: &str, message: &str) -> ApiResu
 /// The Pod garbage collector's pass over Pods bound to a Node that does not
 /// exist: each is force-deleted once it has been an orphan for the
 /// quarantine. Returns when to look again.
-pub async fn collect_orphans(
+pub(crate) async fn collect_orphans(
     app: &App,
     quarantine: Duration,
     memory: &mut Memory,

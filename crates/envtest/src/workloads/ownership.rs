@@ -17,7 +17,7 @@ use crate::meta;
 use crate::selectors::LabelSelector;
 
 /// What a controller claims: objects of `key` in its namespace.
-pub struct Claim<'a> {
+pub(crate) struct Claim<'a> {
     pub key: &'a str,
     pub selector: Option<LabelSelector>,
     /// Finalizers an adopted object gets (a Job's tracking finalizer).
@@ -26,12 +26,12 @@ pub struct Claim<'a> {
 
 /// The controller's selector from `spec.selector` (a LabelSelector); an
 /// unparsable one selects nothing.
-pub fn selector_of(owner: &Value) -> Option<LabelSelector> {
+pub(crate) fn selector_of(owner: &Value) -> Option<LabelSelector> {
     LabelSelector::from_object(meta::get_path(owner, &["spec", "selector"])).ok()
 }
 
 /// Whether `obj` has no controller owner reference.
-pub fn is_orphan(obj: &Value) -> bool {
+pub(crate) fn is_orphan(obj: &Value) -> bool {
     !meta::owner_references(obj)
         .iter()
         .any(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
@@ -40,7 +40,7 @@ pub fn is_orphan(obj: &Value) -> bool {
 /// `ClaimObjects`: the candidates `owner` owns once orphans that match are
 /// adopted and owned ones that do not are released. `matches` adds what
 /// the selector alone does not say (a StatefulSet's Pod names).
-pub async fn claim(
+pub(crate) async fn claim(
     app: &App,
     owner: &Value,
     claim: &Claim<'_>,

@@ -17,13 +17,13 @@ use crate::selectors::LabelSelector;
 
 /// The two kinds the controller keeps Pods for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Replicated {
+pub(crate) enum Replicated {
     ReplicaSet,
     ReplicationController,
 }
 
 impl Replicated {
-    pub fn kind(self) -> &'static str {
+    pub(crate) fn kind(self) -> &'static str {
         match self {
             Replicated::ReplicaSet => "ReplicaSet",
             Replicated::ReplicationController => "ReplicationController",
@@ -31,7 +31,7 @@ impl Replicated {
     }
 
     /// The kube-controller-manager controller that runs it.
-    pub fn controller(self) -> crate::controller_selection::Controller {
+    pub(crate) fn controller(self) -> crate::controller_selection::Controller {
         use crate::controller_selection::Controller;
         match self {
             Replicated::ReplicaSet => Controller::ReplicaSet,
@@ -39,7 +39,7 @@ impl Replicated {
         }
     }
 
-    pub fn store_key(self) -> &'static str {
+    pub(crate) fn store_key(self) -> &'static str {
         match self {
             Replicated::ReplicaSet => REPLICASETS,
             Replicated::ReplicationController => REPLICATIONCONTROLLERS,
@@ -48,7 +48,7 @@ impl Replicated {
 
     /// The object's selector, parsed (an unparsable one selects nothing):
     /// a LabelSelector, or a ReplicationController's plain label map.
-    pub fn selector(self, obj: &Value) -> Option<LabelSelector> {
+    pub(crate) fn selector(self, obj: &Value) -> Option<LabelSelector> {
         let sel = meta::get_path(obj, &["spec", "selector"])?;
         let sel = match self {
             Replicated::ReplicaSet => sel.clone(),
@@ -58,7 +58,7 @@ impl Replicated {
     }
 }
 
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     app: &App,
     which: Replicated,
     ns: &str,

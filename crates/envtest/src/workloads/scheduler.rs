@@ -38,7 +38,7 @@ struct Candidate {
 }
 
 /// Whether the default scheduler should place this Pod.
-pub fn is_pending(pod: &Value) -> bool {
+pub(crate) fn is_pending(pod: &Value) -> bool {
     client::str_at(pod, &["spec", "nodeName"]).is_empty()
         && !meta::is_deleting(pod)
         && matches!(
@@ -286,7 +286,7 @@ fn unschedulable_message(total: usize, reasons: &HashMap<String, usize>) -> Stri
 }
 
 /// Places every pending Pod it can; reports the others as unschedulable.
-pub async fn schedule_pending(app: &App) -> ApiResult<()> {
+pub(crate) async fn schedule_pending(app: &App) -> ApiResult<()> {
     let mut pending: Vec<Arc<Value>> = client::list(app, PODS, None)
         .into_iter()
         .filter(|p| is_pending(p))

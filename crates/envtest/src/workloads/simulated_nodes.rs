@@ -17,22 +17,22 @@ use crate::error::ApiResult;
 use crate::meta;
 
 /// Marks a Node whose kubelet the simulation plays.
-pub const SIMULATED: &str = "envtest.opctl.dev/simulated";
+pub(crate) const SIMULATED: &str = "envtest.opctl.dev/simulated";
 /// How a simulated Node's kubelet behaves: `running` (the default),
 /// `not-ready` (it posts `Ready=False` and starts no Pods) or `stopped` (it
 /// posts nothing and moves no Pod, as when its machine is unreachable).
-pub const KUBELET_MODE: &str = "envtest.opctl.dev/kubelet";
+pub(crate) const KUBELET_MODE: &str = "envtest.opctl.dev/kubelet";
 
 /// What [`KUBELET_MODE`] asks of a simulated kubelet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KubeletMode {
+pub(crate) enum KubeletMode {
     Running,
     NotReady,
     Stopped,
 }
 
 /// The mode a Node's annotation asks for (anything else is `running`).
-pub fn kubelet_mode(node: &Value) -> KubeletMode {
+pub(crate) fn kubelet_mode(node: &Value) -> KubeletMode {
     let mode = meta::metadata(node)
         .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(KUBELET_MODE))
@@ -44,12 +44,12 @@ pub fn kubelet_mode(node: &Value) -> KubeletMode {
     }
 }
 /// The namespace of the kubelets' heartbeat Leases.
-pub const LEASE_NAMESPACE: &str = "kube-node-lease";
+pub(crate) const LEASE_NAMESPACE: &str = "kube-node-lease";
 const LEASE_SECONDS: i64 = 40;
 const ZONES: &[&str] = &["zone-a", "zone-b", "zone-c"];
 
 /// Whether the simulation plays this Node's kubelet.
-pub fn is_simulated(node: &Value) -> bool {
+pub(crate) fn is_simulated(node: &Value) -> bool {
     meta::metadata(node)
         .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(SIMULATED))
@@ -58,7 +58,7 @@ pub fn is_simulated(node: &Value) -> bool {
 }
 
 /// The `index`th Node's internal address (from 172.18.0.2, as kind numbers its nodes).
-pub fn node_ip(index: usize) -> String {
+pub(crate) fn node_ip(index: usize) -> String {
     format!("172.18.{}.{}", (index + 2) / 256, (index + 2) % 256)
 }
 
@@ -111,12 +111,12 @@ fn node_object(spec: &NodeSpec, index: usize) -> Value {
 }
 
 /// The `index`th Node's Pod range (10.244.<index+1>.0/24).
-pub fn pod_cidr(index: usize) -> String {
+pub(crate) fn pod_cidr(index: usize) -> String {
     format!("10.244.{}.0/24", index + 1)
 }
 
 /// Registers every Node of `specs` with its status and first Lease.
-pub async fn register_all(app: &App, specs: &[NodeSpec]) -> ApiResult<()> {
+pub(crate) async fn register_all(app: &App, specs: &[NodeSpec]) -> ApiResult<()> {
     if specs.is_empty() {
         return Ok(());
     }
@@ -171,7 +171,7 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
 }
 
 /// Creates or renews the Node's heartbeat Lease.
-pub async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
+pub(crate) async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
     let now = micro_time();
     if client::get(app, LEASES, LEASE_NAMESPACE, node).is_some() {
         return client::modify_with_admission(
@@ -214,7 +214,7 @@ pub async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
 }
 
 /// Renews the Leases of every simulated Node.
-pub async fn heartbeat(app: &App) {
+pub(crate) async fn heartbeat(app: &App) {
     for node in client::list(app, NODES, None) {
         if is_simulated(&node)
             && !meta::is_deleting(&node)
@@ -226,7 +226,7 @@ pub async fn heartbeat(app: &App) {
 }
 
 /// The InternalIP of a Node, and its Pod range.
-pub fn addresses(node: &Value) -> (String, String) {
+pub(crate) fn addresses(node: &Value) -> (String, String) {
     let ip = meta::get_path(node, &["status", "addresses"])
         .and_then(Value::as_array)
         .and_then(|a| {
@@ -241,7 +241,7 @@ pub fn addresses(node: &Value) -> (String, String) {
 }
 
 /// Now as a MicroTime (`2006-01-02T15:04:05.000000Z`).
-pub fn micro_time() -> String {
+pub(crate) fn micro_time() -> String {
     chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.6fZ")
         .to_string()

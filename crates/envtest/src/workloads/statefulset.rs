@@ -26,7 +26,7 @@ use crate::error::ApiResult;
 use crate::meta;
 
 /// The label naming the revision a Pod was made from.
-pub const REVISION_LABEL: &str = "controller-revision-hash";
+pub(crate) const REVISION_LABEL: &str = "controller-revision-hash";
 const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
 
@@ -67,7 +67,7 @@ fn claim_name(template: &Value, set: &Value, ordinal: i64) -> String {
     format!("{}-{}-{ordinal}", meta::name(template), meta::name(set))
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(set) = client::get(app, STATEFULSETS, ns, name) else {
         return Ok(None);
     };

@@ -69,7 +69,7 @@ fn parse(text: &str) -> Types {
 
 /// The hash of `template` (a Deployment's `spec.template` as served), or
 /// `None` when it holds what this does not print as Go would.
-pub fn pod_template_hash(template: &Value, collision_count: Option<i64>) -> Option<String> {
+pub(crate) fn pod_template_hash(template: &Value, collision_count: Option<i64>) -> Option<String> {
     let mut printed = String::new();
     format(&mut printed, "PodTemplateSpec", Some(template), false)?;
     let mut bytes = printed.into_bytes();
@@ -353,7 +353,7 @@ const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// A hash of the same form as the pod-template-hash, for templates
 /// [`pod_template_hash`] cannot print as Go (FNV-32a of the JSON).
-pub fn json_template_hash(template: &Value, collisions: i64) -> String {
+pub(crate) fn json_template_hash(template: &Value, collisions: i64) -> String {
     let mut hash: u32 = 0x811c_9dc5;
     let mut feed = |bytes: &[u8]| {
         for b in bytes {

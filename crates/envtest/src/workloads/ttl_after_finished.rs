@@ -15,7 +15,7 @@ use crate::meta;
 use crate::request::query::{DeleteOptions, Propagation};
 
 /// When the finished Job `ns/name` is due to go; deletes it once it is.
-pub fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(job) = client::get(app, JOBS, ns, name) else {
         return Ok(None);
     };

@@ -27,9 +27,9 @@ use crate::quantity::from_json;
 use crate::selectors::LabelSelector;
 
 /// The provisioner of the simulated volumes.
-pub const PROVISIONER: &str = "envtest.opctl.io/simulated";
+pub(crate) const PROVISIONER: &str = "envtest.opctl.io/simulated";
 /// The StorageClass created at start, marked default.
-pub const DEFAULT_CLASS: &str = "standard";
+pub(crate) const DEFAULT_CLASS: &str = "standard";
 const DEFAULT_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 const BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 const BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
@@ -41,7 +41,7 @@ const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 const HOST_ROOT: &str = "/var/lib/opctl-envtest/volumes";
 
 /// Creates the default StorageClass `standard` unless a class of that name exists.
-pub async fn ensure_default_class(app: &App) -> ApiResult<()> {
+pub(crate) async fn ensure_default_class(app: &App) -> ApiResult<()> {
     if client::get(app, STORAGECLASSES, "", DEFAULT_CLASS).is_some() {
         return Ok(());
     }
@@ -64,7 +64,7 @@ pub async fn ensure_default_class(app: &App) -> ApiResult<()> {
 }
 
 /// The claims a Pod mounts.
-pub fn claims_of(pod: &Value) -> Vec<String> {
+pub(crate) fn claims_of(pod: &Value) -> Vec<String> {
     meta::get_path(pod, &["spec", "volumes"])
         .and_then(Value::as_array)
         .into_iter()
@@ -77,7 +77,7 @@ pub fn claims_of(pod: &Value) -> Vec<String> {
         .collect()
 }
 
-pub fn is_bound(claim: &Value) -> bool {
+pub(crate) fn is_bound(claim: &Value) -> bool {
     client::str_at(claim, &["status", "phase"]) == "Bound"
 }
 
@@ -138,7 +138,7 @@ fn claim_ref(claim: &Value) -> Value {
 /// The persistentvolume controller's look at claim `ns/name`: binds it,
 /// or leaves it to its class's provisioner (the simulated one provisions
 /// when `simulated_provisioner`).
-pub async fn reconcile_claim(
+pub(crate) async fn reconcile_claim(
     app: &App,
     ns: &str,
     name: &str,
@@ -500,7 +500,7 @@ fn set_phase(pv: &mut Value, phase: &str) -> bool {
 }
 
 /// A volume's side: Available when unclaimed, reclaimed when its claim is gone.
-pub async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
+pub(crate) async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
     let Some(pv) = client::get(app, PERSISTENTVOLUMES, "", name) else {
         return Ok(());
     };

@@ -64,7 +64,7 @@ fn default_match_resources(resources: &mut Map<String, Value>) {
 /// The v1 defaults of a policy: `failurePolicy: Fail`, and in
 /// `matchConstraints` `matchPolicy: Equivalent`, empty selectors and rule
 /// `scope: "*"`.
-pub fn default_policy(policy: &mut Value) {
+pub(crate) fn default_policy(policy: &mut Value) {
     let Some(spec) = policy.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -78,7 +78,7 @@ pub fn default_policy(policy: &mut Value) {
 }
 
 /// The v1 defaults of a binding: those of its `matchResources`, if any.
-pub fn default_binding(binding: &mut Value) {
+pub(crate) fn default_binding(binding: &mut Value) {
     if let Some(resources) = binding
         .pointer_mut("/spec/matchResources")
         .and_then(Value::as_object_mut)
@@ -108,7 +108,7 @@ fn not_supported(
 }
 
 /// Validates a policy (`old` on update), returning the causes of a 422.
-pub fn validate_policy(policy: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(crate) fn validate_policy(policy: &Value, old: Option<&Value>) -> Vec<Cause> {
     let empty = json!({});
     let spec = present(policy, "spec").unwrap_or(&empty);
     let name = policy
@@ -525,7 +525,7 @@ fn validate_audit_annotation(
 }
 
 /// Validates a binding, returning the causes of a 422.
-pub fn validate_binding(binding: &Value) -> Vec<Cause> {
+pub(crate) fn validate_binding(binding: &Value) -> Vec<Cause> {
     let empty = json!({});
     let spec = present(binding, "spec").unwrap_or(&empty);
     let mut causes = Vec::new();
