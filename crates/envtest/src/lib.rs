@@ -8,7 +8,7 @@
 //! clients (kubectl, kube-rs, the Python client), checked against transcripts
 //! recorded from a real server (`tests/fixtures/transcripts`).
 
-#![warn(unreachable_pub)]
+#![warn(unreachable_pub, missing_docs)]
 
 // Every module is private: the public face is the re-exports below. The
 // crate's own test modules reach the internals directly; its integration

@@ -89,16 +89,25 @@ pub(crate) struct Subresource {
 pub struct KindInfo {
     /// API group; empty for the core group.
     pub group: &'static str,
+    /// The version, e.g. `v1`.
     pub version: &'static str,
+    /// The kind, e.g. `ConfigMap`.
     pub kind: &'static str,
     /// Resource name in URLs, e.g. `configmaps`.
     pub plural: &'static str,
+    /// The singular resource name, e.g. `configmap`.
     pub singular: &'static str,
+    /// Whether objects live in a namespace.
     pub namespaced: bool,
+    /// The short names (`cm`), as discovery lists them.
     pub short_names: &'static [&'static str],
+    /// The categories (`all`), as discovery lists them.
     pub categories: &'static [&'static str],
+    /// The verbs the resource serves, sorted.
     pub verbs: &'static [&'static str],
+    /// Served with a `/status` subresource.
     pub has_status: bool,
+    /// Served with a `/scale` subresource.
     pub has_scale: bool,
     /// The subresources served beside `status` and `scale` (`pods/exec`,
     /// `namespaces/finalize`, ...), as kube-apiserver v1.32 lists them.

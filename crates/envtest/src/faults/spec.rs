@@ -25,6 +25,7 @@ pub struct FaultSpec {
     /// Seeds the draws deciding which requests fail; `None` picks one at
     /// start (and logs it, so a run can be repeated).
     pub seed: Option<u64>,
+    /// The faults, each with its matching requests and rate.
     pub rules: Vec<FaultRule>,
     /// `user=PATTERN` items: only requests of a matching user are faulted
     /// (every request when empty). A pattern ending in `*` matches the
