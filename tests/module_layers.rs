@@ -708,7 +708,7 @@ fn a_planted_upward_arrow_is_found() {
         ("builtin/validation.rs", "fn v() { crate::api::y(); }\n"),
         ("leaf.rs", ""),
     ]);
-    let arrows = upward_arrows(&layers[..], &edges(&modules));
+    let arrows = upward_arrows(layers, &edges(&modules));
     assert_eq!(arrows, ["builtin::validation (bottom) -> api (top)"]);
     assert_eq!(
         upward_arrows(&layers[..1], &edges(&modules)),
