@@ -207,14 +207,14 @@ fn go_type(res: &Resource, list: bool) -> String {
     if res.is_custom() {
         return format!("*unstructured.Unstructured{suffix}");
     }
-    let package = match res.group.as_str() {
-        "" | "events.k8s.io" => "core",
-        g => g.split('.').next().unwrap_or(g),
+    // A kind that is a view of another's storage is that kind in Go.
+    let (group, kind) = match res.stored_as() {
+        Some(storage) => (storage.group(), storage.kind()),
+        None => (res.group.as_str(), res.kind.as_str()),
     };
-    let kind = if res.is_events_v1() {
-        "Event"
-    } else {
-        &res.kind
+    let package = match group {
+        "" => "core",
+        g => g.split('.').next().unwrap_or(g),
     };
     format!("*{package}.{kind}{suffix}")
 }

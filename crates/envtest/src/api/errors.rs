@@ -17,11 +17,7 @@ pub(crate) fn invalid(res: &Resource, name: &str, causes: Vec<Cause>) -> ApiErro
         }
     }
     // An events.k8s.io Event is validated as the core Event it is stored as.
-    let group = if res.is_events_v1() {
-        ""
-    } else {
-        res.group.as_str()
-    };
+    let group = res.stored_as().map_or(res.group.as_str(), |s| s.group());
     let mut err = ApiError::invalid(group, &res.kind, name, distinct);
     if let Some(d) = &mut err.details {
         d.causes = causes;

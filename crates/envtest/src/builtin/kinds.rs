@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::decode::Codec;
-use super::{KindInfo, Subresource};
+use super::{KindInfo, StoredAs, Subresource};
 
 const ALL_VERBS: &[&str] = &[
     "create",
@@ -91,6 +91,7 @@ where
         has_status: false,
         has_scale: false,
         other_subresources: &[],
+        stored_as: None,
         codec: Codec::of::<K>(),
     }
 }
@@ -132,6 +133,14 @@ impl KindInfo {
     const fn scale(self) -> KindInfo {
         KindInfo {
             has_scale: true,
+            ..self
+        }
+    }
+
+    /// Stored as another kind's objects.
+    const fn stored_as(self, storage: StoredAs) -> KindInfo {
+        KindInfo {
+            stored_as: Some(storage),
             ..self
         }
     }
@@ -313,8 +322,10 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<coordination::Lease>("lease"),
     // discovery.k8s.io/v1
     of::<discovery::EndpointSlice>("endpointslice"),
-    // events.k8s.io/v1
-    of::<events::Event>("event").short(&["ev"]),
+    // events.k8s.io/v1, a second view of core/v1 Events
+    of::<events::Event>("event")
+        .short(&["ev"])
+        .stored_as(StoredAs::CoreEvents),
     // flowcontrol.apiserver.k8s.io/v1
     of::<flowcontrol::FlowSchema>("flowschema").status(),
     of::<flowcontrol::PriorityLevelConfiguration>("prioritylevelconfiguration").status(),
@@ -353,7 +364,8 @@ pub(super) static OLDER_VERSIONS: &[KindInfo] = &[
     of::<autoscaling_v1::HorizontalPodAutoscaler>("horizontalpodautoscaler")
         .short(&["hpa"])
         .categories(ALL)
-        .status(),
+        .status()
+        .stored_as(StoredAs::AutoscalingV2),
 ];
 
 #[cfg(test)]

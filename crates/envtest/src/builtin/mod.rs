@@ -84,6 +84,67 @@ pub(crate) struct Subresource {
     pub verbs: &'static [&'static str],
 }
 
+/// Where a kind's objects are stored when not as themselves: kube-apiserver
+/// serves some kinds as a second view of another kind's storage, converting
+/// on every read and write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoredAs {
+    /// As core/v1 Events (`events.k8s.io/v1` Events).
+    CoreEvents,
+    /// As `autoscaling/v2` HorizontalPodAutoscalers (`autoscaling/v1` ones).
+    AutoscalingV2,
+}
+
+impl StoredAs {
+    /// The stored objects' `apiVersion`.
+    pub(crate) fn api_version(self) -> &'static str {
+        match self {
+            StoredAs::CoreEvents => "v1",
+            StoredAs::AutoscalingV2 => "autoscaling/v2",
+        }
+    }
+
+    /// The stored objects' group.
+    pub(crate) fn group(self) -> &'static str {
+        match self {
+            StoredAs::CoreEvents => "",
+            StoredAs::AutoscalingV2 => "autoscaling",
+        }
+    }
+
+    /// The stored objects' kind.
+    pub(crate) fn kind(self) -> &'static str {
+        match self {
+            StoredAs::CoreEvents => "Event",
+            StoredAs::AutoscalingV2 => "HorizontalPodAutoscaler",
+        }
+    }
+
+    /// The plural of the stored resource.
+    pub(crate) fn plural(self) -> &'static str {
+        match self {
+            StoredAs::CoreEvents => "events",
+            StoredAs::AutoscalingV2 => "horizontalpodautoscalers",
+        }
+    }
+
+    /// A stored object as the viewing kind shows it (type meta not set).
+    pub(crate) fn from_storage(self, stored: &Value) -> Value {
+        match self {
+            StoredAs::CoreEvents => events::core_to_events_v1(stored),
+            StoredAs::AutoscalingV2 => hpa::v2_to_v1(stored),
+        }
+    }
+
+    /// An object of the viewing kind in its stored shape (type meta not set).
+    pub(crate) fn to_storage(self, obj: &Value) -> Value {
+        match self {
+            StoredAs::CoreEvents => events::events_v1_to_core(obj),
+            StoredAs::AutoscalingV2 => hpa::v1_to_v2(obj),
+        }
+    }
+}
+
 /// One built-in kind and how it is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KindInfo {
@@ -112,6 +173,8 @@ pub struct KindInfo {
     /// The subresources served beside `status` and `scale` (`pods/exec`,
     /// `namespaces/finalize`, ...), as kube-apiserver v1.32 lists them.
     pub(crate) other_subresources: &'static [Subresource],
+    /// Stored as another kind's objects, which this kind is a view of.
+    pub(crate) stored_as: Option<StoredAs>,
     /// The typed round trip through the kind's k8s-openapi type.
     codec: decode::Codec,
 }

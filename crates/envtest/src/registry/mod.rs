@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 pub(crate) use crate::builtin::Subresource;
-use crate::builtin::{self, KindInfo};
+use crate::builtin::{self, KindInfo, StoredAs};
 use crate::schema::Structural;
 use crate::store::ResKey;
 
@@ -125,28 +125,18 @@ impl Resource {
         self.group == "certificates.k8s.io" && self.plural == "certificatesigningrequests"
     }
 
-    /// Whether the kind is the core/v1 vs events.k8s.io/v1 shared Event storage
-    /// seen through events.k8s.io.
-    pub(crate) fn is_events_v1(&self) -> bool {
-        self.group == "events.k8s.io" && self.plural == "events"
-    }
-
-    /// Whether this is `autoscaling/v1`'s view of the autoscalers stored as v2.
-    fn is_autoscaling_v1(&self) -> bool {
-        self.group == "autoscaling" && self.version == "v1" && !self.is_custom()
+    /// The kind whose storage a built-in kind is a view of, if any (its row
+    /// of the kinds table says).
+    pub(crate) fn stored_as(&self) -> Option<StoredAs> {
+        self.builtin().and_then(|k| k.stored_as)
     }
 
     /// Converts a stored object to what this version serves.
     // Named for the direction of the conversion (storage to this version).
     #[allow(clippy::wrong_self_convention)]
     pub(crate) fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
-        if self.is_autoscaling_v1() {
-            let mut out = builtin::hpa::v2_to_v1(stored);
-            set_type_meta(&mut out, &self.api_version(), &self.kind);
-            return Arc::new(out);
-        }
-        if self.is_events_v1() {
-            let mut out = builtin::events::core_to_events_v1(stored);
+        if let Some(storage) = self.stored_as() {
+            let mut out = storage.from_storage(stored);
             set_type_meta(&mut out, &self.api_version(), &self.kind);
             return Arc::new(out);
         }
@@ -158,14 +148,9 @@ impl Resource {
 
     /// Converts an object of this version to its stored form.
     pub(crate) fn to_storage(&self, obj: Value) -> Value {
-        if self.is_autoscaling_v1() {
-            let mut out = builtin::hpa::v1_to_v2(&obj);
-            set_type_meta(&mut out, "autoscaling/v2", &self.kind);
-            return out;
-        }
-        if self.is_events_v1() {
-            let mut out = builtin::events::events_v1_to_core(&obj);
-            set_type_meta(&mut out, "v1", "Event");
+        if let Some(storage) = self.stored_as() {
+            let mut out = storage.to_storage(&obj);
+            set_type_meta(&mut out, storage.api_version(), storage.kind());
             return out;
         }
         match self.custom() {
@@ -197,13 +182,14 @@ pub(crate) fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
 
 /// Built-in kinds in their storage: `configmaps`, `apps/deployments`.
 pub(crate) fn builtin_store_key(kind: &KindInfo) -> ResKey {
-    if kind.group == "events.k8s.io" && kind.plural == "events" {
-        return Arc::from("events");
-    }
-    if kind.group.is_empty() {
-        Arc::from(kind.plural)
+    let (group, plural) = match kind.stored_as {
+        Some(storage) => (storage.group(), storage.plural()),
+        None => (kind.group, kind.plural),
+    };
+    if group.is_empty() {
+        Arc::from(plural)
     } else {
-        Arc::from(format!("{}/{}", kind.group, kind.plural))
+        Arc::from(format!("{group}/{plural}"))
     }
 }
 
