@@ -6,12 +6,9 @@
 //! and answers as an unreachable one does otherwise.
 //!
 //! The resource is deprecated (since v1.19), so every request of it carries
-//! kube-apiserver's deprecation Warning.
+//! kube-apiserver's deprecation Warning (its row of the kinds table has it).
 
 use serde_json::{Value, json};
-
-/// The Warning every request of the resource carries.
-pub(crate) const DEPRECATION: &str = "v1 ComponentStatus is deprecated in v1.19+";
 
 /// Where kube-apiserver probes the scheduler.
 const SCHEDULER_HEALTHZ: &str = "https://127.0.0.1:10259/healthz";

@@ -92,6 +92,7 @@ where
         has_scale: false,
         other_subresources: &[],
         stored_as: None,
+        deprecation: None,
         codec: Codec::of::<K>(),
     }
 }
@@ -141,6 +142,14 @@ impl KindInfo {
     const fn stored_as(self, storage: StoredAs) -> KindInfo {
         KindInfo {
             stored_as: Some(storage),
+            ..self
+        }
+    }
+
+    /// Deprecated: every request carries this Warning.
+    const fn deprecated(self, warning: &'static str) -> KindInfo {
+        KindInfo {
+            deprecation: Some(warning),
             ..self
         }
     }
@@ -205,7 +214,8 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<core::Binding>("binding").verbs(REVIEW_VERBS),
     of::<core::ComponentStatus>("componentstatus")
         .short(&["cs"])
-        .verbs(READ_ONLY_VERBS),
+        .verbs(READ_ONLY_VERBS)
+        .deprecated("v1 ComponentStatus is deprecated in v1.19+"),
     of::<core::ConfigMap>("configmap").short(&["cm"]),
     of::<core::Endpoints>("endpoints").short(&["ep"]),
     of::<core::Event>("event").short(&["ev"]),

@@ -175,6 +175,9 @@ pub struct KindInfo {
     pub(crate) other_subresources: &'static [Subresource],
     /// Stored as another kind's objects, which this kind is a view of.
     pub(crate) stored_as: Option<StoredAs>,
+    /// The Warning kube-apiserver sends with every request of a deprecated
+    /// built-in resource.
+    pub(crate) deprecation: Option<&'static str>,
     /// The typed round trip through the kind's k8s-openapi type.
     codec: decode::Codec,
 }

@@ -305,8 +305,10 @@ async fn dispatch(
             // Warning.
             let deprecation = match res.custom() {
                 Some(c) => c.deprecation_warning(&p.version),
-                None => crate::component_statuses::is_component_statuses(&res.group, &res.plural)
-                    .then(|| crate::component_statuses::DEPRECATION.to_string()),
+                None => res
+                    .builtin()
+                    .and_then(|k| k.deprecation)
+                    .map(str::to_string),
             };
             let result = resource::resource(app, call, body, &p, res, &q).await;
             let Some(text) = deprecation else {
