@@ -158,20 +158,10 @@ pub(crate) async fn replace(
     .await
 }
 
-/// Kinds whose strategy allows a PUT to create (`AllowCreateOnUpdate`).
+/// Kinds whose strategy allows a PUT to create (`AllowCreateOnUpdate`), as
+/// their rows of the kinds table say.
 fn allows_create_on_update(res: &Resource) -> bool {
-    res.builtin().is_some()
-        && matches!(
-            (res.group.as_str(), res.plural.as_str()),
-            ("", "endpoints" | "events" | "limitranges" | "services")
-                | ("events.k8s.io", "events")
-                | ("coordination.k8s.io", "leases")
-                | ("node.k8s.io", "runtimeclasses")
-                | (
-                    "rbac.authorization.k8s.io",
-                    "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings"
-                )
-        )
+    res.builtin().is_some_and(|k| k.create_on_update)
 }
 
 /// A PUT of a missing object that creates it: the name comes from the URL,

@@ -93,6 +93,8 @@ where
         other_subresources: &[],
         stored_as: None,
         deprecation: None,
+        create_on_update: false,
+        unconditional_update: true,
         codec: Codec::of::<K>(),
     }
 }
@@ -150,6 +152,24 @@ impl KindInfo {
     const fn deprecated(self, warning: &'static str) -> KindInfo {
         KindInfo {
             deprecation: Some(warning),
+            ..self
+        }
+    }
+
+    /// A PUT of a missing object creates it (its strategy's
+    /// `AllowCreateOnUpdate`).
+    const fn creates_on_update(self) -> KindInfo {
+        KindInfo {
+            create_on_update: true,
+            ..self
+        }
+    }
+
+    /// A PUT must name the resourceVersion it replaces (its strategy's
+    /// `AllowUnconditionalUpdate` is false).
+    const fn conditional_updates_only(self) -> KindInfo {
+        KindInfo {
+            unconditional_update: false,
             ..self
         }
     }
@@ -217,9 +237,15 @@ pub(super) static KINDS: &[KindInfo] = &[
         .verbs(READ_ONLY_VERBS)
         .deprecated("v1 ComponentStatus is deprecated in v1.19+"),
     of::<core::ConfigMap>("configmap").short(&["cm"]),
-    of::<core::Endpoints>("endpoints").short(&["ep"]),
-    of::<core::Event>("event").short(&["ev"]),
-    of::<core::LimitRange>("limitrange").short(&["limits"]),
+    of::<core::Endpoints>("endpoints")
+        .short(&["ep"])
+        .creates_on_update(),
+    of::<core::Event>("event")
+        .short(&["ev"])
+        .creates_on_update(),
+    of::<core::LimitRange>("limitrange")
+        .short(&["limits"])
+        .creates_on_update(),
     of::<core::Namespace>("namespace")
         .short(&["ns"])
         .verbs(NAMESPACE_VERBS)
@@ -262,7 +288,8 @@ pub(super) static KINDS: &[KindInfo] = &[
         .short(&["svc"])
         .categories(ALL)
         .status()
-        .subresources(&[other("proxy", "ServiceProxyOptions", PROXY)]),
+        .subresources(&[other("proxy", "ServiceProxyOptions", PROXY)])
+        .creates_on_update(),
     // admissionregistration.k8s.io/v1
     of::<admissionregistration::MutatingWebhookConfiguration>("mutatingwebhookconfiguration")
         .categories(API_EXTENSIONS),
@@ -279,11 +306,13 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<apiextensions::CustomResourceDefinition>("customresourcedefinition")
         .short(&["crd", "crds"])
         .categories(API_EXTENSIONS)
-        .status(),
+        .status()
+        .conditional_updates_only(),
     // apiregistration.k8s.io/v1
     of::<apiregistration::APIService>("apiservice")
         .categories(API_EXTENSIONS)
-        .status(),
+        .status()
+        .conditional_updates_only(),
     // apps/v1
     of::<apps::ControllerRevision>("controllerrevision"),
     of::<apps::DaemonSet>("daemonset")
@@ -329,13 +358,14 @@ pub(super) static KINDS: &[KindInfo] = &[
         .status()
         .subresources(&[own("approval", READ_WRITE)]),
     // coordination.k8s.io/v1
-    of::<coordination::Lease>("lease"),
+    of::<coordination::Lease>("lease").creates_on_update(),
     // discovery.k8s.io/v1
     of::<discovery::EndpointSlice>("endpointslice"),
     // events.k8s.io/v1, a second view of core/v1 Events
     of::<events::Event>("event")
         .short(&["ev"])
-        .stored_as(StoredAs::CoreEvents),
+        .stored_as(StoredAs::CoreEvents)
+        .creates_on_update(),
     // flowcontrol.apiserver.k8s.io/v1
     of::<flowcontrol::FlowSchema>("flowschema").status(),
     of::<flowcontrol::PriorityLevelConfiguration>("prioritylevelconfiguration").status(),
@@ -346,24 +376,26 @@ pub(super) static KINDS: &[KindInfo] = &[
         .status(),
     of::<networking::NetworkPolicy>("networkpolicy").short(&["netpol"]),
     // node.k8s.io/v1
-    of::<node::RuntimeClass>("runtimeclass"),
+    of::<node::RuntimeClass>("runtimeclass").creates_on_update(),
     // policy/v1
     of::<policy::PodDisruptionBudget>("poddisruptionbudget")
         .short(&["pdb"])
         .status(),
     // rbac.authorization.k8s.io/v1
-    of::<rbac::ClusterRoleBinding>("clusterrolebinding"),
-    of::<rbac::ClusterRole>("clusterrole"),
-    of::<rbac::RoleBinding>("rolebinding"),
-    of::<rbac::Role>("role"),
+    of::<rbac::ClusterRoleBinding>("clusterrolebinding").creates_on_update(),
+    of::<rbac::ClusterRole>("clusterrole").creates_on_update(),
+    of::<rbac::RoleBinding>("rolebinding").creates_on_update(),
+    of::<rbac::Role>("role").creates_on_update(),
     // scheduling.k8s.io/v1
     of::<scheduling::PriorityClass>("priorityclass").short(&["pc"]),
     // storage.k8s.io/v1
-    of::<storage::CSIDriver>("csidriver"),
-    of::<storage::CSINode>("csinode"),
-    of::<storage::CSIStorageCapacity>("csistoragecapacity"),
+    of::<storage::CSIDriver>("csidriver").conditional_updates_only(),
+    of::<storage::CSINode>("csinode").conditional_updates_only(),
+    of::<storage::CSIStorageCapacity>("csistoragecapacity").conditional_updates_only(),
     of::<storage::StorageClass>("storageclass").short(&["sc"]),
-    of::<storage::VolumeAttachment>("volumeattachment").status(),
+    of::<storage::VolumeAttachment>("volumeattachment")
+        .status()
+        .conditional_updates_only(),
 ];
 
 /// Older versions served over the storage of a row above, converted on the

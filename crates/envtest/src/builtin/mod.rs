@@ -178,6 +178,12 @@ pub struct KindInfo {
     /// The Warning kube-apiserver sends with every request of a deprecated
     /// built-in resource.
     pub(crate) deprecation: Option<&'static str>,
+    /// The kind's update strategy lets a PUT create a missing object
+    /// (`AllowCreateOnUpdate`).
+    pub(crate) create_on_update: bool,
+    /// The kind's update strategy lets a PUT without a resourceVersion
+    /// through (`AllowUnconditionalUpdate`).
+    pub(crate) unconditional_update: bool,
     /// The typed round trip through the kind's k8s-openapi type.
     codec: decode::Codec,
 }
