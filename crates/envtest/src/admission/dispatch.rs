@@ -8,11 +8,13 @@ use serde_json::Value;
 use super::attributes::AdmissionAttributes;
 use super::cluster::ClusterView;
 use super::compiled_webhooks::{HookSet, HookType, Webhook};
-use super::errors::{HookError, calling_failure, denial, dry_run_unsupported, internal_error};
 use super::patching;
 use super::review::{ResponseError, ReviewResponse, ReviewVersion, read_response, request_body};
 use super::routes::WebhookRoutes;
 use super::transport::{CallError, ClientSpec, HttpResponse};
+use super::webhook_errors::{
+    HookError, calling_failure, denial, dry_run_unsupported, internal_error,
+};
 use super::webhook_matching::should_call;
 use crate::error::ApiResult;
 

@@ -68,13 +68,13 @@ mod cluster;
 mod compiled_webhooks;
 pub(crate) mod conditions;
 mod dispatch;
-mod errors;
 mod goverify;
 mod patching;
 pub(crate) mod policy;
 mod review;
 pub(crate) mod routes;
 mod transport;
+mod webhook_errors;
 mod webhook_matching;
 
 #[cfg(test)]
@@ -83,10 +83,10 @@ mod proptests;
 pub use attributes::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
 pub use cluster::ClusterView;
 pub use dispatch::WebhookRegistry;
-pub(crate) use errors::internal_error;
 pub(crate) use policy::{ParamScope, PolicyCluster, PolicyRegistry};
 pub(crate) use review::{ReviewVersion, decode_body};
 pub use routes::WebhookRoute;
 #[cfg(any(test, feature = "testing"))]
 pub use routes::WebhookRoutes;
 pub(crate) use transport::{CallError, ClientSpec, HttpResponse};
+pub(crate) use webhook_errors::internal_error;

@@ -8,11 +8,11 @@ use serde_json::{Map, Value, json};
 use super::attributes::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
 use super::cluster::EmptyCluster;
 use super::compiled_webhooks::{HookSet, HookType};
-use super::errors::denial;
 use super::patching;
 use super::review::{ReviewVersion, read_response};
 use super::routes::WebhookRoute;
 use super::transport::HttpResponse;
+use super::webhook_errors::denial;
 use super::webhook_matching::should_call;
 use crate::builtin::validation::webhook_configurations::{
     ConfigurationKind, default_configuration, validate_configuration,

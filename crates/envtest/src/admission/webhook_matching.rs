@@ -11,7 +11,7 @@ use super::cluster::ClusterView;
 #[cfg(test)]
 use super::cluster::EmptyCluster;
 use super::compiled_webhooks::{Rule, Scope, Webhook};
-use super::errors::{internal_error, namespace_not_found};
+use super::webhook_errors::{internal_error, namespace_not_found};
 use crate::error::ApiResult;
 use crate::selectors::LabelSelector;
 

@@ -55,7 +55,7 @@ pub(crate) async fn create(
     let mut ready = check(app, res, obj, staged.warnings, ctx)?;
     let admitted = match admit::validate(app, &req, &ready.obj, None, ctx).await {
         // ResourceQuota comes last among kube-apiserver's admission plugins.
-        Ok(()) => super::resource_quota::admit_create(app, res, ns, &ready.obj, ctx.opts.dry_run),
+        Ok(()) => super::quota_admission::admit_create(app, res, ns, &ready.obj, ctx.opts.dry_run),
         Err(e) => Err(e),
     };
     if let Err(e) = admitted {
@@ -150,10 +150,10 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
         }
         if (kind.group, kind.kind) == ("", "PersistentVolumeClaim") {
             super::default_storage_class::admit(app, &mut obj);
-            super::storage_protection::admit(&mut obj, false);
+            super::storage_protection_admission::admit(&mut obj, false);
         }
         if (kind.group, kind.kind) == ("", "PersistentVolume") {
-            super::storage_protection::admit(&mut obj, true);
+            super::storage_protection_admission::admit(&mut obj, true);
         }
         builtin::admit_create(kind, &mut obj, service_account.as_deref());
     }

@@ -41,7 +41,7 @@ pub(crate) async fn update_once_admitted(
     check(app, c, &mut s)?;
     let admitted = match admit::validate(app, &req, &s.new, Some(&s.old_view), c.ctx).await {
         // ResourceQuota comes last among kube-apiserver's admission plugins.
-        Ok(()) if c.sub.is_none() => super::resource_quota::admit_update(
+        Ok(()) if c.sub.is_none() => super::quota_admission::admit_update(
             app,
             c.res,
             c.ns,

@@ -137,10 +137,10 @@ fn templates() -> anyhow::Result<Templates> {
     }
     // The aggregator's local APIServices and the API Priority and Fairness
     // configuration, as their post-start hooks write them.
-    crate::controllers::apiservices::register_builtin(&scratch);
-    crate::controllers::flowcontrol::sync(&scratch);
+    crate::controllers::aggregator::register_builtin(&scratch);
+    crate::controllers::priority_and_fairness::sync(&scratch);
     for key in [
-        crate::controllers::apiservices::KEY.to_string(),
+        crate::controllers::aggregator::KEY.to_string(),
         format!("{}/{}", flowcontrol::GROUP, flowcontrol::PRIORITY_LEVELS),
         format!("{}/{}", flowcontrol::GROUP, flowcontrol::FLOW_SCHEMAS),
     ] {

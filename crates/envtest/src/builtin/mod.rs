@@ -5,7 +5,6 @@
 //! Ground truth: the transcripts recorded from kube-apiserver v1.32
 //! (`tests/fixtures/transcripts`), then the Kubernetes sources of that version.
 
-mod alloc;
 pub(crate) mod certificates;
 mod decode;
 mod defaults;
@@ -14,6 +13,7 @@ pub(crate) mod hpa;
 mod kinds;
 mod listtypes;
 mod prepare;
+mod service_allocators;
 mod shape;
 mod tables;
 pub(crate) mod validation;
@@ -67,9 +67,9 @@ const VOLUME_SOURCES: &[&str] = &[
     "image",
 ];
 
-pub(crate) use alloc::Allocator;
 #[cfg(test)]
 pub(crate) use kinds::{find, find_kind};
+pub(crate) use service_allocators::Allocator;
 pub(crate) use tables::sort_for_printing;
 
 /// A subresource of a served resource.

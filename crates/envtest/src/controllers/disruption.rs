@@ -1,6 +1,6 @@
 //! The disruption controller of kube-controller-manager: keeps each
 //! PodDisruptionBudget's status true to the Pods it selects, so that
-//! evictions (`api::disruption`) honour it. `expectedPods` and
+//! evictions (`api::eviction`) honour it. `expectedPods` and
 //! `desiredHealthy` come from an integer `minAvailable` and the number of
 //! Pods, or from the replicas of the Pods' controllers (Deployment through
 //! its ReplicaSet, ReplicaSet, StatefulSet, ReplicationController, or any
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
-use crate::api::disruption::{
+use crate::api::eviction::{
     PDB_KEY, expected_condition, int_at, is_ready, set_allowed_condition, set_condition,
 };
 use crate::app::App;

@@ -11,15 +11,15 @@
 //! and in order.
 
 pub(crate) mod aggregation;
-pub(crate) mod apiservices;
+pub(crate) mod aggregator;
 mod crds;
 pub(crate) mod disruption;
 pub(crate) mod event_recorder;
-pub(crate) mod flowcontrol;
 mod gc;
 mod namespaces;
 mod node_taints;
 mod policy_status;
+pub(crate) mod priority_and_fairness;
 mod resource_quota;
 mod root_ca;
 mod sa_tokens;
@@ -119,10 +119,10 @@ impl Controllers {
         if &*ev.resource == crds::CRD_KEY {
             self.crds_changed = true;
         }
-        if apiservices::concerns(ev) {
+        if aggregator::concerns(ev) {
             self.apiservices_changed = true;
         }
-        if flowcontrol::concerns(ev) {
+        if priority_and_fairness::concerns(ev) {
             self.flowcontrol_changed = true;
         }
         if policy_status::concerns(ev) && on(Controller::ValidatingAdmissionPolicyStatus) {
@@ -160,10 +160,10 @@ impl Controllers {
             self.gc.recheck_unresolved(&self.app);
         }
         if std::mem::take(&mut self.apiservices_changed) {
-            apiservices::sync(&self.app);
+            aggregator::sync(&self.app);
         }
         if std::mem::take(&mut self.flowcontrol_changed) {
-            flowcontrol::sync(&self.app);
+            priority_and_fairness::sync(&self.app);
         }
         if std::mem::take(&mut self.policies_changed) {
             policy_status::sync(&self.app);

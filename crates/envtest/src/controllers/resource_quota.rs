@@ -11,7 +11,7 @@
 //! a Pod stops counting (it finished), a Service changes type or a claim
 //! changes (the replenishment controller), and every [`RESYNC`]. Creates are
 //! not watched: the ResourceQuota admission plugin charges them
-//! (`api/resource_quota.rs`, written as `kube-apiserver`).
+//! (`api/quota_admission.rs`, written as `kube-apiserver`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
-use crate::api::resource_quota::{Usage, evaluates, quantities, scopes_match, usage_of};
+use crate::api::quota_admission::{Usage, evaluates, quantities, scopes_match, usage_of};
 use crate::app::App;
 use crate::meta;
 use crate::quantity::Quantity;

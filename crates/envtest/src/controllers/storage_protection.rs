@@ -1,7 +1,7 @@
 //! kube-controller-manager's persistentvolumeclaim-protection and
 //! persistentvolume-protection controllers: the finalizers the
 //! StorageObjectInUseProtection admission plugin adds
-//! (`api/storage_protection.rs`) are added where missing, and removed once
+//! (`api/storage_protection_admission.rs`) are added where missing, and removed once
 //! a deleted claim is used by no scheduled Pod that is still running, and a
 //! deleted volume is no longer `Bound`.
 
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
-use crate::api::storage_protection::{PV_FINALIZER, PVC_FINALIZER};
+use crate::api::storage_protection_admission::{PV_FINALIZER, PVC_FINALIZER};
 use crate::app::App;
 use crate::controller_selection::Controller;
 use crate::meta;

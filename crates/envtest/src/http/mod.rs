@@ -183,7 +183,7 @@ async fn legacy_binding(
     let decoded = body::decode_object(&bytes, format, "Binding")?;
     let name = crate::meta::name(&decoded.value).to_string();
     let ctx = write_ctx(opts, call);
-    let result = api::pods::bind(app, &pods, ns, &name, decoded.value, &ctx).await;
+    let result = api::pod_subresources::bind(app, &pods, ns, &name, decoded.value, &ctx).await;
     Ok(written(app, call, &pods, result, &ctx.warnings, (&acc, q)))
 }
 

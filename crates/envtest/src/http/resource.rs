@@ -220,9 +220,9 @@ async fn bind_or_evict(
     let decoded = body::decode_object(&bytes, format, kind)?;
     let ctx = write_ctx(opts, t.call);
     let result = if binding {
-        api::pods::bind(app, &t.res, &t.ns, name, decoded.value, &ctx).await
+        api::pod_subresources::bind(app, &t.res, &t.ns, name, decoded.value, &ctx).await
     } else {
-        api::pods::evict(app, &t.res, &t.ns, name, decoded.value, &ctx).await
+        api::pod_subresources::evict(app, &t.res, &t.ns, name, decoded.value, &ctx).await
     };
     let answer = (&acc, t.query);
     Ok(written(app, t.call, &t.res, result, &ctx.warnings, answer))

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ConditionStyle, DEPLOYMENTS, REPLICASETS};
-use super::{ownership, pods, template_hash};
+use super::{owned_pods, ownership, template_hash};
 use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -336,7 +336,7 @@ async fn recreate(app: &App, d: &Value, new: &Value, old: &[Arc<Value>]) -> ApiR
         if replicas(rs) > 0 {
             scale(app, d, rs, 0).await?;
         }
-        old_running |= !pods::owned(app, meta::namespace(rs), meta::uid(rs)).is_empty();
+        old_running |= !owned_pods::owned(app, meta::namespace(rs), meta::uid(rs)).is_empty();
     }
     if !old_running {
         scale(app, d, new, replicas(d)).await?;
@@ -544,11 +544,11 @@ async fn write_status(
                 .unwrap_or_default();
             let before = status.clone();
             status.insert("observedGeneration".into(), json!(generation));
-            pods::set_count(&mut status, "replicas", observed);
-            pods::set_count(&mut status, "updatedReplicas", updated);
-            pods::set_count(&mut status, "readyReplicas", ready);
-            pods::set_count(&mut status, "availableReplicas", available);
-            pods::set_count(
+            owned_pods::set_count(&mut status, "replicas", observed);
+            owned_pods::set_count(&mut status, "updatedReplicas", updated);
+            owned_pods::set_count(&mut status, "readyReplicas", ready);
+            owned_pods::set_count(&mut status, "availableReplicas", available);
+            owned_pods::set_count(
                 &mut status,
                 "unavailableReplicas",
                 (total_spec - available).max(0),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ENDPOINTS, PODS, SERVICES};
-use super::pods;
+use super::owned_pods;
 use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
@@ -120,12 +120,12 @@ pub(crate) fn backends(app: &App, svc: &Value, with_terminating: bool) -> Vec<Ba
             sel.iter()
                 .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
         })
-        .filter(|p| !matches!(pods::phase(p), "Succeeded" | "Failed"))
+        .filter(|p| !matches!(owned_pods::phase(p), "Succeeded" | "Failed"))
         .filter(|p| !client::str_at(p, &["status", "podIP"]).is_empty())
         .filter(|p| with_terminating || publish || !meta::is_deleting(p))
         .map(|pod| Backend {
             ip: client::str_at(&pod, &["status", "podIP"]).to_string(),
-            serving: publish || pods::is_ready(&pod),
+            serving: publish || owned_pods::is_ready(&pod),
             terminating: meta::is_deleting(&pod),
             ports: ports_for(svc, &pod),
             pod,

@@ -25,8 +25,8 @@ pub(crate) mod endpointslice;
 pub(crate) mod job;
 pub(crate) mod kubelet;
 pub(crate) mod node_lifecycle;
+pub(crate) mod owned_pods;
 pub(crate) mod ownership;
-pub(crate) mod pods;
 pub(crate) mod replicaset;
 pub(crate) mod revisions;
 pub(crate) mod scheduler;
@@ -34,7 +34,7 @@ pub(crate) mod simulated_nodes;
 pub(crate) mod statefulset;
 pub(crate) mod template_hash;
 pub(crate) mod ttl_after_finished;
-pub(crate) mod volumes;
+pub(crate) mod volume_binding;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -172,7 +172,7 @@ pub(crate) async fn start(
         .await
         .map_err(|e| anyhow::anyhow!("registering the simulated nodes: {}", e.message))?;
     if sim.provisioner {
-        volumes::ensure_default_class(&app)
+        volume_binding::ensure_default_class(&app)
             .await
             .map_err(|e| anyhow::anyhow!("creating the default StorageClass: {}", e.message))?;
     }
@@ -381,7 +381,7 @@ impl Engine {
                         .insert(Key::StatefulSet(ns.clone(), set.to_string()));
                 }
                 if on(Controller::PersistentVolumeBinder) {
-                    for claim in volumes::claims_of(obj) {
+                    for claim in volume_binding::claims_of(obj) {
                         self.due.insert(Key::Claim(ns.clone(), claim));
                     }
                 }
@@ -410,7 +410,7 @@ impl Engine {
                 // Pods mounting the claim start once it is bound.
                 if self.sim.kubelet {
                     for pod in client::list(&self.app, PODS, Some(&ns)) {
-                        if volumes::claims_of(&pod).contains(&name) {
+                        if volume_binding::claims_of(&pod).contains(&name) {
                             let pod_name = meta::name(&pod).to_string();
                             self.due.insert(Key::Pod(ns.clone(), pod_name));
                         }
@@ -542,7 +542,7 @@ impl Engine {
                     retry(slices.and(endpoints).map(|()| None), "endpoint controllers")
                 }
                 Key::Claim(ns, name) if self.on(Controller::PersistentVolumeBinder) => retry(
-                    volumes::reconcile_claim(
+                    volume_binding::reconcile_claim(
                         &self.app,
                         ns,
                         name,
@@ -555,7 +555,7 @@ impl Engine {
                 ),
                 Key::Claim(..) => None,
                 Key::Volume(name) if self.on(Controller::PersistentVolumeBinder) => retry(
-                    volumes::reconcile_volume(&self.app, name)
+                    volume_binding::reconcile_volume(&self.app, name)
                         .await
                         .map(|()| None),
                     "persistentvolume controller",
@@ -752,9 +752,9 @@ impl Engine {
         if meta::is_deleting(pod) || !client::str_at(pod, &["status", "podIP"]).is_empty() {
             return false;
         }
-        volumes::claims_of(pod).iter().any(|c| {
+        volume_binding::claims_of(pod).iter().any(|c| {
             client::get(&self.app, PERSISTENTVOLUMECLAIMS, meta::namespace(pod), c)
-                .is_none_or(|claim| !volumes::is_bound(&claim))
+                .is_none_or(|claim| !volume_binding::is_bound(&claim))
         })
     }
 }

@@ -383,7 +383,7 @@ async fn bind(app: &App, pod: &Value, node: &str) -> ApiResult<bool> {
         "target": {"kind": "Node", "name": node},
     });
     let ctx = WriteCtx::internal(SCHEDULER);
-    match crate::api::pods::bind(app, &res, ns, name, binding, &ctx).await {
+    match crate::api::pod_subresources::bind(app, &res, ns, name, binding, &ctx).await {
         Ok(_) => Ok(true),
         Err(e) if e.code == 404 || e.code == 409 => Ok(false),
         Err(e) => Err(e),

@@ -194,7 +194,7 @@ pub(crate) async fn bind(
 }
 
 /// POST `pods/<name>/eviction`: deletes the Pod when that disrupts nothing
-/// its PodDisruptionBudget protects (see [`super::disruption`]).
+/// its PodDisruptionBudget protects (see [`super::eviction`]).
 pub(crate) async fn evict(
     app: &App,
     pods: &Resource,
@@ -249,5 +249,5 @@ pub(crate) async fn evict(
         kind: GroupVersionKind::new("policy", "v1", "Eviction"),
     };
     admit(app, pods, target, body, ctx).await?;
-    super::disruption::evict(app, pods, ns, name, options).await
+    super::eviction::evict(app, pods, ns, name, options).await
 }
