@@ -1,7 +1,8 @@
 //! The modules of the three crates (opctl, envtest, the runtime) import one
 //! another one way: no module reaches a module that reaches back to it,
-//! and in envtest every module stays in its layer, importing only its own
-//! layer and the layers below. See docs/architecture.md for the layers.
+//! and in envtest and the scaffolder every module stays in its layer,
+//! importing only its own layer and the layers below. See
+//! docs/architecture.md for the layers.
 //!
 //! Every file is read whole. An import is any path that names a module of
 //! the crate: `crate::`, `super::` and `self::` paths, bare paths that
