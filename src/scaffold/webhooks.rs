@@ -288,10 +288,10 @@ pub(super) fn scaffold_owned(
     for hub in project.resources.iter().filter(|r| r.webhooks().conversion) {
         let view = ResourceValues::new(project, hub);
         let context = values.resource_context(&view)?;
-        for file in paths::CRD_CONVERSION_PATCHES {
+        for (file, template) in CRD_PATCH_TEMPLATES {
             plan.file(
                 format!("config/crd/{}", paths::crd_patch_name(hub, file)),
-                renderer.render(&format!("config/crd/patches/{file}.yaml"), &context)?,
+                renderer.render(template, &context)?,
                 Owner::Scaffold,
                 IfExists::Overwrite,
             );
@@ -369,7 +369,14 @@ pub fn handler_files(
     Ok(())
 }
 
-/// The patches of config/crd for a kind that converts, and their templates.
+/// The patches of config/crd for a kind that converts
+/// (`paths::CRD_CONVERSION_PATCHES`, whose names `manifests` needs too), and
+/// their templates.
+const CRD_PATCH_TEMPLATES: &[(&str, &str)] = &[
+    ("webhook_in", "config/crd/patches/webhook_in.yaml"),
+    ("cainjection_in", "config/crd/patches/cainjection_in.yaml"),
+];
+
 /// The user-owned conversion module of each spoke of `hub`, and their e2e tests.
 fn conversion_files(
     project: &Project,
@@ -458,4 +465,16 @@ pub fn add_manifests(
         IfExists::Overwrite,
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CRD_PATCH_TEMPLATES;
+    use crate::project::paths::CRD_CONVERSION_PATCHES;
+
+    #[test]
+    fn every_conversion_patch_has_its_template() {
+        let patches: Vec<&str> = CRD_PATCH_TEMPLATES.iter().map(|(file, _)| *file).collect();
+        assert_eq!(patches, CRD_CONVERSION_PATCHES);
+    }
 }
