@@ -129,7 +129,7 @@ impl StoredAs {
     }
 
     /// A stored object as the viewing kind shows it (type meta not set).
-    pub(crate) fn from_storage(self, stored: &Value) -> Value {
+    pub(crate) fn read_stored(self, stored: &Value) -> Value {
         match self {
             StoredAs::CoreEvents => events::core_to_events_v1(stored),
             StoredAs::AutoscalingV2 => hpa::v2_to_v1(stored),

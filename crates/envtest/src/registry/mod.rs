@@ -136,7 +136,7 @@ impl Resource {
     #[allow(clippy::wrong_self_convention)]
     pub(crate) fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
         if let Some(storage) = self.stored_as() {
-            let mut out = storage.from_storage(stored);
+            let mut out = storage.read_stored(stored);
             set_type_meta(&mut out, &self.api_version(), &self.kind);
             return Arc::new(out);
         }
