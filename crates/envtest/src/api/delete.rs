@@ -25,12 +25,10 @@ fn is_kind(res: &Resource, group: &str, plural: &str) -> bool {
     res.group == group && res.plural == plural
 }
 
-/// Kinds whose DELETE answers with the deleted object rather than a Status.
+/// Kinds whose DELETE answers with the deleted object rather than a Status
+/// (their rows of the kinds table say).
 fn returns_deleted_object(res: &Resource) -> bool {
-    is_kind(res, "", "pods")
-        || is_kind(res, "", "services")
-        || is_kind(res, "", "serviceaccounts")
-        || is_kind(res, "storage.k8s.io", "storageclasses")
+    res.builtin().is_some_and(|k| k.returns_deleted_object)
 }
 
 fn success_status(res: &Resource, name: &str, uid: &str) -> Value {

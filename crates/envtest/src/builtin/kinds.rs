@@ -95,6 +95,7 @@ where
         deprecation: None,
         create_on_update: false,
         unconditional_update: true,
+        returns_deleted_object: false,
         codec: Codec::of::<K>(),
     }
 }
@@ -170,6 +171,15 @@ impl KindInfo {
     const fn conditional_updates_only(self) -> KindInfo {
         KindInfo {
             unconditional_update: false,
+            ..self
+        }
+    }
+
+    /// A DELETE answers with the deleted object (its registry's
+    /// `ReturnDeletedObject`).
+    const fn returns_deleted_object(self) -> KindInfo {
+        KindInfo {
+            returns_deleted_object: true,
             ..self
         }
     }
@@ -265,7 +275,8 @@ pub(super) static KINDS: &[KindInfo] = &[
         .short(&["po"])
         .categories(ALL)
         .status()
-        .subresources(POD_SUBRESOURCES),
+        .subresources(POD_SUBRESOURCES)
+        .returns_deleted_object(),
     of::<core::PodTemplate>("podtemplate"),
     of::<core::ReplicationController>("replicationcontroller")
         .short(&["rc"])
@@ -283,13 +294,15 @@ pub(super) static KINDS: &[KindInfo] = &[
             group: Some(("authentication.k8s.io", "v1")),
             kind: Some("TokenRequest"),
             verbs: &["create"],
-        }]),
+        }])
+        .returns_deleted_object(),
     of::<core::Service>("service")
         .short(&["svc"])
         .categories(ALL)
         .status()
         .subresources(&[other("proxy", "ServiceProxyOptions", PROXY)])
-        .creates_on_update(),
+        .creates_on_update()
+        .returns_deleted_object(),
     // admissionregistration.k8s.io/v1
     of::<admissionregistration::MutatingWebhookConfiguration>("mutatingwebhookconfiguration")
         .categories(API_EXTENSIONS),
@@ -392,7 +405,9 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<storage::CSIDriver>("csidriver").conditional_updates_only(),
     of::<storage::CSINode>("csinode").conditional_updates_only(),
     of::<storage::CSIStorageCapacity>("csistoragecapacity").conditional_updates_only(),
-    of::<storage::StorageClass>("storageclass").short(&["sc"]),
+    of::<storage::StorageClass>("storageclass")
+        .short(&["sc"])
+        .returns_deleted_object(),
     of::<storage::VolumeAttachment>("volumeattachment")
         .status()
         .conditional_updates_only(),

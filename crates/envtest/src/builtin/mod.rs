@@ -184,6 +184,9 @@ pub struct KindInfo {
     /// The kind's update strategy lets a PUT without a resourceVersion
     /// through (`AllowUnconditionalUpdate`).
     pub(crate) unconditional_update: bool,
+    /// A DELETE answers with the deleted object, not a Status (the
+    /// registry's `ReturnDeletedObject`).
+    pub(crate) returns_deleted_object: bool,
     /// The typed round trip through the kind's k8s-openapi type.
     codec: decode::Codec,
 }

@@ -1237,9 +1237,10 @@ fn budgets_quotas_and_classes_are_validated() {
 }
 
 /// The update strategies of kube-apiserver v1.32 (`AllowCreateOnUpdate`,
-/// `AllowUnconditionalUpdate` of each registry's strategy), as the rows say.
+/// `AllowUnconditionalUpdate` of each registry's strategy) and the
+/// registries that return the deleted object, as the rows say.
 #[test]
-fn update_strategies_are_those_of_v1_32() {
+fn write_strategies_are_those_of_v1_32() {
     use std::collections::BTreeSet;
     let rows = |pick: fn(&KindInfo) -> bool| -> BTreeSet<(&str, &str)> {
         kinds()
@@ -1275,4 +1276,14 @@ fn update_strategies_are_those_of_v1_32() {
     ]
     .into();
     assert_eq!(conditional, expected);
+    // The registries created with `ReturnDeletedObject: true`.
+    let returning = rows(|k| k.returns_deleted_object);
+    let expected: BTreeSet<(&str, &str)> = [
+        ("", "pods"),
+        ("", "serviceaccounts"),
+        ("", "services"),
+        ("storage.k8s.io", "storageclasses"),
+    ]
+    .into();
+    assert_eq!(returning, expected);
 }
