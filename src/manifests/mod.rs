@@ -49,7 +49,7 @@ pub fn generate(root: &Path, project: &Project) -> anyhow::Result<Vec<Manifest>>
     files.sort();
     out.push(Manifest {
         path: CRD_KUSTOMIZATION.to_owned(),
-        contents: crd::kustomization(&files, &crate::scaffold::webhooks::crd_patches(project)),
+        contents: crd::kustomization(&files, &crate::project::paths::crd_patches(project)),
     });
     out.push(Manifest {
         path: ROLE_FILE.to_owned(),

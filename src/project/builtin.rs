@@ -12,6 +12,14 @@ pub fn kinds() -> impl Iterator<Item = &'static BuiltinKind> {
         .filter(|k| k.is_watchable())
 }
 
+/// Whether a built-in kind (any kind the server serves, watchable or
+/// not: `cs` is ComponentStatus's) has `name` among its short names.
+pub fn is_builtin_short_name(name: &str) -> bool {
+    opctl_envtest::builtin_kinds()
+        .iter()
+        .any(|k| k.short_names.contains(&name))
+}
+
 /// Whether `group` (as given to `--group`, or its full form such as
 /// `rbac.authorization.k8s.io`) is a built-in Kubernetes group.
 pub fn is_builtin_group(group: &str) -> bool {

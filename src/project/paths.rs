@@ -56,6 +56,26 @@ pub fn crd_base(file: &str) -> String {
     format!("config/crd/bases/{file}")
 }
 
+/// The patches of config/crd a kind that converts has (`webhook_in`,
+/// `cainjection_in`), each from the template of the same name.
+pub const CRD_CONVERSION_PATCHES: &[&str] = &["webhook_in", "cainjection_in"];
+
+/// `patches/webhook_in_databases.yaml`: a patch of config/crd, relative to it.
+pub fn crd_patch_name(hub: &Resource, file: &str) -> String {
+    format!("patches/{file}_{}.yaml", hub.plural)
+}
+
+/// The config/crd patches of every kind that converts (relative to config/crd).
+pub fn crd_patches(project: &super::Project) -> Vec<String> {
+    let hubs = project.resources.iter().filter(|r| r.webhooks().conversion);
+    hubs.flat_map(|hub| {
+        CRD_CONVERSION_PATCHES
+            .iter()
+            .map(|file| crd_patch_name(hub, file))
+    })
+    .collect()
+}
+
 /// `<api group>_<plural>.yaml`: a kind's CRD file under config/crd/bases.
 pub fn crd_file(r: &Resource) -> String {
     format!("{}_{}.yaml", r.api_group, r.plural)

@@ -14,8 +14,8 @@ use super::{lockfile, runtime};
 use crate::manifests::crd::kustomization as crd_kustomization;
 use crate::manifests::rbac::{Rules, rust_sources};
 use crate::project::paths::{
-    CRD_KUSTOMIZATION, HISTORY_FILE, LOCK_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file, crd_base,
-    crd_file, has_pristine_copy, kind_file, pristine, target,
+    self, CRD_KUSTOMIZATION, HISTORY_FILE, LOCK_FILE, ROLE_FILE, WEBHOOK_MANIFESTS, api_file,
+    crd_base, crd_file, has_pristine_copy, kind_file, pristine, target,
 };
 use crate::project::{License, Project, Resource, names};
 
@@ -322,7 +322,7 @@ pub fn create_webhook(
         files.dedup();
         plan.file(
             CRD_KUSTOMIZATION,
-            crd_kustomization(&files, &webhooks::crd_patches(project)),
+            crd_kustomization(&files, &paths::crd_patches(project)),
             Owner::Generated,
             IfExists::Overwrite,
         );

@@ -12,13 +12,6 @@ use serde::Serialize;
 use crate::project::paths::crd_file;
 use crate::project::{DeployImage, License, Project, Resource, builtin_samples, names};
 
-/// Short names of built-in kinds, which a generated short name must avoid.
-const BUILTIN_SHORT_NAMES: &[&str] = &[
-    "cm", "cj", "crd", "crds", "csr", "deploy", "ds", "ep", "ev", "hpa", "ing", "limits", "netpol",
-    "no", "ns", "pc", "pdb", "po", "psp", "pv", "pvc", "quota", "rc", "rs", "sa", "sc", "sts",
-    "svc",
-];
-
 /// The project, as `p`.
 #[derive(Debug, Serialize)]
 pub struct ProjectValues {
@@ -489,7 +482,8 @@ fn indent_json(value: &serde_json::Value) -> String {
 }
 
 /// The initials of a kind of two or more words (`ss` for `SidecarSet`),
-/// unless a built-in kind already uses them.
+/// unless a built-in kind already uses them (its short names, from
+/// envtest's table of the kinds a v1.32 server serves).
 fn short_name(kind: &str) -> Option<String> {
     let snake = kind.to_snake_case();
     let words: Vec<&str> = snake.split('_').filter(|w| !w.is_empty()).collect();
@@ -497,10 +491,28 @@ fn short_name(kind: &str) -> Option<String> {
         return None;
     }
     let initials: String = words.iter().filter_map(|w| w.chars().next()).collect();
-    (!BUILTIN_SHORT_NAMES.contains(&initials.as_str())).then_some(initials)
+    (!crate::project::builtin::is_builtin_short_name(&initials)).then_some(initials)
 }
 
 /// A TOML basic string (JSON's escaping is valid TOML for these characters).
 fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_name;
+
+    #[test]
+    fn short_names_avoid_those_of_the_built_in_kinds() {
+        assert_eq!(short_name("SidecarSet").as_deref(), Some("ss"));
+        assert_eq!(short_name("Database"), None, "one word has no initials");
+        // Taken by built-in kinds of the table: ComponentStatus, ConfigMap,
+        // PersistentVolumeClaim.
+        for kind in ["ConfigSet", "CacheMap", "PodVolumeClaim"] {
+            assert_eq!(short_name(kind), None, "{kind}");
+        }
+        // PodSecurityPolicy is gone from v1.32, and so is its `psp`.
+        assert_eq!(short_name("PodSecurityPolicy").as_deref(), Some("psp"));
+    }
 }

@@ -11,7 +11,7 @@ use super::values::{ResourceValues, Values, WebhookGroup, WebhookValues, Webhook
 use super::{IfExists, Owner, Plan};
 use crate::manifests::rbac::rust_sources;
 use crate::manifests::webhook as webhook_manifests;
-use crate::project::paths::WEBHOOK_MANIFESTS;
+use crate::project::paths::{self, WEBHOOK_MANIFESTS};
 use crate::project::{Project, Resource, Webhooks, builtin_samples, names};
 
 /// The kinds of webhook `opctl create webhook` scaffolds.
@@ -288,9 +288,9 @@ pub(super) fn scaffold_owned(
     for hub in project.resources.iter().filter(|r| r.webhooks().conversion) {
         let view = ResourceValues::new(project, hub);
         let context = values.resource_context(&view)?;
-        for (file, template) in CRD_PATCHES {
+        for (file, template) in CRD_PATCH_TEMPLATES {
             plan.file(
-                crd_patch(hub, file),
+                format!("config/crd/{}", paths::crd_patch_name(hub, file)),
                 renderer.render(template, &context)?,
                 Owner::Scaffold,
                 IfExists::Overwrite,
@@ -369,31 +369,13 @@ pub fn handler_files(
     Ok(())
 }
 
-/// The patches of config/crd for a kind that converts, and their templates.
-const CRD_PATCHES: &[(&str, &str)] = &[
+/// The patches of config/crd for a kind that converts
+/// (`paths::CRD_CONVERSION_PATCHES`, whose names `manifests` needs too), and
+/// their templates.
+const CRD_PATCH_TEMPLATES: &[(&str, &str)] = &[
     ("webhook_in", "config/crd/patches/webhook_in.yaml"),
     ("cainjection_in", "config/crd/patches/cainjection_in.yaml"),
 ];
-
-/// `patches/webhook_in_databases.yaml`: a patch of config/crd, relative to it.
-pub fn crd_patch_name(hub: &Resource, file: &str) -> String {
-    format!("patches/{file}_{}.yaml", hub.plural)
-}
-
-fn crd_patch(hub: &Resource, file: &str) -> String {
-    format!("config/crd/{}", crd_patch_name(hub, file))
-}
-
-/// The config/crd patches of every kind that converts (relative to config/crd).
-pub fn crd_patches(project: &Project) -> Vec<String> {
-    let hubs = project.resources.iter().filter(|r| r.webhooks().conversion);
-    hubs.flat_map(|hub| {
-        CRD_PATCHES
-            .iter()
-            .map(|(file, _)| crd_patch_name(hub, file))
-    })
-    .collect()
-}
 
 /// The user-owned conversion module of each spoke of `hub`, and their e2e tests.
 fn conversion_files(
@@ -483,4 +465,16 @@ pub fn add_manifests(
         IfExists::Overwrite,
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CRD_PATCH_TEMPLATES;
+    use crate::project::paths::CRD_CONVERSION_PATCHES;
+
+    #[test]
+    fn every_conversion_patch_has_its_template() {
+        let patches: Vec<&str> = CRD_PATCH_TEMPLATES.iter().map(|(file, _)| *file).collect();
+        assert_eq!(patches, CRD_CONVERSION_PATCHES);
+    }
 }

@@ -17,12 +17,12 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, header};
 use serde_json::{Value, json};
 
-use crate::admission::UserInfo;
-use crate::api::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::store::ResKey;
 use crate::tokens::{Claims, ISSUER, LegacyClaims, Refused, is_jwt};
+use crate::user::UserInfo;
 
 const SERVICE_ACCOUNTS: &str = "serviceaccounts";
 const SECRETS: &str = "secrets";
@@ -41,7 +41,7 @@ fn now() -> i64 {
 }
 
 /// kube-apiserver's answer to a credential it does not accept.
-pub fn unauthorized() -> ApiError {
+pub(crate) fn unauthorized() -> ApiError {
     ApiError::new(401, "Unauthorized", "Unauthorized")
 }
 
@@ -54,7 +54,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 
 /// Whether a request acts as envtest's administrator: any request when
 /// serving plain HTTP; with HTTPS, one bearing the administrator's token.
-pub fn is_administrator(app: &App, headers: &HeaderMap) -> bool {
+pub(crate) fn is_administrator(app: &App, headers: &HeaderMap) -> bool {
     match &app.identity {
         None => true,
         Some(id) => bearer(headers).is_some_and(|t| id.is_admin_token(t)),
@@ -64,7 +64,7 @@ pub fn is_administrator(app: &App, headers: &HeaderMap) -> bool {
 /// The ServiceAccount a request's bearer token names: `Ok(None)` when the
 /// request carries no ServiceAccount token, 401 when it carries one this
 /// server does not accept.
-pub fn service_account_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
+pub(crate) fn service_account_user(app: &App, headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
     let Some(token) = bearer(headers).filter(|t| is_jwt(t)) else {
         return Ok(None);
     };
@@ -282,7 +282,7 @@ pub(crate) fn answer_metadata(
 /// POST `serviceaccounts/<name>/token`: a token for the ServiceAccount, with
 /// the request's audiences (this server's when it names none) and lifetime,
 /// answered as written by `manager`.
-pub fn token_request(
+pub(crate) fn token_request(
     app: &App,
     ns: &str,
     name: &str,
@@ -372,7 +372,7 @@ pub fn token_request(
 /// POST `tokenreviews`: who a token authenticates as, for the audiences the
 /// review names (this server's when it names none), answered as written by
 /// `manager`.
-pub fn token_review(app: &App, mut body: Value, manager: &str) -> ApiResult<Value> {
+pub(crate) fn token_review(app: &App, mut body: Value, manager: &str) -> ApiResult<Value> {
     let spec = body.get("spec").cloned().unwrap_or(json!({}));
     let token = body
         .pointer("/spec/token")

@@ -6,18 +6,15 @@
 //! and answers as an unreachable one does otherwise.
 //!
 //! The resource is deprecated (since v1.19), so every request of it carries
-//! kube-apiserver's deprecation Warning.
+//! kube-apiserver's deprecation Warning (its row of the kinds table has it).
 
 use serde_json::{Value, json};
-
-/// The Warning every request of the resource carries.
-pub const DEPRECATION: &str = "v1 ComponentStatus is deprecated in v1.19+";
 
 /// Where kube-apiserver probes the scheduler.
 const SCHEDULER_HEALTHZ: &str = "https://127.0.0.1:10259/healthz";
 
 /// Whether `group`/`plural` is the resource.
-pub fn is_component_statuses(group: &str, plural: &str) -> bool {
+pub(crate) fn is_component_statuses(group: &str, plural: &str) -> bool {
     group.is_empty() && plural == "componentstatuses"
 }
 
@@ -38,7 +35,7 @@ fn status(name: &str, probe: Result<&str, String>) -> Value {
 
 /// Every component, in the order `kubectl get componentstatuses` usually
 /// shows them (kube-apiserver probes them concurrently, so its order varies).
-pub fn all(scheduler_runs: bool) -> Vec<Value> {
+pub(crate) fn all(scheduler_runs: bool) -> Vec<Value> {
     let scheduler = if scheduler_runs {
         Ok("ok")
     } else {
@@ -59,7 +56,7 @@ pub fn all(scheduler_runs: bool) -> Vec<Value> {
 }
 
 /// The component named `name`, if there is one.
-pub fn get(scheduler_runs: bool, name: &str) -> Option<Value> {
+pub(crate) fn get(scheduler_runs: bool, name: &str) -> Option<Value> {
     all(scheduler_runs)
         .into_iter()
         .find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(name))

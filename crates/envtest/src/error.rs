@@ -16,6 +16,7 @@ pub struct Cause {
     /// causes the real server sends without a reason.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// What is wrong with the field.
     pub message: String,
     /// Field path, e.g. `metadata.name` or `spec.containers[0].image`; empty when absent.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -23,6 +24,7 @@ pub struct Cause {
 }
 
 impl Cause {
+    /// A cause with a reason, a field path and a message.
     pub fn new(reason: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
         Cause {
             reason: reason.to_string(),
@@ -93,7 +95,7 @@ impl Cause {
 
 /// Renders a value the way Go's `%#v`-ish field error printing does for JSON
 /// values: strings quoted, numbers and booleans bare, `null` as `null`.
-pub fn go_value(value: &Value) -> String {
+pub(crate) fn go_value(value: &Value) -> String {
     match value {
         Value::String(s) => format!("{s:?}"),
         Value::Null => "null".to_string(),
@@ -125,9 +127,11 @@ pub struct Details {
 /// A failed request, as kube-apiserver reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
+    /// The HTTP status code.
     pub code: u16,
     /// Empty for the few errors the real server sends without a reason (e.g. some 500s).
     pub reason: String,
+    /// The human-readable message.
     pub message: String,
     /// `None` omits `details`; `Some(Details::default())` sends `"details": {}`.
     /// Boxed so that `Result<T, ApiError>` stays small on the happy path.
@@ -155,6 +159,7 @@ fn qualified(resource: &str, group: &str) -> String {
 }
 
 impl ApiError {
+    /// An error with a code, a reason and a message, without details.
     pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
         ApiError {
             code,
@@ -164,6 +169,7 @@ impl ApiError {
         }
     }
 
+    /// This error with `details`.
     pub fn with_details(mut self, details: Details) -> Self {
         self.details = Some(Box::new(details));
         self
@@ -343,6 +349,16 @@ impl ApiError {
     /// 500 InternalError.
     pub fn internal(message: impl Into<String>) -> Self {
         ApiError::new(500, "InternalError", message)
+    }
+
+    /// A 500 with no reason, as the storage layer reports some misuse.
+    pub(crate) fn internal_no_reason(message: &str) -> Self {
+        ApiError {
+            code: 500,
+            reason: String::new(),
+            message: message.to_string(),
+            details: None,
+        }
     }
 
     /// 504 Timeout.

@@ -10,7 +10,7 @@ use crate::error::{ApiError, ApiResult};
 
 /// `a=b`, `a==b`, `a!=b` terms of a field selector.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector {
+pub(crate) struct FieldSelector {
     terms: Vec<Term>,
 }
 
@@ -60,7 +60,7 @@ fn unescape(s: &str) -> String {
 }
 
 impl FieldSelector {
-    pub fn parse(input: &str) -> ApiResult<FieldSelector> {
+    pub(crate) fn parse(input: &str) -> ApiResult<FieldSelector> {
         let mut terms = Vec::new();
         if input.trim().is_empty() {
             return Ok(FieldSelector { terms });
@@ -89,12 +89,12 @@ impl FieldSelector {
         Ok(FieldSelector { terms })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.terms.is_empty()
     }
 
     /// `metadata.name=x` (the single-object watch and get shortcut).
-    pub fn required_name(&self) -> Option<&str> {
+    pub(crate) fn required_name(&self) -> Option<&str> {
         self.terms
             .iter()
             .find(|t| t.field == "metadata.name" && t.equals)
@@ -104,7 +104,7 @@ impl FieldSelector {
     /// Every label checked against what the resource accepts and renamed
     /// to the field it selects (`spec.host` → `spec.nodeName`); the first
     /// label not accepted is a 400 with kube-apiserver's message.
-    pub fn resolve(self, accepted: &Selectable) -> ApiResult<FieldSelector> {
+    pub(crate) fn resolve(self, accepted: &Selectable) -> ApiResult<FieldSelector> {
         let terms = self
             .terms
             .into_iter()
@@ -116,7 +116,7 @@ impl FieldSelector {
         Ok(FieldSelector { terms })
     }
 
-    pub fn matches(&self, field_value: impl Fn(&str) -> String) -> bool {
+    pub(crate) fn matches(&self, field_value: impl Fn(&str) -> String) -> bool {
         self.terms
             .iter()
             .all(|t| (field_value(&t.field) == t.value) == t.equals)
@@ -135,7 +135,7 @@ enum Refusal {
 
 /// The field labels a resource accepts, each with the field it selects.
 #[derive(Debug, Clone)]
-pub struct Selectable {
+pub(crate) struct Selectable {
     labels: Vec<(String, String)>,
     refusal: Refusal,
 }
@@ -154,7 +154,7 @@ impl Selectable {
     }
 
     /// A built-in resource: its kind's own labels, or the metadata default.
-    pub fn builtin(group: &str, plural: &str) -> Selectable {
+    pub(crate) fn builtin(group: &str, plural: &str) -> Selectable {
         match KIND_LABELS
             .iter()
             .find(|(g, p, _)| *g == group && *p == plural)
@@ -181,7 +181,7 @@ impl Selectable {
 
     /// A custom resource: `metadata.name`, `metadata.namespace` when
     /// namespaced, and the version's `selectableFields`.
-    pub fn custom(namespaced: bool, selectable_fields: &[String]) -> Selectable {
+    pub(crate) fn custom(namespaced: bool, selectable_fields: &[String]) -> Selectable {
         let mut labels = vec!["metadata.name".to_string()];
         if namespaced {
             labels.push("metadata.namespace".to_string());
@@ -338,7 +338,7 @@ fn or_zero(obj: &Value, path: &[&str], zero: &str) -> String {
 
 /// The value field `field` (already resolved) has in a stored object of
 /// `group`/`plural` (Events in their core form).
-pub fn field_value(group: &str, plural: &str, obj: &Value, field: &str) -> String {
+pub(crate) fn field_value(group: &str, plural: &str, obj: &Value, field: &str) -> String {
     let path: Vec<&str> = field.split('.').collect();
     match (group, plural, field) {
         ("", "pods", "spec.hostNetwork") => or_zero(obj, &path, "false"),

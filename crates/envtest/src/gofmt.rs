@@ -5,7 +5,7 @@ use serde_json::{Number, Value};
 
 /// Compact JSON as Go's `encoding/json` writes it: map keys sorted, `<`, `>`
 /// and `&` escaped, floats in Go's shortest form.
-pub fn json(value: &Value) -> String {
+pub(crate) fn json(value: &Value) -> String {
     let mut out = String::new();
     write_json(value, &mut out);
     out
@@ -47,7 +47,7 @@ fn write_json(value: &Value, out: &mut String) {
 }
 
 /// A JSON string literal with Go's escaping (HTML-safe).
-pub fn json_string(s: &str) -> String {
+pub(crate) fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -90,7 +90,7 @@ fn json_number(n: &Number) -> String {
 
 /// Go's `%v` of a JSON number decoded into `interface{}` (int64 when it
 /// fits, float64 otherwise).
-pub fn number(n: &Number) -> String {
+pub(crate) fn number(n: &Number) -> String {
     match n.as_i64() {
         Some(i) => i.to_string(),
         None => float(n.as_f64().unwrap_or(0.0)),
@@ -99,7 +99,7 @@ pub fn number(n: &Number) -> String {
 
 /// The size of a value as Go's `json.Marshal` writes it (compact), counted
 /// without building the text.
-pub fn encoded_len(value: &Value) -> usize {
+pub(crate) fn encoded_len(value: &Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -117,14 +117,14 @@ pub fn encoded_len(value: &Value) -> usize {
 
 /// Go's `%#v` of a non-nil slice of strings of type `type_name`:
 /// `[]string{"a", "b"}`.
-pub fn typed_slice(type_name: &str, items: &[impl AsRef<str>]) -> String {
+pub(crate) fn typed_slice(type_name: &str, items: &[impl AsRef<str>]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| quote(s.as_ref())).collect();
     format!("{type_name}{{{}}}", quoted.join(", "))
 }
 
 /// Go's `%#v` of a `[]string` that is nil when empty (as a slice built by
 /// appending is): `[]string(nil)`, `[]string{"a"}`.
-pub fn string_slice(items: &[String]) -> String {
+pub(crate) fn string_slice(items: &[String]) -> String {
     if items.is_empty() {
         return "[]string(nil)".to_string();
     }
@@ -132,7 +132,7 @@ pub fn string_slice(items: &[String]) -> String {
 }
 
 /// Go's `strconv.Quote`.
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -181,7 +181,7 @@ fn is_go_unprintable(c: char) -> bool {
 
 /// Go's `%v` for a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`: shortest
 /// digits, exponent form below 1e-4 and from 1e6).
-pub fn float(f: f64) -> String {
+pub(crate) fn float(f: f64) -> String {
     if f.is_nan() {
         return "NaN".to_string();
     }
@@ -212,7 +212,7 @@ pub fn float(f: f64) -> String {
 }
 
 /// Go's `%#v` of a JSON value decoded into `interface{}`.
-pub fn sharp_v(v: &Value) -> String {
+pub(crate) fn sharp_v(v: &Value) -> String {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
@@ -252,7 +252,7 @@ fn sharp_v_elem(v: &Value) -> String {
 }
 
 /// Go's `%v` of a decoded JSON value (`map[a:1 b:[x y]]`).
-pub fn go_v(value: &Value) -> String {
+pub(crate) fn go_v(value: &Value) -> String {
     match value {
         Value::Null => "<nil>".to_string(),
         Value::Bool(b) => b.to_string(),
@@ -274,7 +274,7 @@ pub fn go_v(value: &Value) -> String {
 }
 
 /// The Go type a decoded JSON value has (`map[string]interface {}`, `int64`, ...).
-pub fn go_type(value: &Value) -> &'static str {
+pub(crate) fn go_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "<nil>",
         Value::Bool(_) => "bool",
@@ -287,7 +287,7 @@ pub fn go_type(value: &Value) -> &'static str {
 }
 
 /// The JSON kind Go's decoder names in `cannot unmarshal <kind> into ...`.
-pub fn json_kind(value: &Value) -> &'static str {
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "bool",
@@ -299,12 +299,12 @@ pub fn json_kind(value: &Value) -> &'static str {
 }
 
 /// Parses a request body as JSON, reporting failures the way Go's decoder words them.
-pub fn parse_json(body: &[u8]) -> Result<Value, String> {
+pub(crate) fn parse_json(body: &[u8]) -> Result<Value, String> {
     serde_json::from_slice::<Value>(body).map_err(|e| syntax_error(body, &e))
 }
 
 /// Go's decoder error for the serde_json error `err` on `body`.
-pub fn syntax_error(body: &[u8], err: &serde_json::Error) -> String {
+pub(crate) fn syntax_error(body: &[u8], err: &serde_json::Error) -> String {
     if err.is_eof() {
         return "unexpected end of JSON input".to_string();
     }
@@ -357,7 +357,7 @@ fn char_at(body: &[u8], line: usize, column: usize) -> Option<(String, char)> {
 }
 
 /// A character as Go's JSON errors quote it (`quoteChar`).
-pub fn quote_char(c: char) -> String {
+pub(crate) fn quote_char(c: char) -> String {
     match c {
         '\'' => "'\\''".to_string(),
         '"' => "'\"'".to_string(),
@@ -369,7 +369,7 @@ pub fn quote_char(c: char) -> String {
 }
 
 /// `json: cannot unmarshal <kind> into Go value of type <go_type>`.
-pub fn unmarshal_type_error(value: &Value, go_type: &str) -> String {
+pub(crate) fn unmarshal_type_error(value: &Value, go_type: &str) -> String {
     format!(
         "json: cannot unmarshal {} into Go value of type {go_type}",
         json_kind(value)

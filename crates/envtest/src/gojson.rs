@@ -6,20 +6,20 @@
 use serde_json::Value;
 
 /// One document, compact, newline-terminated (responses and watch events).
-pub fn compact(value: &Value) -> Vec<u8> {
+pub(crate) fn compact(value: &Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec(value).unwrap_or_default();
     bytes.push(b'\n');
     escape_html(bytes)
 }
 
 /// One document indented by two spaces, without a trailing newline.
-pub fn indented(value: &Value) -> Vec<u8> {
+pub(crate) fn indented(value: &Value) -> Vec<u8> {
     escape_html(serde_json::to_vec_pretty(value).unwrap_or_default())
 }
 
 /// Go's HTML-safe escaping. The characters it rewrites can only occur inside
 /// strings of serde_json's output, so a byte scan is exact.
-pub fn escape_html(bytes: Vec<u8>) -> Vec<u8> {
+pub(crate) fn escape_html(bytes: Vec<u8>) -> Vec<u8> {
     let needs = |b: &u8| matches!(b, b'<' | b'>' | b'&' | 0xE2);
     if !bytes.iter().any(needs) {
         return bytes;

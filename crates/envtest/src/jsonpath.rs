@@ -17,7 +17,7 @@ enum Step {
 
 /// A compiled path; compile errors are reported as text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct JsonPath {
+pub(crate) struct JsonPath {
     steps: Vec<Step>,
 }
 
@@ -51,7 +51,7 @@ fn parse_literal(s: &str) -> Option<Value> {
 }
 
 impl JsonPath {
-    pub fn compile(expr: &str) -> Result<JsonPath, String> {
+    pub(crate) fn compile(expr: &str) -> Result<JsonPath, String> {
         let expr = expr.trim();
         let expr = expr
             .strip_prefix('{')
@@ -123,7 +123,7 @@ impl JsonPath {
     }
 
     /// Every value the path selects.
-    pub fn find<'a>(&self, root: &'a Value) -> Vec<&'a Value> {
+    pub(crate) fn find<'a>(&self, root: &'a Value) -> Vec<&'a Value> {
         let mut cur = vec![root];
         for step in &self.steps {
             let mut next = Vec::new();

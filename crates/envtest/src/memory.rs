@@ -6,7 +6,7 @@
 //! releases the free pages of every arena.
 
 /// Returns the allocator's free memory to the system, where it can (glibc).
-pub fn give_back() {
+pub(crate) fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe {

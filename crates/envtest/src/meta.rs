@@ -27,13 +27,13 @@ pub(crate) const OBJECT_META_FIELDS: &[&str] = &[
 ];
 
 /// `metadata` of `obj`, if it is an object.
-pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
+pub(crate) fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata").and_then(Value::as_object)
 }
 
 /// `metadata` of `obj`, created (as `{}`) when absent or not an object.
 /// `obj` itself is turned into an object if it is not one.
-pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
+pub(crate) fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.is_object() {
         *obj = Value::Object(Map::new());
     }
@@ -54,46 +54,46 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 /// A string field of `metadata` (empty when absent or not a string).
-pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     metadata(obj)
         .and_then(|m| m.get(field))
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
-pub fn name(obj: &Value) -> &str {
+pub(crate) fn name(obj: &Value) -> &str {
     meta_str(obj, "name")
 }
 
-pub fn namespace(obj: &Value) -> &str {
+pub(crate) fn namespace(obj: &Value) -> &str {
     meta_str(obj, "namespace")
 }
 
-pub fn uid(obj: &Value) -> &str {
+pub(crate) fn uid(obj: &Value) -> &str {
     meta_str(obj, "uid")
 }
 
-pub fn resource_version(obj: &Value) -> &str {
+pub(crate) fn resource_version(obj: &Value) -> &str {
     meta_str(obj, "resourceVersion")
 }
 
-pub fn set_meta(obj: &mut Value, field: &str, value: Value) {
+pub(crate) fn set_meta(obj: &mut Value, field: &str, value: Value) {
     metadata_mut(obj).insert(field.to_string(), value);
 }
 
-pub fn remove_meta(obj: &mut Value, field: &str) -> Option<Value> {
+pub(crate) fn remove_meta(obj: &mut Value, field: &str) -> Option<Value> {
     metadata_mut(obj).remove(field)
 }
 
 /// `metadata.labels` as string pairs (non-string values ignored).
-pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+pub(crate) fn labels(obj: &Value) -> Option<&Map<String, Value>> {
     metadata(obj)
         .and_then(|m| m.get("labels"))
         .and_then(Value::as_object)
 }
 
 /// `metadata.finalizers` as strings.
-pub fn finalizers(obj: &Value) -> Vec<String> {
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
     metadata(obj)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
@@ -106,7 +106,7 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
+pub(crate) fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
     if finalizers.is_empty() {
         remove_meta(obj, "finalizers");
     } else {
@@ -118,13 +118,13 @@ pub fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
     }
 }
 
-pub fn is_deleting(obj: &Value) -> bool {
+pub(crate) fn is_deleting(obj: &Value) -> bool {
     metadata(obj)
         .and_then(|m| m.get("deletionTimestamp"))
         .is_some_and(|v| !v.is_null())
 }
 
-pub fn generation(obj: &Value) -> i64 {
+pub(crate) fn generation(obj: &Value) -> i64 {
     metadata(obj)
         .and_then(|m| m.get("generation"))
         .and_then(Value::as_i64)
@@ -132,7 +132,7 @@ pub fn generation(obj: &Value) -> i64 {
 }
 
 /// The owner references of `obj` (entries that are not objects are skipped).
-pub fn owner_references(obj: &Value) -> Vec<&Map<String, Value>> {
+pub(crate) fn owner_references(obj: &Value) -> Vec<&Map<String, Value>> {
     metadata(obj)
         .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)
@@ -153,14 +153,14 @@ pub(crate) fn random_suffix() -> String {
 }
 
 /// The current time as kube-apiserver writes `metav1.Time` (seconds, UTC).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
 
 /// `group/version`, or `version` for the core group.
-pub fn api_version(group: &str, version: &str) -> String {
+pub(crate) fn api_version(group: &str, version: &str) -> String {
     if group.is_empty() {
         version.to_string()
     } else {
@@ -169,7 +169,7 @@ pub fn api_version(group: &str, version: &str) -> String {
 }
 
 /// Splits `apps/v1` into (`apps`, `v1`) and `v1` into (``, `v1`).
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
+pub(crate) fn split_api_version(api_version: &str) -> (&str, &str) {
     match api_version.split_once('/') {
         Some((g, v)) => (g, v),
         None => ("", api_version),
@@ -177,13 +177,13 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
 }
 
 /// Follows a dotted path of object keys (`spec.replicas`).
-pub fn get_path<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
+pub(crate) fn get_path<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(obj, |cur, key| cur.get(*key))
 }
 
 /// Sets `obj.path = value`, turning `obj` and every intermediate value that is
 /// not an object into one (request data can hold anything; this never panics).
-pub fn set_path(obj: &mut Value, path: &[&str], value: Value) {
+pub(crate) fn set_path(obj: &mut Value, path: &[&str], value: Value) {
     let Some((last, parents)) = path.split_last() else {
         *obj = value;
         return;
@@ -204,6 +204,33 @@ pub fn set_path(obj: &mut Value, path: &[&str], value: Value) {
     if let Value::Object(map) = cur {
         map.insert(last.to_string(), value);
     }
+}
+
+/// Puts `kind`, `apiVersion` and `metadata` first, in that order, as Go's
+/// encoder writes a built-in object (its `TypeMeta` fields, then
+/// `ObjectMeta`); the other fields keep their order. Clients that report
+/// decode errors by column (kube-rs) then point where they would on a
+/// cluster. Custom resources are maps in Go and keep sorted keys.
+pub(crate) fn type_meta_first(obj: &mut Value) {
+    let Value::Object(map) = obj else {
+        return;
+    };
+    let firsts = ["kind", "apiVersion", "metadata"];
+    let in_order = map
+        .keys()
+        .zip(firsts.iter().filter(|k| map.contains_key(**k)))
+        .all(|(a, b)| a == b);
+    if in_order {
+        return;
+    }
+    let mut ordered = Map::with_capacity(map.len());
+    for key in firsts {
+        if let Some(v) = map.shift_remove(key) {
+            ordered.insert(key.to_string(), v);
+        }
+    }
+    ordered.append(map);
+    *map = ordered;
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use rustls::ServerConfig;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// The CA, the serving certificate and the administrator's token of one server.
-pub struct Identity {
+pub(crate) struct Identity {
     /// PEM of the CA certificate (the kubeconfig's `certificate-authority-data`,
     /// and `kube-root-ca.crt` in every namespace).
     pub ca_pem: String,
@@ -27,7 +27,7 @@ pub struct Identity {
 
 impl Identity {
     /// A fresh CA, serving certificate and token.
-    pub fn generate() -> anyhow::Result<Identity> {
+    pub(crate) fn generate() -> anyhow::Result<Identity> {
         let ca_key = KeyPair::generate().context("cannot generate the CA key")?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -72,7 +72,7 @@ impl Identity {
 
     /// rustls' server side: the serving certificate, HTTP/2 and HTTP/1.1
     /// offered by ALPN as kube-apiserver offers them.
-    pub fn server_config(&self) -> anyhow::Result<Arc<ServerConfig>> {
+    pub(crate) fn server_config(&self) -> anyhow::Result<Arc<ServerConfig>> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -88,7 +88,7 @@ impl Identity {
     }
 
     /// Whether `token` is the administrator's, compared in constant time.
-    pub fn is_admin_token(&self, token: &str) -> bool {
+    pub(crate) fn is_admin_token(&self, token: &str) -> bool {
         let (a, b) = (token.as_bytes(), self.admin_token.as_bytes());
         a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
     }

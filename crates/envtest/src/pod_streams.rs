@@ -80,7 +80,7 @@ fn no_kubelet(node: &str) -> ApiError {
 }
 
 /// The node a Pod is bound to, if any, and whether envtest simulates it.
-pub fn node_of(pod: &Value, is_simulated: impl Fn(&str) -> bool) -> Option<(&str, bool)> {
+pub(crate) fn node_of(pod: &Value, is_simulated: impl Fn(&str) -> bool) -> Option<(&str, bool)> {
     match node_name(pod) {
         "" => None,
         node => Some((node, is_simulated(node))),
@@ -89,7 +89,7 @@ pub fn node_of(pod: &Value, is_simulated: impl Fn(&str) -> bool) -> Option<(&str
 
 /// GET `pods/<name>/log`: the log text (empty for a Pod no node runs,
 /// simulated for one a simulated node runs).
-pub fn log(
+pub(crate) fn log(
     pod: &Value,
     name: &str,
     opts: &LogOptions,
@@ -107,7 +107,7 @@ pub fn log(
 /// GET or POST `pods/<name>/exec` or `attach` (`stream` names which):
 /// refused before any stream is opened, as `streamLocation` checks the
 /// container and the host before the kubelet is dialled.
-pub fn stream(
+pub(crate) fn stream(
     pod: &Value,
     name: &str,
     requested: Option<&str>,
@@ -126,7 +126,7 @@ pub fn stream(
 
 /// GET or POST `pods/<name>/portforward`: the host is all
 /// `PortForwardLocation` checks.
-pub fn port_forward(name: &str, node: Option<(&str, bool)>) -> ApiError {
+pub(crate) fn port_forward(name: &str, node: Option<(&str, bool)>) -> ApiError {
     match node {
         None => no_host(name),
         Some((node, true)) => simulated(node, "portforward"),
@@ -157,8 +157,8 @@ fn simulated(node: &str, stream: &str) -> ApiError {
 /// `pods|services|nodes/<name>/proxy[/...]`: what kube-apiserver checks
 /// before dialling (a Pod needs an IP, a Service ready endpoints), then the
 /// 503 of a backend that cannot be reached: envtest proxies no traffic.
-pub fn proxy(
-    app: &crate::api::App,
+pub(crate) fn proxy(
+    app: &crate::app::App,
     res: &crate::registry::Resource,
     ns: &str,
     name: &str,
@@ -231,7 +231,7 @@ fn is_global_unicast(addr: std::net::IpAddr) -> bool {
 
 /// The query of a `pods/log` request (`PodLogOptions`).
 #[derive(Debug, Clone, Default)]
-pub struct LogOptions {
+pub(crate) struct LogOptions {
     pub container: Option<String>,
     pub previous: bool,
     pub timestamps: bool,
@@ -255,7 +255,7 @@ fn parse_int(name: &str, value: Option<&str>) -> ApiResult<Option<i64>> {
 
 impl LogOptions {
     /// Reads the options from the query parameters `get` returns.
-    pub fn parse<'a>(get: impl Fn(&str) -> Option<&'a str>) -> ApiResult<LogOptions> {
+    pub(crate) fn parse<'a>(get: impl Fn(&str) -> Option<&'a str>) -> ApiResult<LogOptions> {
         let flag = |k: &str| {
             get(k).is_some_and(|v| matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True"))
         };

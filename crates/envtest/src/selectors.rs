@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::builtin::validation::names;
 use crate::error::{ApiError, ApiResult};
 use crate::gofmt;
+use crate::name_rules;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
@@ -30,7 +30,7 @@ struct Requirement {
 
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     reqs: Vec<Requirement>,
 }
 
@@ -201,7 +201,7 @@ impl Parser {
             }
         }
         for (i, v) in values.iter().enumerate() {
-            let problems = names::is_valid_label_value(v);
+            let problems = name_rules::is_valid_label_value(v);
             if !problems.is_empty() {
                 errs.push(format!(
                     "values[{i}][{key}]: Invalid value: {}: {}",
@@ -274,7 +274,7 @@ impl Parser {
 /// The parser's key check (`validateLabelKey` with the parser's nil path,
 /// which Go prints as `<nil>`).
 fn validate_key(key: &str) -> Result<(), String> {
-    let problems = names::is_qualified_name(key);
+    let problems = name_rules::is_qualified_name(key);
     if problems.is_empty() {
         Ok(())
     } else {
@@ -290,7 +290,7 @@ impl LabelSelector {
     /// Parses a `metav1.LabelSelector` object (`matchLabels` and
     /// `matchExpressions`, ANDed). `null` or absent is the empty selector;
     /// errors follow apimachinery's `labels.NewRequirement`.
-    pub fn from_object(value: Option<&Value>) -> Result<LabelSelector, String> {
+    pub(crate) fn from_object(value: Option<&Value>) -> Result<LabelSelector, String> {
         let value = match value {
             None | Some(Value::Null) => return Ok(LabelSelector::default()),
             Some(Value::Object(map)) => map,
@@ -326,7 +326,7 @@ impl LabelSelector {
     }
 
     /// Parses a `labelSelector` parameter; errors are the real server's 400s.
-    pub fn parse(input: &str) -> ApiResult<LabelSelector> {
+    pub(crate) fn parse(input: &str) -> ApiResult<LabelSelector> {
         let mut p = Parser {
             toks: lex(input),
             pos: 0,
@@ -370,16 +370,16 @@ impl LabelSelector {
         Ok(LabelSelector { reqs })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.reqs.is_empty()
     }
 
-    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+    pub(crate) fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         self.matches_with(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
     }
 
     /// Matches labels held as a string map.
-    pub fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
         self.matches_with(|key| labels.get(key).map(String::as_str))
     }
 
@@ -404,8 +404,50 @@ impl LabelSelector {
         })
     }
 
-    pub fn matches_object(&self, obj: &Value) -> bool {
+    pub(crate) fn matches_object(&self, obj: &Value) -> bool {
         self.is_empty() || self.matches(crate::meta::labels(obj))
+    }
+}
+
+/// The selector as apimachinery's `labels.Selector.String()` prints it:
+/// requirements sorted by key (stably, as Go's insertion sort leaves the
+/// few a selector has), each set's values sorted, joined by commas; the
+/// empty selector prints as nothing. The Scale's `status.selector` and the
+/// Table columns of `metav1.FormatLabelSelector` are this text.
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut reqs: Vec<&Requirement> = self.reqs.iter().collect();
+        reqs.sort_by(|a, b| a.key.cmp(&b.key));
+        for (i, r) in reqs.into_iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            let values = r.values.iter().map(String::as_str).collect::<Vec<_>>();
+            let values = values.join(",");
+            let key = &r.key;
+            match r.op {
+                Op::Exists => write!(f, "{key}")?,
+                Op::DoesNotExist => write!(f, "!{key}")?,
+                Op::Eq => write!(f, "{key}={values}")?,
+                Op::NotEq => write!(f, "{key}!={values}")?,
+                Op::In => write!(f, "{key} in ({values})")?,
+                Op::NotIn => write!(f, "{key} notin ({values})")?,
+                Op::Gt => write!(f, "{key}>{values}")?,
+                Op::Lt => write!(f, "{key}<{values}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `metav1.FormatLabelSelector`: a LabelSelector object as `kubectl get`
+/// columns print it, `<none>` when it selects everything or is absent and
+/// `<error>` when it does not convert.
+pub(crate) fn format_label_selector(value: Option<&Value>) -> String {
+    match LabelSelector::from_object(value) {
+        Ok(selector) if selector.is_empty() => "<none>".to_string(),
+        Ok(selector) => selector.to_string(),
+        Err(_) => "<error>".to_string(),
     }
 }
 
@@ -455,6 +497,30 @@ mod tests {
 
     fn labels(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn selectors_print_like_apimachinery_sorted_by_key() {
+        // Labels and expressions interleave by key; set values are sorted.
+        let sel = json!({
+            "matchLabels": {"b": "2", "d": "4"},
+            "matchExpressions": [
+                {"key": "c", "operator": "In", "values": ["y", "x"]},
+                {"key": "a", "operator": "DoesNotExist"},
+                {"key": "e", "operator": "NotIn", "values": ["z"]},
+                {"key": "b2", "operator": "Exists"}
+            ]
+        });
+        assert_eq!(
+            format_label_selector(Some(&sel)),
+            "!a,b=2,b2,c in (x,y),d=4,e notin (z)"
+        );
+        assert_eq!(format_label_selector(None), "<none>");
+        assert_eq!(format_label_selector(Some(&json!({}))), "<none>");
+        let bad = json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]});
+        assert_eq!(format_label_selector(Some(&bad)), "<error>");
+        let parsed = LabelSelector::parse("z in (b,a),y!=1,x").unwrap();
+        assert_eq!(parsed.to_string(), "x,y!=1,z in (a,b)");
     }
 
     #[test]

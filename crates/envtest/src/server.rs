@@ -12,10 +12,11 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::admission::WebhookRoute;
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
+use crate::controller_selection::Controllers;
 use crate::controllers;
-use crate::controllers::selection::Controllers;
 use crate::faults::{FaultSpec, Faults};
 
 /// How the server starts.
@@ -338,7 +339,7 @@ fn crd_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 /// The CustomResourceDefinition documents in the files (other kinds, e.g. a
 /// kustomization.yaml, are skipped), each with where it came from.
-pub fn load_crd_documents(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Value)>> {
+pub(crate) fn load_crd_documents(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, Value)>> {
     let mut out = Vec::new();
     for file in crd_files(paths)? {
         let text = std::fs::read_to_string(&file)

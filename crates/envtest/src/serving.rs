@@ -16,11 +16,11 @@ use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 
 /// kube-apiserver's `ReadHeaderTimeout` ("just shy of requestTimeoutUpperBound").
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+pub(crate) const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 
 /// Serves `router` on `listener` (over TLS when given an acceptor) until
 /// `shutdown` fires, then lets the requests in flight finish.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     router: Router,

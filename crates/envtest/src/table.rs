@@ -3,22 +3,25 @@
 
 use serde_json::{Value, json};
 
+use crate::duration::age;
+use crate::error::{ApiError, ApiResult};
 use crate::jsonpath::JsonPath;
 use crate::registry::{PrinterColumn, Resource, Source};
+use crate::request::negotiate::Shape;
 
 const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// What each row's `object` holds (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IncludeObject {
+pub(crate) enum IncludeObject {
     None,
     Metadata,
     Object,
 }
 
 impl IncludeObject {
-    pub fn parse(v: Option<&str>) -> IncludeObject {
+    pub(crate) fn parse(v: Option<&str>) -> IncludeObject {
         match v {
             Some("None") => IncludeObject::None,
             Some("Object") => IncludeObject::Object,
@@ -27,73 +30,8 @@ impl IncludeObject {
     }
 }
 
-/// Kubernetes' human-readable age (`5s`, `3m20s`, `4h`, `2d3h`, `3y`).
-pub fn human_duration(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".into();
-    }
-    if seconds < 0 {
-        return "0s".into();
-    }
-    if seconds < 120 {
-        return format!("{seconds}s");
-    }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
-    }
-    if minutes < 180 {
-        return format!("{minutes}m");
-    }
-    let hours = minutes / 60;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{}d", hours / 24)
-        } else {
-            format!("{}d{h}h", hours / 24)
-        };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        let dy = (hours / 24) % 365;
-        return if dy == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{dy}d", hours / 24 / 365)
-        };
-    }
-    format!("{}y", hours / 24 / 365)
-}
-
-/// Age of an RFC 3339 timestamp relative to `now` (`<unknown>` when unparsable).
-pub fn age(timestamp: Option<&str>, now: jiff::Timestamp) -> String {
-    match timestamp.and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
-        Some(t) => human_duration(now.as_second() - t.as_second()),
-        None => "<unknown>".into(),
-    }
-}
-
 /// PartialObjectMetadata of `obj` in `meta.k8s.io/<version>`.
-pub fn partial_metadata(obj: &Value, version: &str) -> Value {
+pub(crate) fn partial_metadata(obj: &Value, version: &str) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": format!("meta.k8s.io/{version}"),
@@ -131,7 +69,7 @@ fn custom_cell(col: &PrinterColumn, obj: &Value, now: jiff::Timestamp) -> Value 
 }
 
 /// Column definitions and row cells for `objects` of `res`.
-pub fn columns_and_cells(
+pub(crate) fn columns_and_cells(
     res: &Resource,
     objects: &[std::sync::Arc<Value>],
     now: jiff::Timestamp,
@@ -185,7 +123,7 @@ pub fn columns_and_cells(
 }
 
 /// A Table of `objects`. `list_meta` is the list's metadata (or `{resourceVersion}` for one object).
-pub fn table(
+pub(crate) fn table(
     res: &Resource,
     objects: &[std::sync::Arc<Value>],
     list_meta: Value,
@@ -216,14 +154,14 @@ pub fn table(
 /// A Table taken apart, so that its rows can be written one by one: the
 /// document with no rows yet (`rows` is its last key), the objects in
 /// printing order and each one's cells.
-pub struct TableParts {
+pub(crate) struct TableParts {
     pub head: Value,
     pub objects: Vec<std::sync::Arc<Value>>,
     pub cells: Vec<Vec<Value>>,
 }
 
 /// The parts of the Table [`table`] makes.
-pub fn table_parts(
+pub(crate) fn table_parts(
     res: &Resource,
     objects: &[std::sync::Arc<Value>],
     list_meta: Value,
@@ -250,7 +188,7 @@ pub fn table_parts(
 
 /// What a row carries of its object (`includeObject`): its
 /// PartialObjectMetadata, the object itself, or nothing.
-pub fn row_object<'a>(
+pub(crate) fn row_object<'a>(
     obj: &'a Value,
     include: IncludeObject,
     version: &str,
@@ -262,21 +200,77 @@ pub fn row_object<'a>(
     }
 }
 
+/// Go's `%T` of what a handler returns for `res` (`*core.ConfigMap`,
+/// `*unstructured.UnstructuredList`), as 406 messages name it.
+fn go_type(res: &Resource, list: bool) -> String {
+    let suffix = if list { "List" } else { "" };
+    if res.is_custom() {
+        return format!("*unstructured.Unstructured{suffix}");
+    }
+    // A kind that is a view of another's storage is that kind in Go.
+    let (group, kind) = match res.stored_as() {
+        Some(storage) => (storage.group(), storage.kind()),
+        None => (res.group.as_str(), res.kind.as_str()),
+    };
+    let package = match group {
+        "" => "core",
+        g => g.split('.').next().unwrap_or(g),
+    };
+    format!("*{package}.{kind}{suffix}")
+}
+
+/// A Status passes through every transformation (a DELETE that removed the object).
+fn is_status(obj: &Value) -> bool {
+    obj.get("kind").and_then(Value::as_str) == Some("Status")
+        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
+}
+
+/// The PartialObjectMetadata view of one object, or the 406 kube-apiserver
+/// gives when the client asked for a list. `None`: no metadata shape asked.
+pub(crate) fn object_metadata(
+    res: &Resource,
+    obj: &Value,
+    shape: &Shape,
+) -> Option<ApiResult<Value>> {
+    match shape {
+        _ if is_status(obj) => None,
+        Shape::PartialObjectMetadata(v) => Some(Ok(partial_metadata(obj, v))),
+        Shape::PartialObjectMetadataList(_) => {
+            Some(Err(ApiError::not_acceptable_message(format!(
+                "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+                go_type(res, false)
+            ))))
+        }
+        _ => None,
+    }
+}
+
+/// The PartialObjectMetadataList of a list's items, or the 406 for a client
+/// that asked for one object's metadata. `None`: no metadata shape asked.
+pub(crate) fn list_metadata(
+    res: &Resource,
+    list_meta: Value,
+    items: &[std::sync::Arc<Value>],
+    shape: &Shape,
+) -> Option<ApiResult<Value>> {
+    match shape {
+        Shape::PartialObjectMetadataList(v) => Some(Ok(json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": format!("meta.k8s.io/{v}"),
+            "metadata": list_meta,
+            "items": items.iter().map(|o| partial_metadata(o, v)).collect::<Vec<_>>(),
+        }))),
+        Shape::PartialObjectMetadata(_) => Some(Err(ApiError::not_acceptable_message(format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({})",
+            go_type(res, true)
+        )))),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human_durations_match_kubectl() {
-        assert_eq!(human_duration(5), "5s");
-        assert_eq!(human_duration(119), "119s");
-        assert_eq!(human_duration(200), "3m20s");
-        assert_eq!(human_duration(600), "10m");
-        assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
-        assert_eq!(human_duration(50 * 3600), "2d2h");
-        assert_eq!(human_duration(125), "2m5s");
-        assert_eq!(human_duration(-5), "<invalid>");
-    }
 
     #[test]
     fn custom_cells_follow_column_types() {

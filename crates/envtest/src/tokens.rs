@@ -19,18 +19,18 @@ use ring::signature::{
 };
 use serde_json::{Value, json};
 
-use crate::admission::UserInfo;
+use crate::user::UserInfo;
 
 /// The issuer, and the audience tokens get when the request names none (the
 /// `--service-account-issuer` of the recorded cluster).
-pub const ISSUER: &str = "https://kubernetes.default.svc";
+pub(crate) const ISSUER: &str = "https://kubernetes.default.svc";
 
 /// The issuer of the tokens kept in Secrets.
-pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
+pub(crate) const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
 
 /// What a legacy token says: its ServiceAccount and the Secret holding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LegacyClaims {
+pub(crate) struct LegacyClaims {
     pub namespace: String,
     pub name: String,
     pub uid: String,
@@ -40,7 +40,7 @@ pub struct LegacyClaims {
 impl LegacyClaims {
     /// The user a request with this token acts as (no credential id: the
     /// token has no `jti`).
-    pub fn user(&self) -> UserInfo {
+    pub(crate) fn user(&self) -> UserInfo {
         UserInfo {
             username: format!("system:serviceaccount:{}:{}", self.namespace, self.name),
             uid: self.uid.clone(),
@@ -59,7 +59,7 @@ const LEEWAY_SECONDS: i64 = 60;
 
 /// What a token says about its ServiceAccount.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claims {
+pub(crate) struct Claims {
     pub namespace: String,
     pub name: String,
     pub uid: String,
@@ -73,7 +73,7 @@ pub struct Claims {
 
 impl Claims {
     /// The user a request with this token acts as.
-    pub fn user(&self) -> UserInfo {
+    pub(crate) fn user(&self) -> UserInfo {
         UserInfo {
             username: format!("system:serviceaccount:{}:{}", self.namespace, self.name),
             uid: self.uid.clone(),
@@ -95,7 +95,7 @@ impl Claims {
 /// Why a token is refused (kube-apiserver answers every case with 401; a
 /// TokenReview reports the authenticator's error, see `authn`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// Not a token this server issued (or not a JWT at all).
     NotOurs,
     Malformed,
@@ -109,7 +109,7 @@ pub enum Refused {
 }
 
 /// The signing key of one server.
-pub struct Signer {
+pub(crate) struct Signer {
     key: EcdsaKeyPair,
     key_id: String,
 }
@@ -134,7 +134,7 @@ fn b64(bytes: &[u8]) -> String {
 
 impl Signer {
     /// A fresh P-256 key (a server's tokens are good for that server only).
-    pub fn new() -> Signer {
+    pub(crate) fn new() -> Signer {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .expect("the system random source works");
@@ -146,7 +146,7 @@ impl Signer {
     }
 
     /// A signed token carrying `claims`.
-    pub fn issue(&self, claims: &Claims) -> String {
+    pub(crate) fn issue(&self, claims: &Claims) -> String {
         let header = json!({"alg": "ES256", "kid": self.key_id});
         let payload = json!({
             "aud": claims.audiences,
@@ -166,7 +166,7 @@ impl Signer {
 
     /// A legacy token (issuer `kubernetes/serviceaccount`, no expiry, no
     /// audience) for the Secret `claims.secret`.
-    pub fn issue_legacy(&self, claims: &LegacyClaims) -> String {
+    pub(crate) fn issue_legacy(&self, claims: &LegacyClaims) -> String {
         let header = json!({"alg": "ES256", "kid": self.key_id});
         let payload = json!({
             "iss": LEGACY_ISSUER,
@@ -222,7 +222,7 @@ impl Signer {
 
     /// The claims of a legacy token this server signed. Whether its Secret
     /// still holds it and its ServiceAccount exists is the caller's to check.
-    pub fn verify_legacy(&self, token: &str) -> Result<LegacyClaims, Refused> {
+    pub(crate) fn verify_legacy(&self, token: &str) -> Result<LegacyClaims, Refused> {
         let payload = self.signed_payload(token, LEGACY_ISSUER)?;
         let text = |key: &str| {
             payload
@@ -243,7 +243,12 @@ impl Signer {
     /// The claims of `token` if this server issued it, it is valid at `now`
     /// and meant for one of `audiences`. Whether its ServiceAccount still
     /// exists is the caller's to check.
-    pub fn verify(&self, token: &str, now: i64, audiences: &[String]) -> Result<Claims, Refused> {
+    pub(crate) fn verify(
+        &self,
+        token: &str,
+        now: i64,
+        audiences: &[String],
+    ) -> Result<Claims, Refused> {
         let payload = self.signed_payload(token, ISSUER)?;
         let number = |key: &str| payload.get(key).and_then(Value::as_i64);
         let text = |path: &str| {
@@ -288,7 +293,7 @@ impl Signer {
 
 /// Whether `token` looks like a JSON Web Token (three base64url parts), the
 /// only kind of bearer token this module judges.
-pub fn is_jwt(token: &str) -> bool {
+pub(crate) fn is_jwt(token: &str) -> bool {
     token.starts_with("eyJ") && token.split('.').count() == 3
 }
 

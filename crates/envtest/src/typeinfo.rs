@@ -13,7 +13,7 @@
 
 /// How the elements of a list are identified (server-side apply semantics).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListType {
+pub(crate) enum ListType {
     /// The list is one value: replaced whole, owned whole (`x-kubernetes-list-type: atomic`).
     Atomic,
     /// A list of unique scalars, merged by value (`set`).
@@ -24,7 +24,7 @@ pub enum ListType {
 
 /// How strategic merge patch treats a list (only built-in kinds support SMP).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PatchStrategy {
+pub(crate) enum PatchStrategy {
     /// Replace the whole list (no `patchStrategy`).
     Replace,
     /// `patchStrategy: merge` on a list of scalars: union of values.
@@ -34,7 +34,7 @@ pub enum PatchStrategy {
 }
 
 /// Shape information for one kind.
-pub trait TypeInfo: Send + Sync {
+pub(crate) trait TypeInfo: Send + Sync {
     /// The list at `path` (apply semantics). Unknown paths are `Atomic`.
     fn list_type(&self, path: &[&str]) -> ListType;
 
@@ -62,7 +62,7 @@ pub trait TypeInfo: Send + Sync {
 /// A kind about which nothing is known: every list atomic, every map granular.
 /// Used for custom resources whose schema says nothing and as a safe fallback.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Untyped;
+pub(crate) struct Untyped;
 
 impl TypeInfo for Untyped {
     fn list_type(&self, path: &[&str]) -> ListType {

@@ -4,11 +4,11 @@
 
 use serde_json::{Value, json};
 
-pub const KUBE_VERSION: (&str, &str) = ("1", "32");
-pub const KUBE_GIT_VERSION: &str = "v1.32.13";
+pub(crate) const KUBE_VERSION: (&str, &str) = ("1", "32");
+pub(crate) const KUBE_GIT_VERSION: &str = "v1.32.13";
 
 /// The `/version` document.
-pub fn document() -> Value {
+pub(crate) fn document() -> Value {
     json!({
         "major": KUBE_VERSION.0, "minor": KUBE_VERSION.1,
         "gitVersion": KUBE_GIT_VERSION,

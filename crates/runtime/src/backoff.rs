@@ -3,7 +3,8 @@
 //! of `min(1 s × 2ⁿ⁻¹, 5 min)` (0.5–1 s, 1–2 s, 2–4 s, ... 2.5–5 min), reset
 //! by the next success and forgotten when the object goes. The jitter
 //! spreads the retries of objects that failed together (the API server was
-//! away) instead of sending them back at the same instant.
+//! away) instead of sending them back at the same instant. Also which
+//! failed requests are worth sending again ([`is_transient`]).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -64,6 +65,15 @@ impl Backoff {
     }
 }
 
+/// Whether a failed request may succeed when sent again.
+pub(crate) fn is_transient(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => matches!(status.code, 429 | 500 | 503 | 504),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
 /// `ceiling` scaled into its upper half by `unit` (in `[0, 1)`).
 fn jittered(ceiling: Duration, unit: f64) -> Duration {
     ceiling.mul_f64(0.5 + 0.5 * unit.clamp(0.0, 1.0))
@@ -84,6 +94,20 @@ fn random_unit() -> f64 {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+
+    #[test]
+    fn server_trouble_is_transient_and_refusals_are_not() {
+        let answered = |code: u16| {
+            let status = kube::core::Status::failure("answered", "Test").with_code(code);
+            kube::Error::Api(status.boxed())
+        };
+        for code in [429, 500, 503, 504] {
+            assert!(is_transient(&answered(code)), "{code}");
+        }
+        for code in [400, 403, 404, 409, 422] {
+            assert!(!is_transient(&answered(code)), "{code}");
+        }
+    }
 
     fn key(name: &str) -> Key {
         ObjectRef::<ConfigMap>::new(name).within("default").erase()

@@ -118,15 +118,6 @@ impl Context {
     }
 }
 
-/// Whether a failed request may succeed when sent again.
-pub(crate) fn is_transient(err: &kube::Error) -> bool {
-    match err {
-        kube::Error::Api(status) => matches!(status.code, 429 | 500 | 503 | 504),
-        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
-        _ => false,
-    }
-}
-
 /// Which namespaces the controllers watch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchScope {
@@ -210,19 +201,5 @@ mod tests {
             [Some("a".to_owned()), Some("b".to_owned())]
         );
         assert_eq!(WatchScope::AllNamespaces.namespaces(), [None]);
-    }
-
-    #[test]
-    fn server_trouble_is_transient_and_refusals_are_not() {
-        let answered = |code: u16| {
-            let status = kube::core::Status::failure("answered", "Test").with_code(code);
-            kube::Error::Api(status.boxed())
-        };
-        for code in [429, 500, 503, 504] {
-            assert!(is_transient(&answered(code)), "{code}");
-        }
-        for code in [400, 403, 404, 409, 422] {
-            assert!(!is_transient(&answered(code)), "{code}");
-        }
     }
 }

@@ -20,7 +20,7 @@ use kube::api::{Api, PostParams};
 use kube::runtime::events::EventType;
 
 use crate::Context;
-use crate::context::is_transient;
+use crate::backoff::is_transient;
 
 /// How often an event is tried before it is given up (waits of 0.1, 0.2,
 /// 0.4 and 0.8 s between).

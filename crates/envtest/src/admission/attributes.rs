@@ -4,11 +4,16 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::user::UserInfo;
+
 /// The admission operation (`request.operation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operation {
+    /// A create (`CREATE`).
     Create,
+    /// An update or patch (`UPDATE`).
     Update,
+    /// A delete (`DELETE`).
     Delete,
 }
 
@@ -26,8 +31,11 @@ impl Operation {
 /// A group, version and kind (`request.kind`). The core group is `""`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct GroupVersionKind {
+    /// The API group.
     pub group: String,
+    /// The version.
     pub version: String,
+    /// The kind, e.g. `Deployment`.
     pub kind: String,
 }
 
@@ -54,6 +62,7 @@ impl GroupVersionKind {
         }
     }
 
+    /// A group, version and kind.
     pub fn new(group: &str, version: &str, kind: &str) -> Self {
         GroupVersionKind {
             group: group.to_string(),
@@ -70,12 +79,16 @@ impl GroupVersionKind {
 /// A group, version and resource (`request.resource`). The core group is `""`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct GroupVersionResource {
+    /// The API group.
     pub group: String,
+    /// The version.
     pub version: String,
+    /// The resource (plural), e.g. `deployments`.
     pub resource: String,
 }
 
 impl GroupVersionResource {
+    /// A group, version and resource.
     pub fn new(group: &str, version: &str, resource: &str) -> Self {
         GroupVersionResource {
             group: group.to_string(),
@@ -102,49 +115,6 @@ impl GroupVersionResource {
     }
 }
 
-/// The requesting user (`request.userInfo`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserInfo {
-    pub username: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl Default for UserInfo {
-    /// envtest's single user: a cluster administrator, as kubebuilder's envtest
-    /// admin (member of `system:masters`).
-    fn default() -> Self {
-        UserInfo {
-            username: "system:admin".to_string(),
-            uid: String::new(),
-            groups: vec![
-                "system:masters".to_string(),
-                "system:authenticated".to_string(),
-            ],
-            extra: BTreeMap::new(),
-        }
-    }
-}
-
-impl UserInfo {
-    /// The `authentication.k8s.io/v1` `UserInfo` JSON (empty fields omitted, as Go does).
-    pub fn to_json(&self) -> Value {
-        let mut map = Map::new();
-        map.insert("username".into(), json!(self.username));
-        if !self.uid.is_empty() {
-            map.insert("uid".into(), json!(self.uid));
-        }
-        if !self.groups.is_empty() {
-            map.insert("groups".into(), json!(self.groups));
-        }
-        if !self.extra.is_empty() {
-            map.insert("extra".into(), json!(self.extra));
-        }
-        Value::Object(map)
-    }
-}
-
 /// Everything a webhook call needs to know about one API request.
 ///
 /// `kind` and `resource` are those of the request as received, sent as
@@ -159,18 +129,27 @@ impl UserInfo {
 /// own name, as kube-apiserver sets it; [`AdmissionAttributes::new`] does this.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdmissionAttributes {
+    /// What the request does.
     pub operation: Operation,
+    /// The kind of the object, as the request addresses it.
     pub kind: GroupVersionKind,
+    /// The resource the request addresses.
     pub resource: GroupVersionResource,
     /// `""`, `status`, `scale`, ...
     pub subresource: String,
+    /// The object's name (empty for a create that generates one).
     pub name: String,
     /// `""` for cluster-scoped resources.
     pub namespace: String,
+    /// The object as it would be stored (`None` for DELETE).
     pub object: Option<Value>,
+    /// The stored object, on UPDATE and DELETE.
     pub old_object: Option<Value>,
+    /// Whether the request is a dry run (`dryRun=All`).
     pub dry_run: bool,
+    /// The `CreateOptions`, `UpdateOptions` or `DeleteOptions` object.
     pub options: Option<Value>,
+    /// Who asks.
     pub user_info: UserInfo,
     /// The other served versions of the same resource (with the kind each
     /// serves), in the order `matchPolicy: Equivalent` tries them: envtest
@@ -216,6 +195,7 @@ impl AdmissionAttributes {
 
     // For tests, which build attributes without a server.
     #[cfg(any(test, feature = "testing"))]
+    /// These attributes with the equivalent versions `matchPolicy: Equivalent` tries.
     pub fn with_equivalents(
         mut self,
         equivalents: Vec<(GroupVersionKind, GroupVersionResource)>,
@@ -249,6 +229,7 @@ impl AdmissionAttributes {
         convert(object, &self.kind, to)
     }
 
+    /// These attributes for a request on `subresource`.
     pub fn with_subresource(mut self, subresource: &str) -> Self {
         self.subresource = subresource.to_string();
         self
@@ -256,6 +237,7 @@ impl AdmissionAttributes {
 
     // For tests, which build attributes without a server.
     #[cfg(any(test, feature = "testing"))]
+    /// These attributes with `object`.
     pub fn with_object(mut self, object: Value) -> Self {
         self.object = Some(object);
         self
@@ -263,16 +245,19 @@ impl AdmissionAttributes {
 
     // For tests, which build attributes without a server.
     #[cfg(any(test, feature = "testing"))]
+    /// These attributes with `old_object`.
     pub fn with_old_object(mut self, old_object: Value) -> Self {
         self.old_object = Some(old_object);
         self
     }
 
+    /// These attributes for a dry run, or not.
     pub fn with_dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
         self
     }
 
+    /// These attributes with the request's options object.
     pub fn with_options(mut self, options: Value) -> Self {
         self.options = Some(options);
         self

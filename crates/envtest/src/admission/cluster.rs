@@ -26,7 +26,7 @@ pub trait ClusterView: Send + Sync {
 /// A cluster with no namespaces and no Services (for callers that have none).
 #[derive(Debug, Default, Clone, Copy)]
 #[cfg(test)]
-pub struct EmptyCluster;
+pub(super) struct EmptyCluster;
 
 #[cfg(test)]
 impl ClusterView for EmptyCluster {

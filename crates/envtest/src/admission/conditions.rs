@@ -15,7 +15,7 @@ use cel::{Context, Program, Value as CelValue};
 use serde_json::Value;
 
 use super::attributes::AdmissionAttributes;
-use super::errors::forbidden;
+use super::webhook_errors::forbidden;
 use crate::error::ApiResult;
 use crate::schema::cel::env;
 use crate::schema::celvalues::untyped as to_cel;

@@ -7,13 +7,15 @@ use serde_json::Value;
 
 use super::attributes::AdmissionAttributes;
 use super::cluster::ClusterView;
-use super::config::{HookSet, HookType, Webhook};
-use super::errors::{HookError, calling_failure, denial, dry_run_unsupported, internal_error};
-use super::matching::should_call;
+use super::compiled_webhooks::{HookSet, HookType, Webhook};
 use super::patching;
 use super::review::{ResponseError, ReviewResponse, ReviewVersion, read_response, request_body};
 use super::routes::WebhookRoutes;
 use super::transport::{CallError, ClientSpec, HttpResponse};
+use super::webhook_errors::{
+    HookError, calling_failure, denial, dry_run_unsupported, internal_error,
+};
+use super::webhook_matching::should_call;
 use crate::error::ApiResult;
 
 /// The outcome of one admission phase: the result, and the warnings the

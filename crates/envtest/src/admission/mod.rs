@@ -14,10 +14,9 @@
 //! registry.set_routes(config.webhook_routes.clone());      // --webhook-route flags
 //!
 //! // writing a Mutating/ValidatingWebhookConfiguration (create / update):
-//! default_configuration(ConfigurationKind::Mutating, &mut obj);
-//! let causes = validate_configuration(ConfigurationKind::Mutating, &obj, old.as_ref());
-//! if !causes.is_empty() { return Err(invalid_configuration(kind, name, causes)) } // 422
-//! //   store, then (also after a delete) hand every stored configuration over:
+//! //   defaulted and validated as any built-in kind (builtin::validation::
+//! //   webhook_configurations), stored, then (also after a delete) every
+//! //   stored configuration is handed over:
 //! registry.set_configurations(&mutating, &validating);
 //!
 //! // create / update / delete (and subresources, CONNECT):
@@ -66,37 +65,28 @@
 
 mod attributes;
 mod cluster;
-mod conditions;
-mod config;
+mod compiled_webhooks;
+pub(crate) mod conditions;
 mod dispatch;
-mod errors;
 mod goverify;
-mod matching;
 mod patching;
-mod policy;
+pub(crate) mod policy;
 mod review;
-pub mod routes;
+pub(crate) mod routes;
 mod transport;
-mod validation;
+mod webhook_errors;
+mod webhook_matching;
 
 #[cfg(test)]
 mod proptests;
-#[cfg(test)]
-mod validation_tests;
 
-pub use attributes::{
-    AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
-};
+pub use attributes::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
 pub use cluster::ClusterView;
 pub use dispatch::WebhookRegistry;
-pub(crate) use errors::internal_error;
-pub use policy::{
-    ParamScope, PolicyCluster, PolicyRegistry, default_binding, default_policy, validate_binding,
-    validate_policy,
-};
+pub(crate) use policy::{ParamScope, PolicyCluster, PolicyRegistry};
 pub(crate) use review::{ReviewVersion, decode_body};
 pub use routes::WebhookRoute;
 #[cfg(any(test, feature = "testing"))]
 pub use routes::WebhookRoutes;
 pub(crate) use transport::{CallError, ClientSpec, HttpResponse};
-pub use validation::{ConfigurationKind, default_configuration, validate_configuration};
+pub(crate) use webhook_errors::internal_error;

@@ -13,28 +13,17 @@ pub(crate) fn decode(patch: &[u8]) -> Result<Vec<Value>, String> {
             if let Some(bad) = ops.iter().find(|op| !op.is_object() && !op.is_null()) {
                 return Err(format!(
                     "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
-                    kind_name(bad)
+                    crate::gofmt::json_kind(bad)
                 ));
             }
             Ok(ops)
         }
         Ok(other) => Err(format!(
             "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-            kind_name(&other)
+            crate::gofmt::json_kind(&other)
         )),
         Err(e) if e.is_eof() => Err("unexpected end of JSON input".to_string()),
         Err(e) => Err(e.to_string()),
-    }
-}
-
-fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

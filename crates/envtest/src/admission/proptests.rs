@@ -7,14 +7,16 @@ use serde_json::{Map, Value, json};
 
 use super::attributes::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
 use super::cluster::EmptyCluster;
-use super::config::{HookSet, HookType};
-use super::errors::denial;
-use super::matching::should_call;
+use super::compiled_webhooks::{HookSet, HookType};
 use super::patching;
 use super::review::{ReviewVersion, read_response};
 use super::routes::WebhookRoute;
 use super::transport::HttpResponse;
-use super::validation::{ConfigurationKind, default_configuration, validate_configuration};
+use super::webhook_errors::denial;
+use super::webhook_matching::should_call;
+use crate::builtin::validation::webhook_configurations::{
+    ConfigurationKind, default_configuration, validate_configuration,
+};
 
 const KEYS: &[&str] = &[
     "webhooks",

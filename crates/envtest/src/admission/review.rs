@@ -57,22 +57,10 @@ pub(crate) fn request_body(version: ReviewVersion, request: Value) -> Vec<u8> {
     serde_json::to_vec(&review).unwrap_or_default()
 }
 
-/// Go's name for a JSON value's type in `cannot unmarshal <type>` errors.
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 fn type_error(value: &Value, field: &str, go_type: &str) -> String {
     format!(
         "json: cannot unmarshal {} into Go struct field AdmissionReview.{field} of type {go_type}",
-        json_type(value)
+        crate::gofmt::json_kind(value)
     )
 }
 
@@ -210,7 +198,7 @@ pub(crate) fn read_response(
     let Value::Object(review) = review else {
         return Err(Decode(format!(
             "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
-            json_type(&review)
+            crate::gofmt::json_kind(&review)
         )));
     };
     let type_meta = |field: &str| -> Result<String, ResponseError> {
@@ -219,7 +207,7 @@ pub(crate) fn read_response(
             Some(Value::String(s)) => Ok(s.clone()),
             Some(other) => Err(Decode(format!(
                 "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{field} of type string",
-                json_type(other)
+                crate::gofmt::json_kind(other)
             ))),
         }
     };

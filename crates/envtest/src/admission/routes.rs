@@ -22,8 +22,11 @@ use super::cluster::ClusterView;
 /// One explicit route: the Service port `namespace/name:port` is served at `target` (`host:port`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookRoute {
+    /// The Service's namespace.
     pub namespace: String,
+    /// The Service's name.
     pub name: String,
+    /// The Service port the webhook configuration names.
     pub port: u16,
     /// `host:port`, e.g. `127.0.0.1:9443` or `[::1]:9443`.
     pub target: String,
@@ -87,6 +90,7 @@ pub struct WebhookRoutes {
 }
 
 impl WebhookRoutes {
+    /// No routes.
     pub fn new() -> Self {
         WebhookRoutes::default()
     }
@@ -98,6 +102,7 @@ impl WebhookRoutes {
     }
 
     #[cfg(any(test, feature = "testing"))]
+    /// Whether there are no routes.
     pub fn is_empty(&self) -> bool {
         self.routes.is_empty()
     }

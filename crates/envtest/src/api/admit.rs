@@ -14,17 +14,19 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::store_view::StoreView;
-use super::{App, WriteCtx};
+use super::WriteCtx;
 use crate::admission::{
     AdmissionAttributes, ClusterView, GroupVersionKind, GroupVersionResource, Operation,
-    ParamScope, PolicyCluster, UserInfo, internal_error,
+    ParamScope, PolicyCluster, internal_error,
 };
+use crate::app::App;
+use crate::app::StoreView;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::registry::Resource;
 use crate::request::query::{DeleteOptions, Propagation, WriteOptions};
 use crate::store::ResKey;
+use crate::user::UserInfo;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 const MUTATING: &str = "mutatingwebhookconfigurations";
@@ -345,22 +347,11 @@ fn scale_back(res: &Resource, mut object: Value, scale: &Value) -> ApiResult<Val
     if !(replicas.is_i64() || replicas.is_null()) {
         return Err(internal_error(&format!(
             "json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
-            json_type(&replicas)
+            crate::gofmt::json_kind(&replicas)
         )));
     }
     super::scale_view::set_replicas(res, &mut object, replicas.as_i64().unwrap_or(0))?;
     Ok(object)
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// A webhook's object back into the kind's shape: unknown fields of built-in

@@ -7,8 +7,8 @@ use crate::error::ApiResult;
 use crate::meta;
 use crate::registry::Resource;
 
-use super::app::App;
 use super::errors::invalid;
+use crate::app::App;
 
 pub(crate) fn is_service(res: &Resource) -> bool {
     res.builtin()

@@ -11,9 +11,8 @@ use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::registry::Resource;
 
-use super::app::App;
-use super::decode::is_crd;
 use super::write::WriteCtx;
+use crate::app::App;
 
 /// 404 when the namespace is missing, 403 when it is terminating.
 pub(crate) fn check_namespace_accepts_create(
@@ -183,17 +182,11 @@ pub(crate) fn check_escalation(
     crate::authz::escalation::check(&app.store, &ctx.user, &write)
 }
 
-/// Whether PUT without resourceVersion is allowed: custom resources, CRDs
-/// and APIServices refuse it, and so do the storage.k8s.io kinds whose
-/// v1.32 strategies say `AllowUnconditionalUpdate() false` (CSIDriver,
-/// CSINode, CSIStorageCapacity, VolumeAttachment; StorageClass allows it).
+/// Whether PUT without resourceVersion is allowed: custom resources refuse
+/// it, and so do the built-in kinds whose v1.32 strategies say
+/// `AllowUnconditionalUpdate() false` (their rows of the kinds table:
+/// CRDs, APIServices, CSIDriver, CSINode, CSIStorageCapacity,
+/// VolumeAttachment).
 pub(crate) fn allows_unconditional_update(res: &Resource) -> bool {
-    let apiservice = res.group == "apiregistration.k8s.io" && !res.is_custom();
-    let storage = res.group == "storage.k8s.io"
-        && !res.is_custom()
-        && matches!(
-            res.plural.as_str(),
-            "csidrivers" | "csinodes" | "csistoragecapacities" | "volumeattachments"
-        );
-    !(res.is_custom() || is_crd(res) || apiservice || storage)
+    res.builtin().is_some_and(|k| k.unconditional_update)
 }

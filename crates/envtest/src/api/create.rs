@@ -8,10 +8,11 @@ use serde_json::Value;
 
 use super::admit;
 use super::{
-    App, WriteCtx, Written, check_namespace_accepts_create, check_type_meta, decode,
-    field_validation, generate_name, internal_no_reason, invalid, type_info, validate_create,
+    WriteCtx, Written, check_namespace_accepts_create, check_type_meta, decode, field_validation,
+    generate_name, invalid, type_info, validate_create,
 };
 use crate::admission::Operation;
+use crate::app::App;
 use crate::builtin;
 use crate::conversion;
 use crate::error::{ApiError, ApiResult};
@@ -21,7 +22,7 @@ use crate::registry::Resource;
 use crate::store::WriteError;
 
 /// Where the object to create comes from.
-pub enum Input {
+pub(crate) enum Input {
     /// A request body (duplicates found while parsing it).
     Body { obj: Value, duplicates: Vec<String> },
     /// The result of a server-side apply that creates: managed fields are
@@ -31,7 +32,7 @@ pub enum Input {
 
 /// Creates an object of `res` in `ns` (empty for cluster-scoped resources),
 /// calling the admission webhooks.
-pub async fn create(
+pub(crate) async fn create(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -54,7 +55,7 @@ pub async fn create(
     let mut ready = check(app, res, obj, staged.warnings, ctx)?;
     let admitted = match admit::validate(app, &req, &ready.obj, None, ctx).await {
         // ResourceQuota comes last among kube-apiserver's admission plugins.
-        Ok(()) => super::resource_quota::admit_create(app, res, ns, &ready.obj, ctx.opts.dry_run),
+        Ok(()) => super::quota_admission::admit_create(app, res, ns, &ready.obj, ctx.opts.dry_run),
         Err(e) => Err(e),
     };
     if let Err(e) = admitted {
@@ -63,12 +64,12 @@ pub async fn create(
     }
     ready.obj = conversion::for_storage(app, res, ready.obj).await?;
     let written = store(app, res, ns, ready, ctx)?;
-    conversion::written_for_read(app, res, written).await
+    written.for_read(app, res).await
 }
 
 /// Creates an object without calling admission webhooks: the server's own
 /// writes (start-up namespaces, the serviceaccount controller).
-pub fn create_internal(
+pub(crate) fn create_internal(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -149,10 +150,10 @@ fn stage(app: &App, res: &Resource, ns: &str, input: Input, ctx: &WriteCtx) -> A
         }
         if (kind.group, kind.kind) == ("", "PersistentVolumeClaim") {
             super::default_storage_class::admit(app, &mut obj);
-            super::storage_protection::admit(&mut obj, false);
+            super::storage_protection_admission::admit(&mut obj, false);
         }
         if (kind.group, kind.kind) == ("", "PersistentVolume") {
-            super::storage_protection::admit(&mut obj, true);
+            super::storage_protection_admission::admit(&mut obj, true);
         }
         builtin::admit_create(kind, &mut obj, service_account.as_deref());
     }
@@ -214,7 +215,7 @@ fn store(app: &App, res: &Resource, ns: &str, ready: Ready, ctx: &WriteCtx) -> A
     } = ready;
     if !client_rv.is_empty() {
         super::restore_allocation(app, res, &obj, ctx.opts.dry_run);
-        return Err(internal_no_reason(
+        return Err(ApiError::internal_no_reason(
             "resourceVersion should not be set on objects to be created",
         ));
     }

@@ -11,10 +11,6 @@ use crate::registry::Resource;
 use crate::request::query::FieldValidation;
 use crate::typeinfo::{TypeInfo, Untyped};
 
-pub(super) fn is_crd(res: &Resource) -> bool {
-    res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions"
-}
-
 /// Shape information for patches and managed fields.
 pub(crate) fn type_info(res: &Resource) -> &dyn TypeInfo {
     match res.builtin() {

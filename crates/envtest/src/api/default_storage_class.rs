@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::App;
+use crate::app::App;
 use crate::meta;
 use crate::store::ResKey;
 

@@ -6,29 +6,29 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{App, Warnings, Written, admit, not_found, object_details};
-use crate::admission::{Operation, UserInfo};
+use super::{Warnings, Written, admit, not_found, object_details};
+use crate::admission::Operation;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::registry::Resource;
 use crate::request::query::{DeleteOptions, Propagation};
 use crate::store::{Preconditions, WriteError, parse_rv};
+use crate::user::UserInfo;
 
-pub const ORPHAN: &str = "orphan";
-pub const FOREGROUND: &str = "foregroundDeletion";
-pub const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+pub(crate) const ORPHAN: &str = "orphan";
+pub(crate) const FOREGROUND: &str = "foregroundDeletion";
+pub(crate) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
 const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
 fn is_kind(res: &Resource, group: &str, plural: &str) -> bool {
     res.group == group && res.plural == plural
 }
 
-/// Kinds whose DELETE answers with the deleted object rather than a Status.
+/// Kinds whose DELETE answers with the deleted object rather than a Status
+/// (their rows of the kinds table say).
 fn returns_deleted_object(res: &Resource) -> bool {
-    is_kind(res, "", "pods")
-        || is_kind(res, "", "services")
-        || is_kind(res, "", "serviceaccounts")
-        || is_kind(res, "storage.k8s.io", "storageclasses")
+    res.builtin().is_some_and(|k| k.returns_deleted_object)
 }
 
 fn success_status(res: &Resource, name: &str, uid: &str) -> Value {
@@ -73,7 +73,7 @@ fn finalizers_for(existing: &[String], policy: Option<Propagation>) -> Vec<Strin
 
 /// Deletes one object, calling the admission webhooks (with the stored
 /// object as `oldObject`) on each attempt, after the preconditions held.
-pub async fn delete(
+pub(crate) async fn delete(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -108,13 +108,13 @@ pub async fn delete(
         match delete_once(app, res, ns, name, opts, &stored) {
             Err(None) => continue,
             Err(Some(e)) => return Err(e),
-            Ok(w) => return crate::conversion::written_for_read(app, res, w).await,
+            Ok(w) => return w.for_read(app, res).await,
         }
     }
 }
 
 /// Deletes one object without admission webhooks: the controllers' own deletes.
-pub fn delete_internal(
+pub(crate) fn delete_internal(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -429,7 +429,7 @@ fn mark_crd_terminating(crd: &mut Value) {
 }
 
 /// DELETE on a collection: deletes every selected object, returns them as a list.
-pub async fn delete_collection(
+pub(crate) async fn delete_collection(
     app: &App,
     res: &Resource,
     ns: Option<&str>,

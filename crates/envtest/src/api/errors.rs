@@ -17,11 +17,7 @@ pub(crate) fn invalid(res: &Resource, name: &str, causes: Vec<Cause>) -> ApiErro
         }
     }
     // An events.k8s.io Event is validated as the core Event it is stored as.
-    let group = if res.is_events_v1() {
-        ""
-    } else {
-        res.group.as_str()
-    };
+    let group = res.stored_as().map_or(res.group.as_str(), |s| s.group());
     let mut err = ApiError::invalid(group, &res.kind, name, distinct);
     if let Some(d) = &mut err.details {
         d.causes = causes;
@@ -32,16 +28,6 @@ pub(crate) fn invalid(res: &Resource, name: &str, causes: Vec<Cause>) -> ApiErro
 /// `Operation cannot be fulfilled ...` for stale writes.
 pub(crate) fn conflict(res: &Resource, name: &str) -> ApiError {
     ApiError::stale(&res.group, &res.plural, name)
-}
-
-/// A 500 with no reason, as the storage layer reports some misuse.
-pub(crate) fn internal_no_reason(message: &str) -> ApiError {
-    ApiError {
-        code: 500,
-        reason: String::new(),
-        message: message.to_string(),
-        details: None,
-    }
 }
 
 /// `details` naming an object.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::quantity::{Quantity, from_json};
@@ -148,7 +148,7 @@ fn check(container: &Value, item: &Value, errors: &mut Vec<String>) {
 }
 
 /// Applies the plugin to a Pod being created in `ns`.
-pub fn admit(app: &App, ns: &str, pod: &mut Value) -> ApiResult<()> {
+pub(crate) fn admit(app: &App, ns: &str, pod: &mut Value) -> ApiResult<()> {
     let items = container_limits(app, ns);
     if items.is_empty() {
         return Ok(());

@@ -2,44 +2,44 @@
 //! of the store, in the order kube-apiserver runs its steps. The HTTP layer
 //! and the in-process controllers both call these.
 
-pub mod admit;
-pub mod create;
+pub(crate) mod access_reviews;
+pub(crate) mod admit;
+pub(crate) mod create;
 pub(crate) mod default_storage_class;
-pub mod delete;
-pub mod disruption;
-pub mod limit_ranger;
+pub(crate) mod delete;
+pub(crate) mod eviction;
+pub(crate) mod limit_ranger;
 mod pod_object;
-pub mod pods;
-pub mod priority;
-pub mod read;
-pub(crate) mod resource_quota;
-pub mod scale;
+pub(crate) mod pod_subresources;
+pub(crate) mod priority;
+pub(crate) mod quota_admission;
+pub(crate) mod read;
+pub(crate) mod scale;
 mod scale_view;
 pub(crate) mod service_account;
 pub(crate) mod storage_limit;
-pub(crate) mod storage_protection;
-mod store_view;
-pub mod update;
+pub(crate) mod storage_protection_admission;
+pub(crate) mod update;
 pub(crate) mod update_steps;
-pub mod watch;
+pub(crate) mod watch;
 
 #[cfg(test)]
 mod tests;
 
 mod alloc;
-mod app;
 mod checks;
 mod decode;
 mod errors;
 mod patched_kind;
 mod write;
 
-pub use app::App;
-
 /// The manager name and event source of the writes kube-apiserver makes
 /// itself (budget status on eviction, quota usage).
-pub const APISERVER: &str = "kube-apiserver";
-pub use write::{Warnings, WriteCtx, Written, manager_from_user_agent};
+pub(crate) const APISERVER: &str = "kube-apiserver";
+/// The manager name and event source of the simulated
+/// kube-controller-manager's writes.
+pub(crate) const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+pub(crate) use write::{Warnings, WriteCtx, Written, manager_from_user_agent};
 
 pub(crate) use alloc::{
     allocate, generate_name, generated_name_base, is_service, restore_allocation,
@@ -49,5 +49,5 @@ pub(crate) use checks::{
     validate_update,
 };
 pub(crate) use decode::{apply_defaults, check_type_meta, decode, field_validation, type_info};
-pub(crate) use errors::{conflict, internal_no_reason, invalid, not_found, object_details};
+pub(crate) use errors::{conflict, invalid, not_found, object_details};
 pub(crate) use write::same_content;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::store::ResKey;
@@ -28,7 +28,7 @@ fn global_default(app: &App) -> Option<Arc<Value>> {
 }
 
 /// Resolves the Pod's priority on create (see the module documentation).
-pub fn admit(app: &App, pod: &mut Value) -> ApiResult<()> {
+pub(crate) fn admit(app: &App, pod: &mut Value) -> ApiResult<()> {
     let pod_name = match meta::name(pod) {
         "" => meta::meta_str(pod, "generateName").to_string(),
         named => named.to_string(),

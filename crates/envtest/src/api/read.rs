@@ -7,7 +7,8 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-use super::{App, not_found};
+use super::not_found;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::field_selectors::{FieldSelector, Selectable, field_value};
 use crate::registry::Resource;
@@ -18,7 +19,7 @@ use crate::store::ObjKey;
 /// How long a read of a future resourceVersion waits before 504.
 const TOO_LARGE_WAIT: Duration = Duration::from_secs(3);
 
-pub fn get(app: &App, res: &Resource, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
+pub(crate) fn get(app: &App, res: &Resource, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
     app.store
         .get(&res.store_key, ns, name)
         .map(|o| res.from_storage(&o))
@@ -28,7 +29,7 @@ pub fn get(app: &App, res: &Resource, ns: &str, name: &str) -> ApiResult<Arc<Val
 /// A GET with a `resourceVersion` parameter, served as the watch cache
 /// serves it: a malformed one is the storage's 500, a future one is waited
 /// for (then 504), anything else reads the current state.
-pub async fn get_at(
+pub(crate) async fn get_at(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -46,7 +47,7 @@ pub async fn get_at(
 
 /// Parsed selectors of a list or watch.
 #[derive(Debug, Clone, Default)]
-pub struct Selectors {
+pub(crate) struct Selectors {
     pub labels: LabelSelector,
     pub fields: FieldSelector,
     /// The resource's group and plural, which say what a field's value is.
@@ -55,7 +56,7 @@ pub struct Selectors {
 }
 
 impl Selectors {
-    pub fn parse(res: &Resource, opts: &ListOptions) -> ApiResult<Selectors> {
+    pub(crate) fn parse(res: &Resource, opts: &ListOptions) -> ApiResult<Selectors> {
         let labels = LabelSelector::parse(&opts.label_selector)?;
         let accepted = match res.custom() {
             Some(c) => Selectable::custom(
@@ -75,12 +76,12 @@ impl Selectors {
         })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.labels.is_empty() && self.fields.is_empty()
     }
 
     /// `stored` is the object as stored (fields), `shown` as served (labels).
-    pub fn matches(&self, stored: &Value) -> bool {
+    pub(crate) fn matches(&self, stored: &Value) -> bool {
         self.labels.matches_object(stored)
             && self
                 .fields
@@ -89,7 +90,7 @@ impl Selectors {
 }
 
 /// A continue token: where the next page starts and the list's resourceVersion.
-pub fn encode_continue(rv: u64, last: &ObjKey) -> String {
+pub(crate) fn encode_continue(rv: u64, last: &ObjKey) -> String {
     let start = format!("{}/{}\u{0}", last.0, last.1);
     let doc = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(doc.to_string())
@@ -99,7 +100,7 @@ fn bad_continue(detail: &str) -> ApiError {
     ApiError::bad_request(format!("invalid continue token: {detail}"))
 }
 
-pub fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
+pub(crate) fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
     // Go's RawURLEncoding ignores non-zero trailing bits; so does this.
     let engine = base64::engine::GeneralPurpose::new(
         &base64::alphabet::URL_SAFE,
@@ -138,7 +139,7 @@ pub fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
 
 /// One page of a list.
 #[derive(Debug, Clone)]
-pub struct Page {
+pub(crate) struct Page {
     pub items: Vec<Arc<Value>>,
     pub resource_version: u64,
     pub continue_token: Option<String>,
@@ -146,7 +147,7 @@ pub struct Page {
 }
 
 /// 504 for a resourceVersion the store has not reached.
-pub fn too_large(requested: u64, current: u64) -> ApiError {
+pub(crate) fn too_large(requested: u64, current: u64) -> ApiError {
     ApiError::timeout(format!(
         "Timeout: Too large resource version: {requested}, current: {current}"
     ))
@@ -162,7 +163,7 @@ pub fn too_large(requested: u64, current: u64) -> ApiError {
 }
 
 /// Waits (up to 3 s, as kube-apiserver) for the store to reach `rv`.
-pub async fn wait_for_rv(app: &App, rv: u64) -> ApiResult<()> {
+pub(crate) async fn wait_for_rv(app: &App, rv: u64) -> ApiResult<()> {
     let deadline = tokio::time::Instant::now() + TOO_LARGE_WAIT;
     loop {
         let current = app.store.current_rv();
@@ -176,7 +177,7 @@ pub async fn wait_for_rv(app: &App, rv: u64) -> ApiResult<()> {
     }
 }
 
-pub async fn list(
+pub(crate) async fn list(
     app: &App,
     res: &Resource,
     ns: Option<&str>,
@@ -282,7 +283,7 @@ fn exact_read(opts: &ListOptions) -> bool {
 }
 
 /// The list metadata of a page.
-pub fn list_meta(page: &Page, custom: bool) -> Value {
+pub(crate) fn list_meta(page: &Page, custom: bool) -> Value {
     let mut m = Map::new();
     m.insert(
         "resourceVersion".into(),
@@ -305,7 +306,7 @@ pub fn list_meta(page: &Page, custom: bool) -> Value {
 
 /// The `<Kind>List` document without its items (`items` is its last key,
 /// empty): what a LIST answer writes the items into one by one.
-pub fn list_head(res: &Resource, page: &Page) -> Value {
+pub(crate) fn list_head(res: &Resource, page: &Page) -> Value {
     json!({
         "kind": res.list_kind,
         "apiVersion": res.api_version(),
@@ -316,7 +317,7 @@ pub fn list_head(res: &Resource, page: &Page) -> Value {
 
 /// The `<Kind>List` document. Built-in list items carry no apiVersion/kind
 /// (as kube-apiserver serves them); custom resource items do.
-pub fn list_document(res: &Resource, page: &Page) -> Value {
+pub(crate) fn list_document(res: &Resource, page: &Page) -> Value {
     let custom = res.is_custom();
     let items: Vec<Value> = page
         .items

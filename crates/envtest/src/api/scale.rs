@@ -5,17 +5,18 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub(crate) use super::scale_view::to_scale;
 use super::scale_view::{scale_paths, write_path};
-pub use super::scale_view::{selector_string, to_scale};
 use super::update::{Attempt, apply_patch, with_retries_admitted};
 use super::update_steps::{Change, Fail};
-use super::{App, WriteCtx, Written, not_found};
+use super::{WriteCtx, Written, not_found};
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::patch::PatchType;
 use crate::registry::Resource;
 
-pub fn get(app: &App, res: &Resource, ns: &str, name: &str) -> ApiResult<Value> {
+pub(crate) fn get(app: &App, res: &Resource, ns: &str, name: &str) -> ApiResult<Value> {
     scale_paths(res)?;
     let obj = super::read::get(app, res, ns, name)?;
     to_scale(res, &obj)
@@ -88,7 +89,7 @@ fn builtin_scale_view(res: &Resource) -> Resource {
 }
 
 /// PUT `/scale`.
-pub async fn replace(
+pub(crate) async fn replace(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -100,7 +101,7 @@ pub async fn replace(
 }
 
 /// PATCH `/scale` (JSON, merge or strategic merge patch of the Scale).
-pub async fn patch(
+pub(crate) async fn patch(
     app: &App,
     res: &Resource,
     ns: &str,

@@ -42,34 +42,13 @@ pub(super) fn write_path(obj: &mut Value, path: &str, value: Value) {
     }
 }
 
-/// A LabelSelector object as a selector string (`a=b,c in (d)`).
-pub fn selector_string(sel: &Value) -> String {
-    let mut parts = Vec::new();
-    if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
-        let mut kv: Vec<_> = labels.iter().collect();
-        kv.sort_by(|a, b| a.0.cmp(b.0));
-        for (k, v) in kv {
-            parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
-        }
-    }
-    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
-        for e in exprs {
-            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|v| v.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-                "In" => parts.push(format!("{key} in ({})", values.join(","))),
-                "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
-                "Exists" => parts.push(key.to_string()),
-                "DoesNotExist" => parts.push(format!("!{key}")),
-                _ => {}
-            }
-        }
-    }
-    parts.join(",")
+/// A LabelSelector object as apimachinery prints a selector (`a=b,c in
+/// (d)`, sorted by key), as the Scale's `status.selector` shows it; empty
+/// when it selects everything or does not convert.
+fn selector_string(sel: &Value) -> String {
+    crate::selectors::LabelSelector::from_object(Some(sel))
+        .map(|selector| selector.to_string())
+        .unwrap_or_default()
 }
 
 pub(super) fn scale_paths(res: &Resource) -> ApiResult<&ScalePaths> {
@@ -84,7 +63,7 @@ pub(crate) fn set_replicas(res: &Resource, obj: &mut Value, replicas: i64) -> Ap
 }
 
 /// The Scale view of an object.
-pub fn to_scale(res: &Resource, obj: &Value) -> ApiResult<Value> {
+pub(crate) fn to_scale(res: &Resource, obj: &Value) -> ApiResult<Value> {
     let paths = scale_paths(res)?;
     let spec = read_path(obj, &paths.spec_replicas)
         .and_then(|v| v.as_i64())

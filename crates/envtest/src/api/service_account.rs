@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::app::App;
+use crate::app::App;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;

@@ -24,7 +24,7 @@ const FRAMING_BYTES: usize = 64;
 
 /// The error etcd's client reports, as kube-apiserver serves it.
 pub(crate) fn too_large() -> ApiError {
-    super::internal_no_reason("etcdserver: request is too large")
+    crate::error::ApiError::internal_no_reason("etcdserver: request is too large")
 }
 
 /// Refuses to store `stored` (the storage form) when etcd would refuse it.

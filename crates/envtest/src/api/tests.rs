@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::WriteCtx;
 use super::create::{Input, create, create_internal};
 use super::delete::delete;
 use super::update::{patch, replace};
-use super::{App, WriteCtx};
+use crate::app::App;
 use crate::meta;
 use crate::patch::PatchType;
 use crate::registry::Resource;

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::admit;
 use super::update_steps::{Change, Fail, check, check_name_and_namespace, settle, stage, write};
-use super::{App, WriteCtx, Written, check_type_meta, not_found, type_info};
+use super::{WriteCtx, Written, check_type_meta, not_found, type_info};
 use crate::admission::Operation;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::patch::{self, ApplyRequest, PatchType};
@@ -40,7 +41,7 @@ pub(crate) async fn update_once_admitted(
     check(app, c, &mut s)?;
     let admitted = match admit::validate(app, &req, &s.new, Some(&s.old_view), c.ctx).await {
         // ResourceQuota comes last among kube-apiserver's admission plugins.
-        Ok(()) if c.sub.is_none() => super::resource_quota::admit_update(
+        Ok(()) if c.sub.is_none() => super::quota_admission::admit_update(
             app,
             c.res,
             c.ns,
@@ -102,7 +103,7 @@ pub(crate) async fn with_retries_admitted(
                 .map_err(created_meanwhile),
         };
         match outcome {
-            Ok(w) => return crate::conversion::written_for_read(app, c.res, w).await,
+            Ok(w) => return w.for_read(app, c.res).await,
             Err(Fail::Api(e)) => return Err(e),
             Err(Fail::Retry) => tokio::task::yield_now().await,
         }
@@ -122,7 +123,7 @@ fn created_meanwhile(e: crate::error::ApiError) -> Fail {
 
 /// PUT of an object or its `status` subresource.
 #[allow(clippy::too_many_arguments)]
-pub async fn replace(
+pub(crate) async fn replace(
     app: &App,
     res: &Resource,
     ns: &str,
@@ -157,20 +158,10 @@ pub async fn replace(
     .await
 }
 
-/// Kinds whose strategy allows a PUT to create (`AllowCreateOnUpdate`).
+/// Kinds whose strategy allows a PUT to create (`AllowCreateOnUpdate`), as
+/// their rows of the kinds table say.
 fn allows_create_on_update(res: &Resource) -> bool {
-    res.builtin().is_some()
-        && matches!(
-            (res.group.as_str(), res.plural.as_str()),
-            ("", "endpoints" | "events" | "limitranges" | "services")
-                | ("events.k8s.io", "events")
-                | ("coordination.k8s.io", "leases")
-                | ("node.k8s.io", "runtimeclasses")
-                | (
-                    "rbac.authorization.k8s.io",
-                    "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings"
-                )
-        )
+    res.builtin().is_some_and(|k| k.create_on_update)
 }
 
 /// A PUT of a missing object that creates it: the name comes from the URL,
@@ -264,7 +255,7 @@ pub(crate) fn check_patch_type(res: &Resource, patch_type: PatchType) -> ApiResu
 
 /// PATCH of an object or its `status` subresource.
 #[allow(clippy::too_many_arguments)]
-pub async fn patch(
+pub(crate) async fn patch(
     app: &App,
     res: &Resource,
     ns: &str,

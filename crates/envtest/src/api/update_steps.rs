@@ -9,9 +9,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{
-    App, WriteCtx, Written, allows_unconditional_update, conflict, decode, field_validation,
-    invalid, not_found, same_content, type_info, validate_update,
+    WriteCtx, Written, allows_unconditional_update, conflict, decode, field_validation, invalid,
+    not_found, same_content, type_info, validate_update,
 };
+use crate::app::App;
 use crate::builtin;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;

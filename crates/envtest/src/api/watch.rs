@@ -12,8 +12,8 @@ use futures::Stream;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::App;
 use super::read::{Selectors, wait_for_rv};
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::gojson;
 use crate::meta;
@@ -27,7 +27,7 @@ use crate::table::{IncludeObject, partial_metadata, table};
 const WATCHER_BUFFER: usize = 4096;
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 
-pub struct WatchRequest {
+pub(crate) struct WatchRequest {
     pub res: Arc<Resource>,
     pub ns: Option<String>,
     /// Single-object watch (`/watch/.../name` or GET of an object with `watch=true`).
@@ -171,7 +171,8 @@ fn view_of(ev: &Event, sel: &Selectors) -> Option<(&'static str, Arc<Value>)> {
 }
 
 /// A stream of byte chunks for the response body.
-pub type WatchStream = std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, Infallible>> + Send>>;
+pub(crate) type WatchStream =
+    std::pin::Pin<Box<dyn Stream<Item = Result<Bytes, Infallible>> + Send>>;
 
 fn stream_of(mut rx: mpsc::Receiver<Bytes>) -> WatchStream {
     Box::pin(futures::stream::poll_fn(move |cx| {
@@ -186,7 +187,7 @@ fn default_timeout() -> Duration {
 }
 
 /// Validates the request and starts the watch; errors are HTTP errors.
-pub async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
+pub(crate) async fn start(app: Arc<App>, req: WatchRequest) -> ApiResult<WatchStream> {
     let selectors = Selectors::parse(&req.res, &req.opts)?;
     let rv_param = match req.opts.resource_version.as_deref() {
         None | Some("") => None,

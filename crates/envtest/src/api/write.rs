@@ -9,13 +9,24 @@ use crate::request::query::{FieldValidation, WriteOptions};
 
 /// A successful write.
 #[derive(Debug, Clone)]
-pub struct Written {
+pub(crate) struct Written {
     pub code: u16,
     pub body: Arc<Value>,
     pub warnings: Vec<String>,
 }
 
 impl Written {
+    /// The answer of a write in the request's version (a custom resource
+    /// converted by its CRD's webhook, if it has one).
+    pub(crate) async fn for_read(
+        mut self,
+        app: &crate::app::App,
+        res: &crate::registry::Resource,
+    ) -> crate::error::ApiResult<Written> {
+        self.body = crate::conversion::for_read(app, res, self.body).await?;
+        Ok(self)
+    }
+
     /// `{"kind": "Status", "status": "Success", "code": 201}`: what a create
     /// that stores nothing of its own answers (pods/binding, pods/eviction).
     pub(crate) fn created_status() -> Written {
@@ -31,12 +42,12 @@ impl Written {
 
 /// Who writes and how.
 #[derive(Debug, Clone)]
-pub struct WriteCtx {
+pub(crate) struct WriteCtx {
     pub manager: String,
     pub opts: WriteOptions,
     /// Who writes: the administrator, or the user it impersonates (sent to
     /// admission webhooks as `userInfo`).
-    pub user: crate::admission::UserInfo,
+    pub user: crate::user::UserInfo,
     /// Warnings raised on the way (admission webhooks' warnings), sent as
     /// `Warning` headers whether or not the request succeeds.
     pub warnings: Warnings,
@@ -44,17 +55,17 @@ pub struct WriteCtx {
 
 impl WriteCtx {
     /// A write with `opts` by `manager`.
-    pub fn new(manager: String, opts: WriteOptions) -> WriteCtx {
+    pub(crate) fn new(manager: String, opts: WriteOptions) -> WriteCtx {
         WriteCtx {
             manager,
             opts,
-            user: crate::admission::UserInfo::default(),
+            user: crate::user::UserInfo::default(),
             warnings: Warnings::default(),
         }
     }
 
     /// A controller's own write (no dry run, unknown fields ignored).
-    pub fn internal(manager: &str) -> WriteCtx {
+    pub(crate) fn internal(manager: &str) -> WriteCtx {
         WriteCtx::new(
             manager.to_string(),
             WriteOptions {
@@ -70,10 +81,10 @@ impl WriteCtx {
 /// The warnings of one request, collected as they arise (kube-apiserver's
 /// warning recorder): cloning shares the collection.
 #[derive(Debug, Clone, Default)]
-pub struct Warnings(Arc<Mutex<Vec<String>>>);
+pub(crate) struct Warnings(Arc<Mutex<Vec<String>>>);
 
 impl Warnings {
-    pub fn extend(&self, warnings: impl IntoIterator<Item = String>) {
+    pub(crate) fn extend(&self, warnings: impl IntoIterator<Item = String>) {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -81,13 +92,13 @@ impl Warnings {
     }
 
     /// Everything collected so far, emptying the collection.
-    pub fn take(&self) -> Vec<String> {
+    pub(crate) fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
 /// The default field manager: the product part of the User-Agent.
-pub fn manager_from_user_agent(user_agent: Option<&str>) -> String {
+pub(crate) fn manager_from_user_agent(user_agent: Option<&str>) -> String {
     let ua = user_agent.unwrap_or("").trim();
     let product = ua.split('/').next().unwrap_or("").trim();
     let mut m: String = product.chars().filter(|c| !c.is_control()).collect();

@@ -7,17 +7,17 @@
 use serde_json::Value;
 
 use super::{Attributes, Rule, authorize, walk_bindings};
-use crate::admission::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::gofmt::quote;
 use crate::meta;
 use crate::store::Store;
+use crate::user::UserInfo;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const MASTERS: &str = "system:masters";
 
 /// The write of an RBAC object to check: `old` is set on update.
-pub struct Write<'a> {
+pub(crate) struct Write<'a> {
     /// `roles`, `clusterroles`, `rolebindings` or `clusterrolebindings`.
     pub plural: &'a str,
     /// The request's namespace (empty for the cluster-scoped kinds).
@@ -27,7 +27,7 @@ pub struct Write<'a> {
 }
 
 /// Whether writes of `group`/`plural` are checked for escalation.
-pub fn applies_to(group: &str, plural: &str) -> bool {
+pub(crate) fn applies_to(group: &str, plural: &str) -> bool {
     group == GROUP
         && matches!(
             plural,
@@ -37,7 +37,7 @@ pub fn applies_to(group: &str, plural: &str) -> bool {
 
 /// Refuses the write with kube-apiserver's 403 when it would grant `user`
 /// (through the object written) permissions it does not hold.
-pub fn check(store: &Store, user: &UserInfo, write: &Write<'_>) -> ApiResult<()> {
+pub(crate) fn check(store: &Store, user: &UserInfo, write: &Write<'_>) -> ApiResult<()> {
     if user.groups.iter().any(|g| g == MASTERS) {
         return Ok(());
     }
@@ -87,7 +87,7 @@ pub fn check(store: &Store, user: &UserInfo, write: &Write<'_>) -> ApiResult<()>
                 "ClusterRole" => "clusterroles",
                 "Role" => "roles",
                 other => {
-                    return Err(crate::api::internal_no_reason(&format!(
+                    return Err(crate::error::ApiError::internal_no_reason(&format!(
                         "unsupported role reference kind: {}",
                         quote(other)
                     )));

@@ -6,14 +6,13 @@
 //! is decided from the stored Roles, ClusterRoles and their bindings, so an
 //! operator run as its ServiceAccount is held to the RBAC its project
 //! generates. The `authorization.k8s.io` reviews (`kubectl auth can-i`) are
-//! answered from the same rules (see [`review`]).
+//! answered from the same rules (`api::access_reviews`).
 //!
 //! The bootstrap policy (`crate::bootstrap`) is stored like any other RBAC
 //! object, so discovery, health and self-reviews are allowed to every
 //! authenticated user through its bindings, as on a real cluster.
 
-pub mod escalation;
-pub mod review;
+pub(crate) mod escalation;
 mod rules;
 
 use std::sync::Arc;
@@ -21,19 +20,19 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, Method};
 use serde_json::Value;
 
-use crate::admission::UserInfo;
 use crate::error::ApiError;
 use crate::request::path::{Route, route};
 use crate::request::query::Query;
 use crate::store::{ResKey, Store};
+use crate::user::UserInfo;
 
-pub use rules::Rule;
+pub(crate) use rules::Rule;
 
 const AUTHENTICATED: &str = "system:authenticated";
 
 /// The user a request acts as when it impersonates one; `None` for
 /// envtest's own administrator.
-pub fn impersonated_user(headers: &HeaderMap) -> Option<UserInfo> {
+pub(crate) fn impersonated_user(headers: &HeaderMap) -> Option<UserInfo> {
     let name = headers.get("impersonate-user")?.to_str().ok()?.to_string();
     let mut groups: Vec<String> = headers
         .get_all("impersonate-group")
@@ -61,7 +60,7 @@ pub fn impersonated_user(headers: &HeaderMap) -> Option<UserInfo> {
 /// Impersonation headers naming groups, extras or a uid but no user are
 /// refused: kube-apiserver's `requested [...] without impersonating a user`,
 /// listing what was asked for as Go prints `[]v1.ObjectReference`.
-pub fn impersonation_without_user(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn impersonation_without_user(headers: &HeaderMap) -> Option<String> {
     if headers.contains_key("impersonate-user") {
         return None;
     }
@@ -114,7 +113,7 @@ fn service_account_namespace(username: &str) -> Option<&str> {
 
 /// What a request asks to do, as the authorizer sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Attributes {
+pub(crate) struct Attributes {
     pub verb: String,
     /// False for paths that name no resource (`/api`, `/version`, ...).
     pub resource_request: bool,
@@ -130,7 +129,7 @@ pub struct Attributes {
 impl Attributes {
     /// The attributes of an HTTP request, as kube-apiserver's request info
     /// resolver derives them.
-    pub fn of_request(method: &Method, path: &str, query: &Query) -> Attributes {
+    pub(crate) fn of_request(method: &Method, path: &str, query: &Query) -> Attributes {
         let Route::Resource(p) = route(path) else {
             let verb = match *method {
                 Method::GET | Method::HEAD => "get",
@@ -179,7 +178,7 @@ impl Attributes {
 
 /// An authorizer's answer; `reason` says which binding allowed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub allowed: bool,
     pub reason: String,
 }
@@ -201,7 +200,7 @@ impl Decision {
 }
 
 /// Decides whether `user` may do what `attrs` describe.
-pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> Decision {
+pub(crate) fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> Decision {
     if user.groups.iter().any(|g| g == "system:masters") {
         return Decision {
             allowed: true,
@@ -332,7 +331,7 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
 }
 
 /// The 403 kube-apiserver answers a request its user may not make.
-pub fn forbidden(user: &UserInfo, attrs: &Attributes) -> ApiError {
+pub(crate) fn forbidden(user: &UserInfo, attrs: &Attributes) -> ApiError {
     let username = &user.username;
     if !attrs.resource_request {
         let detail = format!(

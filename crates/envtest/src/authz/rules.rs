@@ -10,7 +10,7 @@ const ALL: &str = "*";
 
 /// A rule of a Role or ClusterRole.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub verbs: Vec<String>,
     pub api_groups: Vec<String>,
     pub resources: Vec<String>,
@@ -34,7 +34,7 @@ fn owned(items: &[&str]) -> Vec<String> {
 
 impl Rule {
     /// A rule over `resources` of one API group.
-    pub fn on_resources(verbs: &[&str], api_group: &str, resources: &[&str]) -> Rule {
+    pub(crate) fn on_resources(verbs: &[&str], api_group: &str, resources: &[&str]) -> Rule {
         Rule {
             verbs: owned(verbs),
             api_groups: vec![api_group.to_string()],
@@ -44,7 +44,7 @@ impl Rule {
     }
 
     /// A rule over non-resource paths (`/version`, `/apis/*`).
-    pub fn on_paths(verbs: &[&str], urls: &[&str]) -> Rule {
+    pub(crate) fn on_paths(verbs: &[&str], urls: &[&str]) -> Rule {
         Rule {
             verbs: owned(verbs),
             non_resource_urls: owned(urls),
@@ -53,7 +53,7 @@ impl Rule {
     }
 
     /// The rules of a stored Role or ClusterRole.
-    pub fn all_of(role: &Value) -> Vec<Rule> {
+    pub(crate) fn all_of(role: &Value) -> Vec<Rule> {
         role.get("rules")
             .and_then(Value::as_array)
             .into_iter()
@@ -69,7 +69,7 @@ impl Rule {
     }
 
     /// Whether this rule allows the request.
-    pub fn allows(&self, attrs: &Attributes) -> bool {
+    pub(crate) fn allows(&self, attrs: &Attributes) -> bool {
         if !has(&self.verbs, &attrs.verb) {
             return false;
         }
@@ -102,7 +102,7 @@ impl Rule {
     }
 
     /// The rule as a SelfSubjectRulesReview lists it.
-    pub fn to_review_json(&self) -> Value {
+    pub(crate) fn to_review_json(&self) -> Value {
         if !self.non_resource_urls.is_empty() {
             return json!({"verbs": self.verbs, "nonResourceURLs": self.non_resource_urls});
         }
@@ -123,7 +123,7 @@ impl Rule {
 impl Rule {
     /// The rule as rules of one group, resource, verb and name each (or one
     /// path and verb each).
-    pub fn breakdown(&self) -> Vec<Rule> {
+    pub(crate) fn breakdown(&self) -> Vec<Rule> {
         let mut out = Vec::new();
         for group in &self.api_groups {
             for resource in &self.resources {
@@ -157,7 +157,7 @@ impl Rule {
 
     /// Whether this rule grants everything `sub` (one of [`Rule::breakdown`]'s
     /// rules) grants.
-    pub fn covers(&self, sub: &Rule) -> bool {
+    pub(crate) fn covers(&self, sub: &Rule) -> bool {
         let verbs = has_all(&self.verbs, &sub.verbs);
         let groups = has_all(&self.api_groups, &sub.api_groups);
         let resources = self.resources.iter().any(|r| r == ALL)
@@ -186,7 +186,7 @@ impl Rule {
 
     /// `{APIGroups:["apps"], Resources:["deployments"], Verbs:["get" "list"]}`,
     /// as kube-apiserver names a rule in its messages.
-    pub fn compact_string(&self) -> String {
+    pub(crate) fn compact_string(&self) -> String {
         let list = |items: &[String]| {
             let quoted: Vec<String> = items.iter().map(|i| gofmt::quote(i)).collect();
             format!("[{}]", quoted.join(" "))

@@ -9,7 +9,7 @@ use crate::request::query::Query;
 /// A store holding `objects` and the bootstrap policy a cluster starts with.
 fn rbac_store(objects: &[(&str, &str, Value)]) -> Store {
     let store = Store::new(1000);
-    for object in crate::bootstrap::policy_objects() {
+    for object in crate::bootstrap_policy::policy_objects() {
         let key: ResKey = Arc::from(format!("rbac.authorization.k8s.io/{}", object.plural));
         let name = crate::meta::name(&object.body).to_string();
         store

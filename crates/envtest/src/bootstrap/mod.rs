@@ -13,34 +13,32 @@
 //! stores copies with their own uids and times, so that starting stays a
 //! matter of milliseconds.
 
-mod cluster;
-pub mod flowcontrol;
-mod rbac;
+mod post_start;
 
 use std::sync::{Arc, LazyLock};
 
 use anyhow::bail;
 use serde_json::{Value, json};
 
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
 use crate::controllers::APISERVER;
 use crate::meta;
 use crate::store::ResKey;
 
-pub use cluster::is_system_priority_class;
-pub use rbac::policy_objects;
+use crate::bootstrap_policy::{flowcontrol, policy_objects};
 
 const NAMESPACES_AT_START: &[&str] = &["default", "kube-system", "kube-public"];
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// Creates everything a cluster starts with; `addr` is where the server
 /// listens, which the `kubernetes` Service's endpoints name.
-pub fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+pub(crate) fn create_all(app: &App, addr: std::net::SocketAddr) -> anyhow::Result<()> {
     create_namespaces(app)?;
     store_templates(app)?;
-    cluster::create_priority_classes(app)?;
-    cluster::create_kubernetes_service(app, addr)
+    post_start::create_priority_classes(app)?;
+    post_start::create_kubernetes_service(app, addr)
 }
 
 /// Stores this server's copies of the objects made once per process.
@@ -52,7 +50,7 @@ fn store_templates(app: &App) -> anyhow::Result<()> {
     let now = meta::now_rfc3339();
     let aggregated = app
         .controllers
-        .is_on(crate::controllers::selection::Controller::ClusterRoleAggregation);
+        .is_on(crate::controller_selection::Controller::ClusterRoleAggregation);
     for (key, ns, name, template) in &templates.objects {
         // Without the clusterrole-aggregation controller, `admin`, `edit`
         // and `view` keep the empty rules kube-apiserver creates them with.
@@ -139,10 +137,10 @@ fn templates() -> anyhow::Result<Templates> {
     }
     // The aggregator's local APIServices and the API Priority and Fairness
     // configuration, as their post-start hooks write them.
-    crate::controllers::apiservices::register_builtin(&scratch);
-    crate::controllers::flowcontrol::sync(&scratch);
+    crate::controllers::aggregator::register_builtin(&scratch);
+    crate::controllers::priority_and_fairness::sync(&scratch);
     for key in [
-        crate::controllers::apiservices::KEY.to_string(),
+        crate::controllers::aggregator::KEY.to_string(),
         format!("{}/{}", flowcontrol::GROUP, flowcontrol::PRIORITY_LEVELS),
         format!("{}/{}", flowcontrol::GROUP, flowcontrol::FLOW_SCHEMAS),
     ] {

@@ -45,7 +45,7 @@ fn type_meta(out: &mut Map<String, Value>, from: &Value, api_version: &str) {
 }
 
 /// core/v1 Event → events.k8s.io/v1 Event.
-pub fn core_to_events_v1(obj: &Value) -> Value {
+pub(crate) fn core_to_events_v1(obj: &Value) -> Value {
     let mut out = Map::new();
     type_meta(&mut out, obj, "events.k8s.io/v1");
     out.insert(
@@ -93,7 +93,7 @@ pub fn core_to_events_v1(obj: &Value) -> Value {
 }
 
 /// events.k8s.io/v1 Event → core/v1 Event.
-pub fn events_v1_to_core(obj: &Value) -> Value {
+pub(crate) fn events_v1_to_core(obj: &Value) -> Value {
     let mut out = Map::new();
     type_meta(&mut out, obj, "v1");
     out.insert(

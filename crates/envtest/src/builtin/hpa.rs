@@ -40,7 +40,7 @@ fn drop_empty_annotations(obj: &mut Value) {
 }
 
 /// The stored (v2) object as `autoscaling/v1` shows it.
-pub fn v2_to_v1(stored: &Value) -> Value {
+pub(crate) fn v2_to_v1(stored: &Value) -> Value {
     let mut out = stored.clone();
     let spec = stored.get("spec").cloned().unwrap_or_else(|| json!({}));
     let mut v1_spec = Map::new();
@@ -97,7 +97,7 @@ pub fn v2_to_v1(stored: &Value) -> Value {
 }
 
 /// An `autoscaling/v1` object in its stored (v2) shape.
-pub fn v1_to_v2(obj: &Value) -> Value {
+pub(crate) fn v1_to_v2(obj: &Value) -> Value {
     let mut out = obj.clone();
     let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
     let mut v2_spec = Map::new();

@@ -29,8 +29,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::KindInfo;
 use super::decode::Codec;
+use super::{KindInfo, StoredAs, Subresource};
 
 const ALL_VERBS: &[&str] = &[
     "create",
@@ -90,6 +90,12 @@ where
         verbs: ALL_VERBS,
         has_status: false,
         has_scale: false,
+        other_subresources: &[],
+        stored_as: None,
+        deprecation: None,
+        create_on_update: false,
+        unconditional_update: true,
+        returns_deleted_object: false,
         codec: Codec::of::<K>(),
     }
 }
@@ -134,7 +140,103 @@ impl KindInfo {
             ..self
         }
     }
+
+    /// Stored as another kind's objects.
+    const fn stored_as(self, storage: StoredAs) -> KindInfo {
+        KindInfo {
+            stored_as: Some(storage),
+            ..self
+        }
+    }
+
+    /// Deprecated: every request carries this Warning.
+    const fn deprecated(self, warning: &'static str) -> KindInfo {
+        KindInfo {
+            deprecation: Some(warning),
+            ..self
+        }
+    }
+
+    /// A PUT of a missing object creates it (its strategy's
+    /// `AllowCreateOnUpdate`).
+    const fn creates_on_update(self) -> KindInfo {
+        KindInfo {
+            create_on_update: true,
+            ..self
+        }
+    }
+
+    /// A PUT must name the resourceVersion it replaces (its strategy's
+    /// `AllowUnconditionalUpdate` is false).
+    const fn conditional_updates_only(self) -> KindInfo {
+        KindInfo {
+            unconditional_update: false,
+            ..self
+        }
+    }
+
+    /// A DELETE answers with the deleted object (its registry's
+    /// `ReturnDeletedObject`).
+    const fn returns_deleted_object(self) -> KindInfo {
+        KindInfo {
+            returns_deleted_object: true,
+            ..self
+        }
+    }
+
+    /// Served with these subresources too.
+    const fn subresources(self, other_subresources: &'static [Subresource]) -> KindInfo {
+        KindInfo {
+            other_subresources,
+            ..self
+        }
+    }
 }
+
+const READ_WRITE: &[&str] = &["get", "patch", "update"];
+const STREAM: &[&str] = &["create", "get"];
+const PROXY: &[&str] = &["create", "delete", "get", "patch", "update"];
+
+/// A subresource that answers with the resource's own kind.
+const fn own(name: &'static str, verbs: &'static [&'static str]) -> Subresource {
+    Subresource {
+        name,
+        group: None,
+        kind: None,
+        verbs,
+    }
+}
+
+/// A subresource that answers with another kind of the resource's group.
+const fn other(
+    name: &'static str,
+    kind: &'static str,
+    verbs: &'static [&'static str],
+) -> Subresource {
+    Subresource {
+        name,
+        group: None,
+        kind: Some(kind),
+        verbs,
+    }
+}
+
+/// Pods' subresources besides `status`.
+const POD_SUBRESOURCES: &[Subresource] = &[
+    other("attach", "PodAttachOptions", STREAM),
+    other("binding", "Binding", &["create"]),
+    own("ephemeralcontainers", READ_WRITE),
+    Subresource {
+        name: "eviction",
+        group: Some(("policy", "v1")),
+        kind: Some("Eviction"),
+        verbs: &["create"],
+    },
+    other("exec", "PodExecOptions", STREAM),
+    own("log", &["get"]),
+    other("portforward", "PodPortForwardOptions", STREAM),
+    other("proxy", "PodProxyOptions", PROXY),
+];
 
 /// Ordered by group, then resource name, as discovery lists them.
 pub(super) static KINDS: &[KindInfo] = &[
@@ -142,16 +244,27 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<core::Binding>("binding").verbs(REVIEW_VERBS),
     of::<core::ComponentStatus>("componentstatus")
         .short(&["cs"])
-        .verbs(READ_ONLY_VERBS),
+        .verbs(READ_ONLY_VERBS)
+        .deprecated("v1 ComponentStatus is deprecated in v1.19+"),
     of::<core::ConfigMap>("configmap").short(&["cm"]),
-    of::<core::Endpoints>("endpoints").short(&["ep"]),
-    of::<core::Event>("event").short(&["ev"]),
-    of::<core::LimitRange>("limitrange").short(&["limits"]),
+    of::<core::Endpoints>("endpoints")
+        .short(&["ep"])
+        .creates_on_update(),
+    of::<core::Event>("event")
+        .short(&["ev"])
+        .creates_on_update(),
+    of::<core::LimitRange>("limitrange")
+        .short(&["limits"])
+        .creates_on_update(),
     of::<core::Namespace>("namespace")
         .short(&["ns"])
         .verbs(NAMESPACE_VERBS)
-        .status(),
-    of::<core::Node>("node").short(&["no"]).status(),
+        .status()
+        .subresources(&[own("finalize", &["update"])]),
+    of::<core::Node>("node")
+        .short(&["no"])
+        .status()
+        .subresources(&[other("proxy", "NodeProxyOptions", PROXY)]),
     of::<core::PersistentVolumeClaim>("persistentvolumeclaim")
         .short(&["pvc"])
         .status(),
@@ -161,7 +274,9 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<core::Pod>("pod")
         .short(&["po"])
         .categories(ALL)
-        .status(),
+        .status()
+        .subresources(POD_SUBRESOURCES)
+        .returns_deleted_object(),
     of::<core::PodTemplate>("podtemplate"),
     of::<core::ReplicationController>("replicationcontroller")
         .short(&["rc"])
@@ -172,11 +287,22 @@ pub(super) static KINDS: &[KindInfo] = &[
         .short(&["quota"])
         .status(),
     of::<core::Secret>("secret"),
-    of::<core::ServiceAccount>("serviceaccount").short(&["sa"]),
+    of::<core::ServiceAccount>("serviceaccount")
+        .short(&["sa"])
+        .subresources(&[Subresource {
+            name: "token",
+            group: Some(("authentication.k8s.io", "v1")),
+            kind: Some("TokenRequest"),
+            verbs: &["create"],
+        }])
+        .returns_deleted_object(),
     of::<core::Service>("service")
         .short(&["svc"])
         .categories(ALL)
-        .status(),
+        .status()
+        .subresources(&[other("proxy", "ServiceProxyOptions", PROXY)])
+        .creates_on_update()
+        .returns_deleted_object(),
     // admissionregistration.k8s.io/v1
     of::<admissionregistration::MutatingWebhookConfiguration>("mutatingwebhookconfiguration")
         .categories(API_EXTENSIONS),
@@ -193,11 +319,13 @@ pub(super) static KINDS: &[KindInfo] = &[
     of::<apiextensions::CustomResourceDefinition>("customresourcedefinition")
         .short(&["crd", "crds"])
         .categories(API_EXTENSIONS)
-        .status(),
+        .status()
+        .conditional_updates_only(),
     // apiregistration.k8s.io/v1
     of::<apiregistration::APIService>("apiservice")
         .categories(API_EXTENSIONS)
-        .status(),
+        .status()
+        .conditional_updates_only(),
     // apps/v1
     of::<apps::ControllerRevision>("controllerrevision"),
     of::<apps::DaemonSet>("daemonset")
@@ -237,16 +365,20 @@ pub(super) static KINDS: &[KindInfo] = &[
         .categories(ALL)
         .status(),
     of::<batch::Job>("job").categories(ALL).status(),
-    // certificates.k8s.io/v1 (also served: `/approval`)
+    // certificates.k8s.io/v1
     of::<certificates::CertificateSigningRequest>("certificatesigningrequest")
         .short(&["csr"])
-        .status(),
+        .status()
+        .subresources(&[own("approval", READ_WRITE)]),
     // coordination.k8s.io/v1
-    of::<coordination::Lease>("lease"),
+    of::<coordination::Lease>("lease").creates_on_update(),
     // discovery.k8s.io/v1
     of::<discovery::EndpointSlice>("endpointslice"),
-    // events.k8s.io/v1
-    of::<events::Event>("event").short(&["ev"]),
+    // events.k8s.io/v1, a second view of core/v1 Events
+    of::<events::Event>("event")
+        .short(&["ev"])
+        .stored_as(StoredAs::CoreEvents)
+        .creates_on_update(),
     // flowcontrol.apiserver.k8s.io/v1
     of::<flowcontrol::FlowSchema>("flowschema").status(),
     of::<flowcontrol::PriorityLevelConfiguration>("prioritylevelconfiguration").status(),
@@ -257,24 +389,28 @@ pub(super) static KINDS: &[KindInfo] = &[
         .status(),
     of::<networking::NetworkPolicy>("networkpolicy").short(&["netpol"]),
     // node.k8s.io/v1
-    of::<node::RuntimeClass>("runtimeclass"),
+    of::<node::RuntimeClass>("runtimeclass").creates_on_update(),
     // policy/v1
     of::<policy::PodDisruptionBudget>("poddisruptionbudget")
         .short(&["pdb"])
         .status(),
     // rbac.authorization.k8s.io/v1
-    of::<rbac::ClusterRoleBinding>("clusterrolebinding"),
-    of::<rbac::ClusterRole>("clusterrole"),
-    of::<rbac::RoleBinding>("rolebinding"),
-    of::<rbac::Role>("role"),
+    of::<rbac::ClusterRoleBinding>("clusterrolebinding").creates_on_update(),
+    of::<rbac::ClusterRole>("clusterrole").creates_on_update(),
+    of::<rbac::RoleBinding>("rolebinding").creates_on_update(),
+    of::<rbac::Role>("role").creates_on_update(),
     // scheduling.k8s.io/v1
     of::<scheduling::PriorityClass>("priorityclass").short(&["pc"]),
     // storage.k8s.io/v1
-    of::<storage::CSIDriver>("csidriver"),
-    of::<storage::CSINode>("csinode"),
-    of::<storage::CSIStorageCapacity>("csistoragecapacity"),
-    of::<storage::StorageClass>("storageclass").short(&["sc"]),
-    of::<storage::VolumeAttachment>("volumeattachment").status(),
+    of::<storage::CSIDriver>("csidriver").conditional_updates_only(),
+    of::<storage::CSINode>("csinode").conditional_updates_only(),
+    of::<storage::CSIStorageCapacity>("csistoragecapacity").conditional_updates_only(),
+    of::<storage::StorageClass>("storageclass")
+        .short(&["sc"])
+        .returns_deleted_object(),
+    of::<storage::VolumeAttachment>("volumeattachment")
+        .status()
+        .conditional_updates_only(),
 ];
 
 /// Older versions served over the storage of a row above, converted on the
@@ -285,12 +421,13 @@ pub(super) static OLDER_VERSIONS: &[KindInfo] = &[
     of::<autoscaling_v1::HorizontalPodAutoscaler>("horizontalpodautoscaler")
         .short(&["hpa"])
         .categories(ALL)
-        .status(),
+        .status()
+        .stored_as(StoredAs::AutoscalingV2),
 ];
 
 #[cfg(test)]
 /// Finds a kind by group and resource name (`apps`, `deployments`).
-pub fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
+pub(crate) fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
     KINDS
         .iter()
         .find(|k| k.group == group && k.plural == plural)
@@ -298,7 +435,7 @@ pub fn find(group: &str, plural: &str) -> Option<&'static KindInfo> {
 
 #[cfg(test)]
 /// Finds a kind by group and kind name (`apps`, `Deployment`).
-pub fn find_kind(group: &str, kind: &str) -> Option<&'static KindInfo> {
+pub(crate) fn find_kind(group: &str, kind: &str) -> Option<&'static KindInfo> {
     KINDS.iter().find(|k| k.group == group && k.kind == kind)
 }
 

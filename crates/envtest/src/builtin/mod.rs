@@ -2,18 +2,18 @@
 //! prunes unknown fields), defaults, validation, Table columns and
 //! shape information for patches.
 //!
-//! Ground truth: the transcripts recorded from kube-apiserver v1.24
+//! Ground truth: the transcripts recorded from kube-apiserver v1.32
 //! (`tests/fixtures/transcripts`), then the Kubernetes sources of that version.
 
-mod alloc;
 pub(crate) mod certificates;
 mod decode;
 mod defaults;
-pub mod events;
-pub mod hpa;
+pub(crate) mod events;
+pub(crate) mod hpa;
 mod kinds;
 mod listtypes;
 mod prepare;
+mod service_allocators;
 mod shape;
 mod tables;
 pub(crate) mod validation;
@@ -67,27 +67,126 @@ const VOLUME_SOURCES: &[&str] = &[
     "image",
 ];
 
-pub use alloc::Allocator;
 #[cfg(test)]
-pub use kinds::{find, find_kind};
+pub(crate) use kinds::{find, find_kind};
+pub(crate) use service_allocators::Allocator;
 pub(crate) use tables::sort_for_printing;
+
+/// A subresource of a served resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Subresource {
+    pub name: &'static str,
+    /// The group and version of the kind it answers, when not the resource's.
+    pub group: Option<(&'static str, &'static str)>,
+    /// The kind it answers, when not the resource's.
+    pub kind: Option<&'static str>,
+    /// Its verbs, sorted as discovery lists them.
+    pub verbs: &'static [&'static str],
+}
+
+/// Where a kind's objects are stored when not as themselves: kube-apiserver
+/// serves some kinds as a second view of another kind's storage, converting
+/// on every read and write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoredAs {
+    /// As core/v1 Events (`events.k8s.io/v1` Events).
+    CoreEvents,
+    /// As `autoscaling/v2` HorizontalPodAutoscalers (`autoscaling/v1` ones).
+    AutoscalingV2,
+}
+
+impl StoredAs {
+    /// The stored objects' `apiVersion`.
+    pub(crate) fn api_version(self) -> &'static str {
+        match self {
+            StoredAs::CoreEvents => "v1",
+            StoredAs::AutoscalingV2 => "autoscaling/v2",
+        }
+    }
+
+    /// The stored objects' group.
+    pub(crate) fn group(self) -> &'static str {
+        match self {
+            StoredAs::CoreEvents => "",
+            StoredAs::AutoscalingV2 => "autoscaling",
+        }
+    }
+
+    /// The stored objects' kind.
+    pub(crate) fn kind(self) -> &'static str {
+        match self {
+            StoredAs::CoreEvents => "Event",
+            StoredAs::AutoscalingV2 => "HorizontalPodAutoscaler",
+        }
+    }
+
+    /// The plural of the stored resource.
+    pub(crate) fn plural(self) -> &'static str {
+        match self {
+            StoredAs::CoreEvents => "events",
+            StoredAs::AutoscalingV2 => "horizontalpodautoscalers",
+        }
+    }
+
+    /// A stored object as the viewing kind shows it (type meta not set).
+    pub(crate) fn read_stored(self, stored: &Value) -> Value {
+        match self {
+            StoredAs::CoreEvents => events::core_to_events_v1(stored),
+            StoredAs::AutoscalingV2 => hpa::v2_to_v1(stored),
+        }
+    }
+
+    /// An object of the viewing kind in its stored shape (type meta not set).
+    pub(crate) fn to_storage(self, obj: &Value) -> Value {
+        match self {
+            StoredAs::CoreEvents => events::events_v1_to_core(obj),
+            StoredAs::AutoscalingV2 => hpa::v1_to_v2(obj),
+        }
+    }
+}
 
 /// One built-in kind and how it is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KindInfo {
     /// API group; empty for the core group.
     pub group: &'static str,
+    /// The version, e.g. `v1`.
     pub version: &'static str,
+    /// The kind, e.g. `ConfigMap`.
     pub kind: &'static str,
     /// Resource name in URLs, e.g. `configmaps`.
     pub plural: &'static str,
+    /// The singular resource name, e.g. `configmap`.
     pub singular: &'static str,
+    /// Whether objects live in a namespace.
     pub namespaced: bool,
+    /// The short names (`cm`), as discovery lists them.
     pub short_names: &'static [&'static str],
+    /// The categories (`all`), as discovery lists them.
     pub categories: &'static [&'static str],
+    /// The verbs the resource serves, sorted.
     pub verbs: &'static [&'static str],
+    /// Served with a `/status` subresource.
     pub has_status: bool,
+    /// Served with a `/scale` subresource.
     pub has_scale: bool,
+    /// The subresources served beside `status` and `scale` (`pods/exec`,
+    /// `namespaces/finalize`, ...), as kube-apiserver v1.32 lists them.
+    pub(crate) other_subresources: &'static [Subresource],
+    /// Stored as another kind's objects, which this kind is a view of.
+    pub(crate) stored_as: Option<StoredAs>,
+    /// The Warning kube-apiserver sends with every request of a deprecated
+    /// built-in resource.
+    pub(crate) deprecation: Option<&'static str>,
+    /// The kind's update strategy lets a PUT create a missing object
+    /// (`AllowCreateOnUpdate`).
+    pub(crate) create_on_update: bool,
+    /// The kind's update strategy lets a PUT without a resourceVersion
+    /// through (`AllowUnconditionalUpdate`).
+    pub(crate) unconditional_update: bool,
+    /// A DELETE answers with the deleted object, not a Status (the
+    /// registry's `ReturnDeletedObject`).
+    pub(crate) returns_deleted_object: bool,
     /// The typed round trip through the kind's k8s-openapi type.
     codec: decode::Codec,
 }
@@ -152,7 +251,7 @@ pub fn kinds() -> &'static [KindInfo] {
 }
 
 /// Older versions of [`kinds`] the server serves too (`autoscaling/v1`).
-pub fn older_versions() -> &'static [KindInfo] {
+pub(crate) fn older_versions() -> &'static [KindInfo] {
     kinds::OLDER_VERSIONS
 }
 
@@ -169,14 +268,14 @@ pub fn older_versions() -> &'static [KindInfo] {
 /// against the URL first). Values are canonicalised as Go writes them back
 /// (quantities, times, base64) and empty maps and lists are dropped where Go
 /// omits them.
-pub fn decode(kind: &KindInfo, obj: Value) -> ApiResult<(Value, Vec<String>)> {
+pub(crate) fn decode(kind: &KindInfo, obj: Value) -> ApiResult<(Value, Vec<String>)> {
     decode::decode(kind, obj)
 }
 
 /// Fills in the defaults kube-apiserver applies to `kind` on create and update,
 /// including what its v1 conversion does (a Secret's `stringData` folded into
 /// `data`, a PodSpec's deprecated `serviceAccount` mirrored).
-pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
+pub(crate) fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
     defaults::apply(kind, obj);
 }
 
@@ -190,12 +289,12 @@ pub fn apply_defaults(kind: &KindInfo, obj: &mut Value) {
 ///
 /// `service_account` is the Pod's ServiceAccount as stored (see
 /// [`pod_service_account_name`]); `None` stands for one with no settings.
-pub fn admit_create(kind: &KindInfo, obj: &mut Value, service_account: Option<&Value>) {
+pub(crate) fn admit_create(kind: &KindInfo, obj: &mut Value, service_account: Option<&Value>) {
     prepare::admit_create(kind, obj, service_account);
 }
 
 /// The ServiceAccount a Pod runs as: the one it names, else `default`.
-pub fn pod_service_account_name(pod: &Value) -> &str {
+pub(crate) fn pod_service_account_name(pod: &Value) -> &str {
     prepare::pod_service_account_name(pod)
 }
 
@@ -207,7 +306,7 @@ pub fn pod_service_account_name(pod: &Value) -> &str {
 /// As in kube-apiserver, the server fills in `metadata.uid` and the name
 /// generated from `generateName` before calling this: a Job's generated
 /// selector and labels use both.
-pub fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
+pub(crate) fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
     prepare::for_create(kind, obj);
 }
 
@@ -219,7 +318,7 @@ pub fn prepare_for_create(kind: &KindInfo, obj: &mut Value) {
 /// `rest.BeforeUpdate` does, the stored uid (when `obj` has none), creation
 /// and deletion timestamps and grace period are kept, and `generation` is
 /// the stored one (bumped where the kind tracks spec changes).
-pub fn prepare_for_update(
+pub(crate) fn prepare_for_update(
     kind: &KindInfo,
     obj: &mut Value,
     old: &Value,
@@ -230,7 +329,7 @@ pub fn prepare_for_update(
 
 /// [`validate`] of an update through a subresource that has rules of its
 /// own (a CertificateSigningRequest's `status` and `approval`).
-pub fn validate_subresource(
+pub(crate) fn validate_subresource(
     kind: &KindInfo,
     obj: &Value,
     old: &Value,
@@ -249,7 +348,7 @@ pub fn validate_subresource(
 /// The 422 for an events.k8s.io/v1 Event names the core kind (`Event "x" is
 /// invalid`, no group), as the real server does. Whether an update carries
 /// `metadata.resourceVersion` is the server's business.
-pub fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(crate) fn validate(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     validation::validate(kind, obj, old)
 }
 
@@ -262,7 +361,7 @@ static TYPE_INFOS: LazyLock<Vec<listtypes::BuiltinTypeInfo>> = LazyLock::new(|| 
 });
 
 /// Shape information (list keys) for strategic merge patch and apply.
-pub fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
+pub(crate) fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
     let index = kinds::KINDS
         .iter()
         .chain(kinds::OLDER_VERSIONS)
@@ -278,7 +377,11 @@ pub fn type_info(kind: &KindInfo) -> &'static dyn TypeInfo {
 /// too; [`validate`] calls it for built-in kinds. `name_is_path_segment` selects
 /// the looser rule custom resources use (any name valid as a path segment)
 /// instead of a DNS-1123 subdomain.
-pub fn validate_metadata(obj: &Value, namespaced: bool, name_is_path_segment: bool) -> Vec<Cause> {
+pub(crate) fn validate_metadata(
+    obj: &Value,
+    namespaced: bool,
+    name_is_path_segment: bool,
+) -> Vec<Cause> {
     validation::validate_metadata(obj, namespaced, name_is_path_segment)
 }
 
@@ -288,14 +391,14 @@ pub fn validate_metadata(obj: &Value, namespaced: bool, name_is_path_segment: bo
 /// object is being deleted, generation not decremented, plus the label,
 /// annotation, ownerReference and finalizer rules. Used for custom resources
 /// too; [`validate`] calls it for built-in kinds.
-pub fn validate_metadata_update(obj: &Value, old: &Value) -> Vec<Cause> {
+pub(crate) fn validate_metadata_update(obj: &Value, old: &Value) -> Vec<Cause> {
     validation::meta::object_meta_update(obj, old)
 }
 
 /// `kubectl get` columns for a built-in kind: the `columnDefinitions` and one
 /// row of cells per object, as the real server's Table. `None` when the kind has
 /// no special columns (the caller then serves Name and Age).
-pub fn table<'a>(
+pub(crate) fn table<'a>(
     kind: &KindInfo,
     objects: impl IntoIterator<Item = &'a Value>,
     now: jiff::Timestamp,

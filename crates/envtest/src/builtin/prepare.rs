@@ -155,8 +155,8 @@ pub(crate) fn for_create(kind: &KindInfo, obj: &mut Value) {
         ("", "Node") => {
             // envtest has no kubelet: a new Node is registered as its
             // kubelet would register it, then admitted (TaintNodesByCondition).
-            crate::nodes::Registration::default().register(obj, &crate::meta::now_rfc3339());
-            crate::nodes::admit_create(obj);
+            crate::node_status::Registration::default().register(obj, &crate::meta::now_rfc3339());
+            crate::node_status::admit_create(obj);
         }
         _ => {}
     }

@@ -1235,3 +1235,55 @@ fn budgets_quotas_and_classes_are_validated() {
         ["spec.controller: Invalid value: \"example.com/other\": field is immutable"]
     );
 }
+
+/// The update strategies of kube-apiserver v1.32 (`AllowCreateOnUpdate`,
+/// `AllowUnconditionalUpdate` of each registry's strategy) and the
+/// registries that return the deleted object, as the rows say.
+#[test]
+fn write_strategies_are_those_of_v1_32() {
+    use std::collections::BTreeSet;
+    let rows = |pick: fn(&KindInfo) -> bool| -> BTreeSet<(&str, &str)> {
+        kinds()
+            .iter()
+            .filter(|k| pick(k))
+            .map(|k| (k.group, k.plural))
+            .collect()
+    };
+    let creating = rows(|k| k.create_on_update);
+    let expected: BTreeSet<(&str, &str)> = [
+        ("", "endpoints"),
+        ("", "events"),
+        ("", "limitranges"),
+        ("", "services"),
+        ("coordination.k8s.io", "leases"),
+        ("events.k8s.io", "events"),
+        ("node.k8s.io", "runtimeclasses"),
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+        ("rbac.authorization.k8s.io", "roles"),
+    ]
+    .into();
+    assert_eq!(creating, expected);
+    let conditional = rows(|k| !k.unconditional_update);
+    let expected: BTreeSet<(&str, &str)> = [
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("apiregistration.k8s.io", "apiservices"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "csistoragecapacities"),
+        ("storage.k8s.io", "volumeattachments"),
+    ]
+    .into();
+    assert_eq!(conditional, expected);
+    // The registries created with `ReturnDeletedObject: true`.
+    let returning = rows(|k| k.returns_deleted_object);
+    let expected: BTreeSet<(&str, &str)> = [
+        ("", "pods"),
+        ("", "serviceaccounts"),
+        ("", "services"),
+        ("storage.k8s.io", "storageclasses"),
+    ]
+    .into();
+    assert_eq!(returning, expected);
+}

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::Value;
 
 use super::KindInfo;
-use super::validation::names::is_dns1123_label;
+use crate::name_rules::is_dns1123_label;
 use crate::quantity::Quantity;
 
 /// Where a kind keeps its pod template (`None` for a Pod, whose spec is at

@@ -9,18 +9,19 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::resource_for;
+use crate::api::WriteCtx;
 use crate::api::update_steps::{Change, Fail, update_once, with_retries};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
 use crate::meta;
 use crate::patch::{ApplyRequest, server_side_apply};
 use crate::selectors::LabelSelector;
 use crate::store::ResKey;
 
-pub const MANAGER: &str = "clusterrole-aggregation-controller";
+pub(crate) const MANAGER: &str = "clusterrole-aggregation-controller";
 pub(super) const KEY: &str = "rbac.authorization.k8s.io/clusterroles";
 
 /// Brings every aggregated ClusterRole up to date.
-pub fn aggregate_all(app: &App) {
+pub(crate) fn aggregate_all(app: &App) {
     let key: ResKey = Arc::from(KEY);
     let (roles, _) = app.store.list(&key, None, None);
     let roles: Vec<Arc<Value>> = roles.into_iter().map(|(_, role)| role).collect();

@@ -6,22 +6,22 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{APISERVER, modify, resource_for};
-use crate::api::App;
+use super::{APISERVER, modify_without_admission, resource_for};
 use crate::api::delete::{CRD_CLEANUP, delete_internal};
+use crate::app::App;
 use crate::meta;
 use crate::registry::{CustomResource, Registry, custom_store_key};
 use crate::request::query::DeleteOptions;
 use crate::store::{Event, EventType, ResKey};
 
-pub const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
+pub(super) const CRD_KEY: &str = "apiextensions.k8s.io/customresourcedefinitions";
 
 fn crd_key() -> ResKey {
     Arc::from(CRD_KEY)
 }
 
 /// Rebuilds the served set from the stored CRDs.
-pub fn rebuild_registry(app: &App) {
+pub(super) fn rebuild_registry(app: &App) {
     rebuild_registry_with(app, None);
 }
 
@@ -102,76 +102,82 @@ fn accept_names(app: &App, crd: &Value) {
     };
     let conflict = name_conflict(app, crd);
     let name = meta::name(crd).to_string();
-    let _ = modify(app, &res, "", &name, Some("status"), APISERVER, |obj| {
-        let now = meta::now_rfc3339();
-        let spec_names = obj
-            .pointer("/spec/names")
-            .filter(|n| n.is_object())
-            .cloned()
-            .unwrap_or(json!({}));
-        let kind = spec_names
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let mut accepted = spec_names.clone();
-        if accepted.get("singular").is_none() {
-            accepted["singular"] = json!(kind.to_lowercase());
-        }
-        if accepted.get("listKind").is_none() {
-            accepted["listKind"] = json!(format!("{kind}List"));
-        }
-        let conditions = match &conflict {
-            None => vec![
-                condition(
-                    "NamesAccepted",
-                    "True",
-                    "NoConflicts",
-                    "no conflicts found",
-                    &now,
-                ),
-                condition(
-                    "Established",
-                    "True",
-                    "InitialNamesAccepted",
-                    "the initial names have been accepted",
-                    &now,
-                ),
-            ],
-            Some(msg) => vec![
-                condition("NamesAccepted", "False", "NameConflict", msg, &now),
-                condition(
-                    "Established",
-                    "False",
-                    "NotAccepted",
-                    "not all names are accepted",
-                    &now,
-                ),
-            ],
-        };
-        if !obj.get("status").is_some_and(Value::is_object) {
-            obj["status"] = json!({});
-        }
-        if conflict.is_none() {
-            obj["status"]["acceptedNames"] = accepted;
-        }
-        obj["status"]["conditions"] = Value::Array(conditions);
-        let storage = CustomResource::from_crd(obj).storage_version;
-        let stored = obj["status"]
-            .get("storedVersions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if !storage.is_empty() && !stored.iter().any(|v| v.as_str() == Some(storage.as_str())) {
-            let mut list = stored;
-            list.push(json!(storage));
-            obj["status"]["storedVersions"] = Value::Array(list);
-        }
-        if conflict.is_none() {
-            rebuild_registry_with(app, Some(obj));
-        }
-        true
-    });
+    let written =
+        modify_without_admission(app, &res, "", &name, Some("status"), APISERVER, |obj| {
+            let now = meta::now_rfc3339();
+            let spec_names = obj
+                .pointer("/spec/names")
+                .filter(|n| n.is_object())
+                .cloned()
+                .unwrap_or(json!({}));
+            let kind = spec_names
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let mut accepted = spec_names.clone();
+            if accepted.get("singular").is_none() {
+                accepted["singular"] = json!(kind.to_lowercase());
+            }
+            if accepted.get("listKind").is_none() {
+                accepted["listKind"] = json!(format!("{kind}List"));
+            }
+            let conditions = match &conflict {
+                None => vec![
+                    condition(
+                        "NamesAccepted",
+                        "True",
+                        "NoConflicts",
+                        "no conflicts found",
+                        &now,
+                    ),
+                    condition(
+                        "Established",
+                        "True",
+                        "InitialNamesAccepted",
+                        "the initial names have been accepted",
+                        &now,
+                    ),
+                ],
+                Some(msg) => vec![
+                    condition("NamesAccepted", "False", "NameConflict", msg, &now),
+                    condition(
+                        "Established",
+                        "False",
+                        "NotAccepted",
+                        "not all names are accepted",
+                        &now,
+                    ),
+                ],
+            };
+            if !obj.get("status").is_some_and(Value::is_object) {
+                obj["status"] = json!({});
+            }
+            if conflict.is_none() {
+                obj["status"]["acceptedNames"] = accepted;
+            }
+            obj["status"]["conditions"] = Value::Array(conditions);
+            let storage = CustomResource::from_crd(obj).storage_version;
+            let stored = obj["status"]
+                .get("storedVersions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if !storage.is_empty() && !stored.iter().any(|v| v.as_str() == Some(storage.as_str())) {
+                let mut list = stored;
+                list.push(json!(storage));
+                obj["status"]["storedVersions"] = Value::Array(list);
+            }
+            if conflict.is_none() {
+                rebuild_registry_with(app, Some(obj));
+            }
+            true
+        });
+    log_failure(
+        "accepting the names of a CustomResourceDefinition",
+        &name,
+        written,
+    );
 }
 
 /// Deletes the custom resources of a terminating CRD; once none is left the
@@ -182,7 +188,7 @@ fn cleanup(app: &App, crd: &Value) {
     };
     // As the apiextensions finalizer does before it deletes anything.
     if !condition_with(crd, "Terminating", "reason", "InstanceDeletionInProgress") {
-        let _ = modify(
+        let written = modify_without_admission(
             app,
             &crd_res,
             "",
@@ -222,6 +228,11 @@ fn cleanup(app: &App, crd: &Value) {
                 true
             },
         );
+        log_failure(
+            "marking a CustomResourceDefinition Terminating",
+            meta::name(crd),
+            written,
+        );
     }
     let cr = CustomResource::from_crd(crd);
     let key = custom_store_key(&cr.group, &cr.plural);
@@ -229,12 +240,17 @@ fn cleanup(app: &App, crd: &Value) {
     if let Some(res) = resource_for(app, &key) {
         for (_, obj) in &objects {
             if !meta::is_deleting(obj) {
-                let _ = delete_internal(
+                let deleted = delete_internal(
                     app,
                     &res,
                     meta::namespace(obj),
                     meta::name(obj),
                     &DeleteOptions::default(),
+                );
+                log_failure(
+                    "deleting a custom resource of a deleted CRD",
+                    meta::name(obj),
+                    deleted,
                 );
             }
         }
@@ -245,18 +261,35 @@ fn cleanup(app: &App, crd: &Value) {
     }
     // The finalizer goes and, no other being left, the CRD with it: the
     // DELETED event shows the last stored state (deletion in progress).
-    let _ = modify(app, &crd_res, "", meta::name(crd), None, APISERVER, |obj| {
-        let mut f = meta::finalizers(obj);
-        let before = f.len();
-        f.retain(|x| x != CRD_CLEANUP);
-        meta::set_finalizers(obj, &f);
-        f.len() != before
-    });
+    let written =
+        modify_without_admission(app, &crd_res, "", meta::name(crd), None, APISERVER, |obj| {
+            let mut f = meta::finalizers(obj);
+            let before = f.len();
+            f.retain(|x| x != CRD_CLEANUP);
+            meta::set_finalizers(obj, &f);
+            f.len() != before
+        });
+    log_failure(
+        "removing the cleanup finalizer of a CRD",
+        meta::name(crd),
+        written,
+    );
+}
+
+/// A write this controller could not make is logged, not lost (the next
+/// change of the CRD tries again). An object gone meanwhile needs nothing.
+fn log_failure<T>(what: &str, name: &str, result: crate::error::ApiResult<T>) {
+    match result {
+        Err(e) if e.code != 404 => {
+            tracing::warn!(code = e.code, name, "{what}: {}", e.message);
+        }
+        _ => {}
+    }
 }
 
 /// Reacts to a change; returns a terminating CRD whose custom resources
 /// must be cleaned up (done once per batch by [`cleanup_by_name`]).
-pub fn on_event(app: &App, ev: &Event) -> Option<String> {
+pub(super) fn on_event(app: &App, ev: &Event) -> Option<String> {
     if &*ev.resource == CRD_KEY {
         match ev.kind {
             EventType::Deleted => rebuild_registry(app),
@@ -290,7 +323,7 @@ pub fn on_event(app: &App, ev: &Event) -> Option<String> {
 }
 
 /// Continues the cleanup of the terminating CRD `name`.
-pub fn cleanup_by_name(app: &App, name: &str) {
+pub(super) fn cleanup_by_name(app: &App, name: &str) {
     if let Some(crd) = app.store.get(&crd_key(), "", name) {
         cleanup(app, &crd);
     }

@@ -1,6 +1,6 @@
 //! The disruption controller of kube-controller-manager: keeps each
 //! PodDisruptionBudget's status true to the Pods it selects, so that
-//! evictions (`api::disruption`) honour it. `expectedPods` and
+//! evictions (`api::eviction`) honour it. `expectedPods` and
 //! `desiredHealthy` come from an integer `minAvailable` and the number of
 //! Pods, or from the replicas of the Pods' controllers (Deployment through
 //! its ReplicaSet, ReplicaSet, StatefulSet, ReplicationController, or any
@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
-use crate::api::disruption::{
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
+use crate::api::eviction::{
     PDB_KEY, expected_condition, int_at, is_ready, set_allowed_condition, set_condition,
 };
+use crate::app::App;
 use crate::meta;
 use crate::selectors::LabelSelector;
 use crate::store::{Event, ResKey};
@@ -28,7 +28,7 @@ use crate::store::{Event, ResKey};
 const DELETION_TIMEOUT_SECONDS: i64 = 120;
 
 /// The namespace whose budgets a change may affect.
-pub fn namespace_to_sync(ev: &Event) -> Option<&str> {
+pub(crate) fn namespace_to_sync(ev: &Event) -> Option<&str> {
     let watched = matches!(
         &*ev.resource,
         "pods"
@@ -46,7 +46,7 @@ const COMPONENT: &str = "controllermanager";
 
 /// Brings every budget of `ns` up to date. `told_no_pods` holds the uids of
 /// budgets told already that they select no Pod.
-pub fn sync_namespace(app: &App, ns: &str, told_no_pods: &mut HashSet<String>) {
+pub(crate) fn sync_namespace(app: &App, ns: &str, told_no_pods: &mut HashSet<String>) {
     let key: ResKey = Arc::from(PDB_KEY);
     let (budgets, _) = app.store.list(&key, Some(ns), None);
     for (_, pdb) in budgets {
@@ -66,8 +66,8 @@ fn sync(app: &App, pdb: &Value, told_no_pods: &mut HashSet<String>) {
     if !pods.is_empty() {
         told_no_pods.remove(&uid);
     } else if told_no_pods.insert(uid) {
-        let involved = crate::workloads::client::reference(pdb);
-        super::events::record(
+        let involved = super::event_recorder::reference(pdb);
+        super::event_recorder::record(
             app,
             COMPONENT,
             involved,
@@ -337,7 +337,7 @@ fn write_status(app: &App, ns: &str, name: &str, edit: impl Fn(&mut Value)) {
     let Some(res) = resource_for(app, PDB_KEY) else {
         return;
     };
-    let _ = modify(
+    let _ = modify_without_admission(
         app,
         &res,
         ns,

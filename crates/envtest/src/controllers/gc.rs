@@ -15,9 +15,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
 use crate::api::delete::{FOREGROUND, ORPHAN, delete_internal};
+use crate::app::App;
 use crate::meta;
 use crate::request::query::{DeleteOptions, Propagation};
 use crate::store::{Event, EventType, ResKey};
@@ -29,7 +29,7 @@ const GC_COMPONENT: &str = "garbage-collector-controller";
 type ObjRef = (ResKey, String, String);
 
 #[derive(Default)]
-pub struct GarbageCollector {
+pub(super) struct GarbageCollector {
     /// uid → the object with that uid (and whether it is namespaced).
     objects: HashMap<String, (ObjRef, bool)>,
     /// owner uid → dependents naming it.
@@ -72,7 +72,7 @@ fn blocks_owner(dependent: &Value, owner_uid: &str) -> bool {
 impl GarbageCollector {
     /// Records an existing object without acting on it (the start-up scan
     /// indexes everything before judging any owner reference).
-    pub fn observe(&mut self, ev: &Event) {
+    pub(super) fn observe(&mut self, ev: &Event) {
         let me: ObjRef = (ev.resource.clone(), ev.namespace.clone(), ev.name.clone());
         let uid = meta::uid(&ev.object).to_string();
         self.objects
@@ -82,7 +82,7 @@ impl GarbageCollector {
         }
     }
 
-    pub fn on_event(&mut self, app: &App, ev: &Event) {
+    pub(super) fn on_event(&mut self, app: &App, ev: &Event) {
         let me: ObjRef = (ev.resource.clone(), ev.namespace.clone(), ev.name.clone());
         let uid = meta::uid(&ev.object).to_string();
         if let Some(prev) = &ev.prev {
@@ -140,7 +140,7 @@ impl GarbageCollector {
     }
 
     /// Judges the dependents waiting for their owners' kinds to be served.
-    pub fn recheck_unresolved(&mut self, app: &App) {
+    pub(super) fn recheck_unresolved(&mut self, app: &App) {
         for dep in std::mem::take(&mut self.unresolved) {
             self.collect(app, &dep);
         }
@@ -221,9 +221,10 @@ impl GarbageCollector {
             // waiting for their dependents go.
             let gone: Vec<String> = dangling.into_iter().chain(waiting).collect();
             if !gone.is_empty() {
-                let _ = modify(app, &res, ns, name, None, CONTROLLER_MANAGER, |o| {
-                    drop_owner_refs(o, &gone)
-                });
+                let _ =
+                    modify_without_admission(app, &res, ns, name, None, CONTROLLER_MANAGER, |o| {
+                        drop_owner_refs(o, &gone)
+                    });
             }
             return;
         }
@@ -305,14 +306,26 @@ impl GarbageCollector {
             for (dkey, dns, dname) in &deps {
                 if let Some(dres) = resource_for(app, dkey) {
                     let uid_s = vec![uid.to_string()];
-                    let _ = modify(app, &dres, dns, dname, None, CONTROLLER_MANAGER, |o| {
-                        drop_owner_refs(o, &uid_s)
-                    });
+                    let _ = modify_without_admission(
+                        app,
+                        &dres,
+                        dns,
+                        dname,
+                        None,
+                        CONTROLLER_MANAGER,
+                        |o| drop_owner_refs(o, &uid_s),
+                    );
                 }
             }
-            let _ = modify(app, &owner_res, ns, name, None, CONTROLLER_MANAGER, |o| {
-                remove_finalizer(o, ORPHAN)
-            });
+            let _ = modify_without_admission(
+                app,
+                &owner_res,
+                ns,
+                name,
+                None,
+                CONTROLLER_MANAGER,
+                |o| remove_finalizer(o, ORPHAN),
+            );
             return;
         }
         if finalizers.iter().any(|f| f == FOREGROUND) {
@@ -335,9 +348,15 @@ impl GarbageCollector {
                 }
             }
             if blocking == 0 {
-                let _ = modify(app, &owner_res, ns, name, None, CONTROLLER_MANAGER, |o| {
-                    remove_finalizer(o, FOREGROUND)
-                });
+                let _ = modify_without_admission(
+                    app,
+                    &owner_res,
+                    ns,
+                    name,
+                    None,
+                    CONTROLLER_MANAGER,
+                    |o| remove_finalizer(o, FOREGROUND),
+                );
             }
         }
     }
@@ -373,7 +392,7 @@ fn report_invalid_namespace(app: &App, key: &str, dependent: &Value, owner_uid: 
     if !ns.is_empty() {
         involved["namespace"] = json!(ns);
     }
-    super::events::record_warning(
+    super::event_recorder::record_warning(
         app,
         GC_COMPONENT,
         involved,

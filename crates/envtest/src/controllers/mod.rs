@@ -10,20 +10,19 @@
 //! fed by an unbounded subscription to every change, so they react at once
 //! and in order.
 
-pub mod aggregation;
-pub(crate) mod apiservices;
+pub(crate) mod aggregation;
+pub(crate) mod aggregator;
 mod crds;
-pub mod disruption;
-pub(crate) mod events;
-pub(crate) mod flowcontrol;
+pub(crate) mod disruption;
+pub(crate) mod event_recorder;
 mod gc;
 mod namespaces;
-mod node_lifecycle;
+mod node_taints;
 mod policy_status;
+pub(crate) mod priority_and_fairness;
 mod resource_quota;
 mod root_ca;
 mod sa_tokens;
-pub mod selection;
 mod storage_protection;
 
 use std::sync::Arc;
@@ -33,16 +32,16 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::api::WriteCtx;
 use crate::api::update_steps::{Change, Fail, update_once, with_retries};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::error::ApiResult;
 use crate::registry::Resource;
 use crate::store::{Event, WatchFilter, WatcherTx};
-use selection::Controller;
 
 /// Manager names of the server's own writes, as on a real cluster.
-pub use crate::api::APISERVER;
-pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+pub(crate) use crate::api::{APISERVER, CONTROLLER_MANAGER};
 
 struct Controllers {
     app: Arc<App>,
@@ -106,7 +105,7 @@ impl Controllers {
             self.gc.on_event(&self.app, ev);
         }
         if on(Controller::NodeLifecycle) {
-            node_lifecycle::on_event(&self.app, ev);
+            node_taints::on_event(&self.app, ev);
         }
         if on(Controller::ServiceAccountToken) {
             sa_tokens::on_event(&self.app, ev);
@@ -120,10 +119,10 @@ impl Controllers {
         if &*ev.resource == crds::CRD_KEY {
             self.crds_changed = true;
         }
-        if apiservices::concerns(ev) {
+        if aggregator::concerns(ev) {
             self.apiservices_changed = true;
         }
-        if flowcontrol::concerns(ev) {
+        if priority_and_fairness::concerns(ev) {
             self.flowcontrol_changed = true;
         }
         if policy_status::concerns(ev) && on(Controller::ValidatingAdmissionPolicyStatus) {
@@ -161,10 +160,10 @@ impl Controllers {
             self.gc.recheck_unresolved(&self.app);
         }
         if std::mem::take(&mut self.apiservices_changed) {
-            apiservices::sync(&self.app);
+            aggregator::sync(&self.app);
         }
         if std::mem::take(&mut self.flowcontrol_changed) {
-            flowcontrol::sync(&self.app);
+            priority_and_fairness::sync(&self.app);
         }
         if std::mem::take(&mut self.policies_changed) {
             policy_status::sync(&self.app);
@@ -179,7 +178,7 @@ impl Controllers {
 
 /// Starts the controllers; they first reconcile what already exists. A
 /// deleted namespace keeps its content for `namespace_grace`.
-pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
+pub(crate) fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Arc<Event>>();
     let (grace_tx, mut grace_rx) = mpsc::unbounded_channel::<String>();
     let since = app.store.current_rv();
@@ -260,9 +259,12 @@ pub fn spawn(app: Arc<App>, namespace_grace: Duration) -> JoinHandle<()> {
     })
 }
 
-/// Rewrites a stored object with `edit` (retrying on races) as `manager`.
-/// `edit` returns false to leave the object alone.
-pub(crate) fn modify(
+/// Rewrites a stored object with `edit` (retrying on races) as `manager`,
+/// without the admission chain (no plugins, webhooks or policies): one
+/// update attempt as `api::update_steps` makes it. `edit` returns false to
+/// leave the object alone. The workload controllers' writes, which do go
+/// through admission, use `workloads::client::modify_with_admission`.
+pub(crate) fn modify_without_admission(
     app: &App,
     res: &Resource,
     ns: &str,

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::selection::Controller;
-use super::{CONTROLLER_MANAGER, modify, resource_for};
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
 use crate::api::delete::delete_internal;
-use crate::api::{App, WriteCtx};
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::meta;
 use crate::request::query::DeleteOptions;
 use crate::store::{Event, EventType, Preconditions, ResKey};
@@ -44,14 +45,14 @@ fn ensure_default_service_account(app: &App, ns: &str) {
 
 /// What the namespace controller knows of namespaces being deleted.
 #[derive(Default)]
-pub struct Lifecycle {
+pub(super) struct Lifecycle {
     /// Namespaces being deleted, and whether their deletion grace has passed.
     terminating: HashMap<String, bool>,
 }
 
 /// What a change asks of the namespace controller.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Work {
+pub(super) enum Work {
     /// A namespace just started terminating: act once its grace has passed.
     Wait(String),
     /// Delete what is left in the namespace, report it, and finish when empty.
@@ -60,12 +61,12 @@ pub enum Work {
 
 impl Lifecycle {
     /// Whether namespace `name` is being deleted.
-    pub fn is_terminating(&self, name: &str) -> bool {
+    pub(super) fn is_terminating(&self, name: &str) -> bool {
         self.terminating.contains_key(name)
     }
 
     /// The grace of namespace `name` has passed: its content may go.
-    pub fn grace_passed(&mut self, name: &str) -> bool {
+    pub(super) fn grace_passed(&mut self, name: &str) -> bool {
         match self.terminating.get_mut(name) {
             Some(ready) => {
                 *ready = true;
@@ -80,7 +81,7 @@ impl Lifecycle {
 /// changes elsewhere a store lookup. Without the namespace controller a
 /// deleted namespace stays Terminating; without the serviceaccount
 /// controller no `default` ServiceAccount is made.
-pub fn on_event(app: &App, ev: &Event, lifecycle: &mut Lifecycle) -> Option<Work> {
+pub(super) fn on_event(app: &App, ev: &Event, lifecycle: &mut Lifecycle) -> Option<Work> {
     let service_accounts = app.controllers.is_on(Controller::ServiceAccount);
     if !app.controllers.is_on(Controller::Namespace) {
         if service_accounts {
@@ -148,7 +149,7 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) 
 
 /// Deletes what is left in namespace `name`, records progress, and removes
 /// the namespace once nothing remains.
-pub fn finalize(app: &App, name: &str) {
+pub(super) fn finalize(app: &App, name: &str) {
     let reg = app.registry.load();
     for (key, _) in app.store.resources_in_namespace(name) {
         let Some(res) = reg.by_store_key(&key) else {
@@ -187,7 +188,7 @@ pub fn finalize(app: &App, name: &str) {
     };
     // The conditions are written after every pass (the first one too, when
     // nothing was left), then an empty namespace is finished.
-    let _ = modify(
+    let _ = modify_without_admission(
         app,
         &ns_res,
         "",
@@ -314,7 +315,7 @@ fn finish(app: &App, ns_res: &crate::registry::Resource, name: &str) {
             .delete(&ns_key, "", name, &Preconditions::default());
         return;
     }
-    let _ = modify(
+    let _ = modify_without_admission(
         app,
         ns_res,
         "",

@@ -7,21 +7,21 @@
 
 use serde_json::{Value, json};
 
-use super::{modify, resource_for};
-use crate::api::App;
+use super::{modify_without_admission, resource_for};
+use crate::app::App;
 use crate::meta;
 use crate::store::Event;
 
-pub const KEY: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
+pub(super) const KEY: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
 /// The field manager of the real controller.
 const MANAGER: &str = "validatingadmissionpolicy-status-controller";
 
-pub fn concerns(ev: &Event) -> bool {
+pub(super) fn concerns(ev: &Event) -> bool {
     &*ev.resource == KEY
 }
 
 /// Brings the status of every policy whose generation it has not observed up to date.
-pub fn sync(app: &App) {
+pub(super) fn sync(app: &App) {
     let Some(res) = resource_for(app, KEY) else {
         return;
     };
@@ -31,7 +31,7 @@ pub fn sync(app: &App) {
         if observed(&policy) == Some(generation) {
             continue;
         }
-        let _ = modify(
+        let _ = modify_without_admission(
             app,
             &res,
             "",

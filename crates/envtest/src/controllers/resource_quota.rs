@@ -11,7 +11,7 @@
 //! a Pod stops counting (it finished), a Service changes type or a claim
 //! changes (the replenishment controller), and every [`RESYNC`]. Creates are
 //! not watched: the ResourceQuota admission plugin charges them
-//! (`api/resource_quota.rs`, written as `kube-apiserver`).
+//! (`api/quota_admission.rs`, written as `kube-apiserver`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
-use crate::api::resource_quota::{Usage, evaluates, quantities, scopes_match, usage_of};
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
+use crate::api::quota_admission::{Usage, evaluates, quantities, scopes_match, usage_of};
+use crate::app::App;
 use crate::meta;
 use crate::quantity::Quantity;
 use crate::registry::Resource;
@@ -30,11 +30,11 @@ use crate::store::{Event, EventType, ResKey};
 const QUOTAS: &str = "resourcequotas";
 
 /// kube-controller-manager's `--resource-quota-sync-period`.
-pub const RESYNC: Duration = Duration::from_secs(300);
+pub(super) const RESYNC: Duration = Duration::from_secs(300);
 
 /// What changed since the last pass.
 #[derive(Default)]
-pub struct Work {
+pub(super) struct Work {
     /// Quotas created or whose `spec.hard` changed.
     quotas: BTreeSet<(String, String)>,
     /// Namespaces and resources whose usage may have dropped.
@@ -42,7 +42,7 @@ pub struct Work {
 }
 
 impl Work {
-    pub fn on_event(&mut self, ev: &Event) {
+    pub(super) fn on_event(&mut self, ev: &Event) {
         if ev.namespace.is_empty() {
             return;
         }
@@ -78,7 +78,7 @@ impl Work {
     }
 
     /// Every quota, as the periodic resync does.
-    pub fn resync_all(&mut self, app: &App) {
+    pub(super) fn resync_all(&mut self, app: &App) {
         let key: ResKey = Arc::from(QUOTAS);
         for (_, quota) in app.store.list(&key, None, None).0 {
             let at = (
@@ -89,7 +89,7 @@ impl Work {
         }
     }
 
-    pub fn flush(&mut self, app: &App) {
+    pub(super) fn flush(&mut self, app: &App) {
         let mut due = std::mem::take(&mut self.quotas);
         let key: ResKey = Arc::from(QUOTAS);
         for (ns, changed) in std::mem::take(&mut self.replenish) {
@@ -168,7 +168,7 @@ fn sync(app: &App, ns: &str, name: &str) {
     };
     let status = serde_json::json!({"hard": text(&hard), "used": text(&used)});
     // A quota deleted meanwhile is no error; a refused write waits for the next change.
-    let _ = modify(
+    let _ = modify_without_admission(
         app,
         &res,
         ns,

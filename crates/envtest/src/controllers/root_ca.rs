@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
 use crate::meta;
 use crate::store::{Event, EventType, ResKey};
 
-pub const NAME: &str = "kube-root-ca.crt";
+pub(super) const NAME: &str = "kube-root-ca.crt";
 const CONFIGMAPS: &str = "configmaps";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 
@@ -48,12 +49,13 @@ fn publish(app: &App, ns: &str) {
         }
         Some(stored) if stored.get("data") != Some(&data(app)) => {
             let want = data(app);
-            let _ = modify(app, &res, ns, NAME, None, CONTROLLER_MANAGER, |obj| {
-                if let Some(root) = obj.as_object_mut() {
-                    root.insert("data".into(), want.clone());
-                }
-                true
-            });
+            let _ =
+                modify_without_admission(app, &res, ns, NAME, None, CONTROLLER_MANAGER, |obj| {
+                    if let Some(root) = obj.as_object_mut() {
+                        root.insert("data".into(), want.clone());
+                    }
+                    true
+                });
         }
         Some(_) => {}
     }

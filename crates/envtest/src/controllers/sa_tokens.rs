@@ -13,9 +13,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
 use crate::api::delete::delete_internal;
+use crate::app::App;
 use crate::meta;
 use crate::request::query::DeleteOptions;
 use crate::store::{Event, EventType, ResKey};
@@ -23,7 +23,7 @@ use crate::tokens::LegacyClaims;
 
 const SECRETS: &str = "secrets";
 const SERVICE_ACCOUNTS: &str = "serviceaccounts";
-pub const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
+pub(super) const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 const NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
 const UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 
@@ -123,7 +123,7 @@ fn sync_secret(app: &App, ns: &str, name: &str) {
         secret: name.to_string(),
     };
     // A write lost to a race comes back as a change and is looked at again.
-    let _ = modify(app, &res, ns, name, None, CONTROLLER_MANAGER, |obj| {
+    let _ = modify_without_admission(app, &res, ns, name, None, CONTROLLER_MANAGER, |obj| {
         if meta::uid(obj) != secret_uid || !needs_update(obj, &ca) {
             return false;
         }

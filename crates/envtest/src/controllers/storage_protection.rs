@@ -1,7 +1,7 @@
 //! kube-controller-manager's persistentvolumeclaim-protection and
 //! persistentvolume-protection controllers: the finalizers the
 //! StorageObjectInUseProtection admission plugin adds
-//! (`api/storage_protection.rs`) are added where missing, and removed once
+//! (`api/storage_protection_admission.rs`) are added where missing, and removed once
 //! a deleted claim is used by no scheduled Pod that is still running, and a
 //! deleted volume is no longer `Bound`.
 
@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::selection::Controller;
-use super::{CONTROLLER_MANAGER, modify, resource_for};
-use crate::api::App;
-use crate::api::storage_protection::{PV_FINALIZER, PVC_FINALIZER};
+use super::{CONTROLLER_MANAGER, modify_without_admission, resource_for};
+use crate::api::storage_protection_admission::{PV_FINALIZER, PVC_FINALIZER};
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::meta;
 use crate::store::{Event, EventType, ResKey};
 
@@ -23,13 +23,13 @@ const PODS: &str = "pods";
 
 /// Claims and volumes to look at after a batch of changes.
 #[derive(Default)]
-pub struct Work {
+pub(super) struct Work {
     claims: BTreeSet<(String, String)>,
     volumes: BTreeSet<String>,
 }
 
 impl Work {
-    pub fn on_event(&mut self, app: &App, ev: &Event) {
+    pub(super) fn on_event(&mut self, app: &App, ev: &Event) {
         let on = |c: Controller| app.controllers.is_on(c);
         let deleted = ev.kind == EventType::Deleted;
         match &*ev.resource {
@@ -51,7 +51,7 @@ impl Work {
         }
     }
 
-    pub fn flush(&mut self, app: &App) {
+    pub(super) fn flush(&mut self, app: &App) {
         for (ns, name) in std::mem::take(&mut self.claims) {
             sync_claim(app, &ns, &name);
         }
@@ -133,7 +133,7 @@ fn set_finalizer(app: &App, key: &str, ns: &str, name: &str, finalizer: &str, ad
     let Some(res) = resource_for(app, key) else {
         return;
     };
-    let _ = modify(app, &res, ns, name, None, CONTROLLER_MANAGER, |obj| {
+    let _ = modify_without_admission(app, &res, ns, name, None, CONTROLLER_MANAGER, |obj| {
         let mut list: Vec<Value> = meta::finalizers(obj).into_iter().map(Value::from).collect();
         let had = list.iter().any(|f| f.as_str() == Some(finalizer));
         if add == had || (add && meta::is_deleting(obj)) {

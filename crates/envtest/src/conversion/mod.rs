@@ -26,71 +26,19 @@
 
 mod review;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::admission::{CallError, ClientSpec, ReviewVersion, internal_error};
-use crate::api::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
-use crate::registry::{CustomResource, Resource};
+use crate::registry::{CustomResource, Resource, Webhook};
 
 /// kube-apiserver's timeout for conversion webhooks (there is no field to change it).
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A CRD's `spec.conversion.strategy`.
-#[derive(Debug, Clone, Default)]
-pub enum Strategy {
-    #[default]
-    None,
-    Webhook(Arc<Webhook>),
-}
-
-/// A CRD's conversion webhook, its client built on first use.
-#[derive(Debug)]
-pub struct Webhook {
-    crd_name: String,
-    client_config: Value,
-    review_versions: Vec<String>,
-    client: OnceLock<ClientSpec>,
-}
-
-impl Strategy {
-    /// Reads `spec.conversion` of a stored CRD.
-    pub fn from_spec(crd_name: &str, spec: &Value) -> Strategy {
-        let Some(conversion) = spec.get("conversion") else {
-            return Strategy::None;
-        };
-        if conversion.get("strategy").and_then(Value::as_str) != Some("Webhook") {
-            return Strategy::None;
-        }
-        let webhook = conversion.get("webhook").cloned().unwrap_or(Value::Null);
-        Strategy::Webhook(Arc::new(Webhook {
-            crd_name: crd_name.to_string(),
-            client_config: webhook.get("clientConfig").cloned().unwrap_or(Value::Null),
-            review_versions: webhook
-                .get("conversionReviewVersions")
-                .and_then(Value::as_array)
-                .map(|vs| {
-                    vs.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            client: OnceLock::new(),
-        }))
-    }
-
-    pub fn webhook(&self) -> Option<&Arc<Webhook>> {
-        match self {
-            Strategy::None => None,
-            Strategy::Webhook(w) => Some(w),
-        }
-    }
-}
 
 /// Go's `GroupVersionKind.String()` of an object.
 fn gvk_of(obj: &Value) -> String {
@@ -103,73 +51,76 @@ fn gvk_of(obj: &Value) -> String {
     format!("{group}/{version}, Kind={kind}")
 }
 
-impl Webhook {
-    /// `obj` converted to `api_version` by the webhook, checked and with its
-    /// metadata restored; the error is kube-apiserver's message.
-    async fn convert(&self, app: &App, obj: &Value, api_version: &str) -> Result<Value, String> {
-        let gvk = gvk_of(obj);
-        let failed = |cause: String| format!("conversion webhook for {gvk} failed: {cause}");
-        let version = ReviewVersion::choose(&self.review_versions)
-            .ok_or_else(|| "no supported conversion review versions".to_string())?;
-        let client = self.client.get_or_init(|| {
-            ClientSpec::compile(
-                &format!("conversion_webhook_for_{}", self.crd_name),
-                Some(&self.client_config),
-            )
-        });
-        let uid = uuid::Uuid::new_v4().to_string();
-        let body = review::request_body(version, &uid, api_version, &[obj]);
-        let http = app
-            .webhooks
-            .post(client, TIMEOUT, body)
-            .await
-            .map_err(|e| match e {
-                CallError::Client(e) => failed(format!("could not get REST client: {e}")),
-                CallError::Transport(e) => failed(e),
-            })?;
-        let objects = review::converted_objects(&http, version, &uid).map_err(failed)?;
-        let [converted] = <[Value; 1]>::try_from(objects).map_err(|objects| {
-            format!(
-                "conversion webhook for {gvk} returned {} objects, expected 1",
-                objects.len()
-            )
+/// `obj` converted to `api_version` by the CRD's webhook, checked and with
+/// its metadata restored; the error is kube-apiserver's message.
+async fn convert(
+    webhook: &Webhook,
+    app: &App,
+    obj: &Value,
+    api_version: &str,
+) -> Result<Value, String> {
+    let gvk = gvk_of(obj);
+    let failed = |cause: String| format!("conversion webhook for {gvk} failed: {cause}");
+    let version = ReviewVersion::choose(&webhook.review_versions)
+        .ok_or_else(|| "no supported conversion review versions".to_string())?;
+    let client = webhook.client.get_or_init(|| {
+        ClientSpec::compile(
+            &format!("conversion_webhook_for_{}", webhook.crd_name),
+            Some(&webhook.client_config),
+        )
+    });
+    let uid = uuid::Uuid::new_v4().to_string();
+    let body = review::request_body(version, &uid, api_version, &[obj]);
+    let http = app
+        .webhooks
+        .post(client, TIMEOUT, body)
+        .await
+        .map_err(|e| match e {
+            CallError::Client(e) => failed(format!("could not get REST client: {e}")),
+            CallError::Transport(e) => failed(e),
         })?;
-        let invalid = |detail: String| {
-            format!("conversion webhook for {gvk} returned invalid object at index 0: {detail}")
-        };
-        if !converted.is_object() {
-            return Err(invalid("the object is not a JSON object".to_string()));
-        }
-        let (group, ver) = meta::split_api_version(api_version);
-        let got = converted
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let (got_group, got_ver) = meta::split_api_version(got);
-        if (got_group, got_ver) != (group, ver) {
-            return Err(invalid(format!(
-                "invalid groupVersion (expected {group}/{ver}, received {got_group}/{got_ver})"
-            )));
-        }
-        let (kind, got_kind) = (
-            obj.get("kind").and_then(Value::as_str).unwrap_or_default(),
-            converted
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-        );
-        if kind != got_kind {
-            return Err(invalid(format!(
-                "invalid kind (expected {kind}, received {got_kind})"
-            )));
-        }
-        review::check_identity(obj, &converted)
-            .map_err(|e| format!("conversion webhook for {gvk} returned invalid object: {e}"))?;
-        let mut converted = converted;
-        review::restore_metadata(obj, &mut converted)
-            .map_err(|e| format!("conversion webhook for {gvk} returned invalid metadata: {e}"))?;
-        Ok(converted)
+    let objects = review::converted_objects(&http, version, &uid).map_err(failed)?;
+    let [converted] = <[Value; 1]>::try_from(objects).map_err(|objects| {
+        format!(
+            "conversion webhook for {gvk} returned {} objects, expected 1",
+            objects.len()
+        )
+    })?;
+    let invalid = |detail: String| {
+        format!("conversion webhook for {gvk} returned invalid object at index 0: {detail}")
+    };
+    if !converted.is_object() {
+        return Err(invalid("the object is not a JSON object".to_string()));
     }
+    let (group, ver) = meta::split_api_version(api_version);
+    let got = converted
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let (got_group, got_ver) = meta::split_api_version(got);
+    if (got_group, got_ver) != (group, ver) {
+        return Err(invalid(format!(
+            "invalid groupVersion (expected {group}/{ver}, received {got_group}/{got_ver})"
+        )));
+    }
+    let (kind, got_kind) = (
+        obj.get("kind").and_then(Value::as_str).unwrap_or_default(),
+        converted
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+    );
+    if kind != got_kind {
+        return Err(invalid(format!(
+            "invalid kind (expected {kind}, received {got_kind})"
+        )));
+    }
+    review::check_identity(obj, &converted)
+        .map_err(|e| format!("conversion webhook for {gvk} returned invalid object: {e}"))?;
+    let mut converted = converted;
+    review::restore_metadata(obj, &mut converted)
+        .map_err(|e| format!("conversion webhook for {gvk} returned invalid metadata: {e}"))?;
+    Ok(converted)
 }
 
 /// The webhook of `res` when objects of `res` are converted by one.
@@ -193,8 +144,7 @@ pub(crate) async fn for_read(app: &App, res: &Resource, obj: Arc<Value>) -> ApiR
     if obj.get("kind").and_then(Value::as_str) != Some(res.kind.as_str()) {
         return Ok(obj);
     }
-    let mut converted = webhook
-        .convert(app, &obj, &api_version)
+    let mut converted = convert(webhook, app, &obj, &api_version)
         .await
         .map_err(|message| ApiError::new(500, "", message))?;
     custom.prune_as(&mut converted, &res.version);
@@ -211,8 +161,7 @@ pub(crate) async fn for_storage(app: &App, res: &Resource, obj: Value) -> ApiRes
     if obj.get("apiVersion").and_then(Value::as_str) == Some(storage.as_str()) {
         return Ok(obj);
     }
-    let mut converted = webhook
-        .convert(app, &obj, &storage)
+    let mut converted = convert(webhook, app, &obj, &storage)
         .await
         .map_err(|message| internal_error(&message))?;
     custom.prune_as(&mut converted, &custom.storage_version);
@@ -253,14 +202,4 @@ pub(crate) async fn stored_as_requested(
         return Ok(stored);
     }
     for_read(app, res, res.from_storage(&stored)).await
-}
-
-/// The answer of a write in the request's version.
-pub(crate) async fn written_for_read(
-    app: &App,
-    res: &Resource,
-    mut written: crate::api::Written,
-) -> ApiResult<crate::api::Written> {
-    written.body = for_read(app, res, written.body).await?;
-    Ok(written)
 }

@@ -9,7 +9,7 @@
 //! Every fault is logged (target `opctl_envtest::faults`) and counted in
 //! `opctl_envtest_injected_faults_total`.
 
-pub mod spec;
+pub(crate) mod spec;
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -23,11 +23,12 @@ use futures::{Future, StreamExt};
 
 use crate::error::{ApiError, Cause, Details};
 use crate::metrics::{FaultLabels, Metrics, RequestLabels};
-pub use spec::{CutAfter, Fault, FaultCode, FaultRule, FaultSpec, SpecError, Verb};
+pub(crate) use spec::{CutAfter, Fault, FaultCode, FaultRule, Verb};
+pub use spec::{FaultSpec, SpecError};
 
 /// The faults of one server; clones share their state.
 #[derive(Clone, Default)]
-pub struct Faults(Option<Arc<Injector>>);
+pub(crate) struct Faults(Option<Arc<Injector>>);
 
 struct Injector {
     rules: Vec<FaultRule>,
@@ -40,7 +41,7 @@ struct Injector {
 }
 
 /// A request about to be served, as the fault rules see it.
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub labels: &'a RequestLabels,
     /// Who asks (empty: envtest's administrator).
     pub user: &'a str,
@@ -51,7 +52,7 @@ pub struct Target<'a> {
 impl Faults {
     /// Faults as `spec` asks, counted in `metrics`. Without a seed in the
     /// spec one is picked and logged, so that the run can be repeated.
-    pub fn new(spec: FaultSpec, metrics: Metrics) -> Faults {
+    pub(crate) fn new(spec: FaultSpec, metrics: Metrics) -> Faults {
         if spec.rules.is_empty() {
             return Faults(None);
         }
@@ -76,7 +77,7 @@ impl Faults {
     }
 
     /// How often the watch history is to be dropped, if at all.
-    pub fn compaction_period(&self) -> Option<Duration> {
+    pub(crate) fn compaction_period(&self) -> Option<Duration> {
         self.0.as_ref()?.rules.iter().find_map(|r| match r.fault {
             Fault::Compact(period) => Some(period),
             _ => None,
@@ -84,7 +85,7 @@ impl Faults {
     }
 
     /// Records that the watch history was dropped.
-    pub fn compacted(&self, rv: u64) {
+    pub(crate) fn compacted(&self, rv: u64) {
         if let Some(inj) = &self.0 {
             tracing::info!(target: "opctl_envtest::faults", "fault compact: dropped the watch history up to resourceVersion {rv}");
             inj.count("compact", "", "");
@@ -92,7 +93,7 @@ impl Faults {
     }
 
     /// The answer to give instead of serving the request, if a rule fires.
-    pub fn answer(&self, target: &Target<'_>) -> Option<Injected> {
+    pub(crate) fn answer(&self, target: &Target<'_>) -> Option<Injected> {
         let inj = self.0.as_ref()?;
         if !spec::targets_user(&inj.users, target.user) {
             return None;
@@ -121,7 +122,7 @@ impl Faults {
     }
 
     /// Cuts the watch `resp` streams as the first matching `cut` rule says.
-    pub fn cut_watch(&self, target: &Target<'_>, resp: Response) -> Response {
+    pub(crate) fn cut_watch(&self, target: &Target<'_>, resp: Response) -> Response {
         let Some(inj) = self.0.as_ref() else {
             return resp;
         };
@@ -247,7 +248,7 @@ fn applies(rule: &FaultRule, verb: Verb, labels: &RequestLabels) -> bool {
 /// What the server answers instead of serving a faulted request; the HTTP
 /// layer writes it as kube-apiserver does (`http::respond::injected`).
 #[derive(Debug)]
-pub enum Injected {
+pub(crate) enum Injected {
     /// A Status error: from storage (500) or a write that lost a race (409).
     Status(ApiError),
     /// API Priority and Fairness rejecting the request (429, plain text).
@@ -259,7 +260,7 @@ pub enum Injected {
 impl Injected {
     #[cfg(test)]
     /// The HTTP status code of the answer.
-    pub fn code(&self) -> u16 {
+    pub(crate) fn code(&self) -> u16 {
         match self {
             Injected::Status(err) => err.code,
             Injected::TooManyRequests => 429,

@@ -25,6 +25,7 @@ pub struct FaultSpec {
     /// Seeds the draws deciding which requests fail; `None` picks one at
     /// start (and logs it, so a run can be repeated).
     pub seed: Option<u64>,
+    /// The faults, each with its matching requests and rate.
     pub rules: Vec<FaultRule>,
     /// `user=PATTERN` items: only requests of a matching user are faulted
     /// (every request when empty). A pattern ending in `*` matches the
@@ -175,7 +176,7 @@ pub enum CutAfter {
 /// The faults `--faults default` injects: about one write in ten fails
 /// (500, 429 with Retry-After, 409 on updates, patches and deletes), every
 /// watch is cut after 5 s and the watch history is dropped every 20 s.
-pub const DEFAULT_PROFILE: &str =
+pub(crate) const DEFAULT_PROFILE: &str =
     "writes:500=4%,writes:429=3%,writes:409=3%,watch:cut=5s,watch:compact=20s";
 
 const PROFILES: &[(&str, &str)] = &[("default", DEFAULT_PROFILE)];

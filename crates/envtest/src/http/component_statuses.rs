@@ -9,12 +9,12 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::{Call, respond, transform_object};
-use crate::api::App;
 use crate::api::read::Selectors;
+use crate::app::App;
 use crate::component_statuses;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::Resource;
-use crate::request::negotiate::{self, Endpoint, Shape};
+use crate::request::negotiate::{Endpoint, Shape};
 use crate::request::path::ResourcePath;
 use crate::request::query::{self, Query};
 use crate::table::{IncludeObject, table};
@@ -57,7 +57,7 @@ pub(super) fn serve(
             IncludeObject::parse(q.get("includeObject")),
             true,
         ),
-        shape => match negotiate::list_metadata(res, list_meta.clone(), &items, shape) {
+        shape => match crate::table::list_metadata(res, list_meta.clone(), &items, shape) {
             Some(metadata) => metadata?,
             None => {
                 let bare: Vec<Value> = items

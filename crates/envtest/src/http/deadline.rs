@@ -15,7 +15,7 @@ use crate::request::query::Query;
 /// `BasicLongRunningRequestCheck` with kube-apiserver's sets: the verbs
 /// `watch` and `proxy`, the subresources `attach`, `exec`, `proxy`, `log`
 /// and `portforward`.
-pub fn long_running(method: &Method, route: &Route, query: &Query) -> bool {
+pub(crate) fn long_running(method: &Method, route: &Route, query: &Query) -> bool {
     let Route::Resource(p) = route else {
         return false;
     };
@@ -38,7 +38,7 @@ pub fn long_running(method: &Method, route: &Route, query: &Query) -> bool {
 /// How long a non-long-running request may take: `server` unless the
 /// request asks for less with `?timeout=` (a Go duration; 0 or more than
 /// the server's leaves the server's). A malformed value is a 400.
-pub fn request_timeout(query: &Query, server: Duration) -> Result<Duration, ApiError> {
+pub(crate) fn request_timeout(query: &Query, server: Duration) -> Result<Duration, ApiError> {
     let Some(value) = query.get("timeout").filter(|v| !v.is_empty()) else {
         return Ok(server);
     };

@@ -25,7 +25,7 @@ fn is_loopback(host: &str) -> bool {
 /// 403 for a request whose `Host` (or HTTP/2 `:authority`) is not a
 /// loopback name; `None` when it may proceed (a request naming no host at
 /// all comes from no browser).
-pub fn refused(uri: &Uri, headers: &HeaderMap) -> Option<ApiError> {
+pub(super) fn refused(uri: &Uri, headers: &HeaderMap) -> Option<ApiError> {
     let named = headers
         .get(header::HOST)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())

@@ -24,7 +24,7 @@ use crate::request::negotiate::{Accepted, Format};
 use crate::table::{IncludeObject, partial_metadata, row_object};
 
 /// The items of a list document and how each is written.
-pub enum Items {
+pub(super) enum Items {
     /// The objects themselves; built-in list items go without apiVersion
     /// and kind (kube-apiserver serves them so).
     Objects {
@@ -57,14 +57,14 @@ impl Items {
 
 /// A list document: `head` (an object whose last key names the empty
 /// array the items go in, e.g. `items` or `rows`) and the items.
-pub struct ListDocument {
+pub(super) struct ListDocument {
     head: Map<String, Value>,
     items: Items,
 }
 
 impl ListDocument {
     /// `head` must be an object whose last key is the (empty) items array.
-    pub fn new(head: Value, items: Items) -> ListDocument {
+    pub(super) fn new(head: Value, items: Items) -> ListDocument {
         let head = match head {
             Value::Object(map) => map,
             _ => Map::new(),
@@ -173,7 +173,7 @@ const CHUNK: usize = 64 * 1024;
 const CHUNKS_AHEAD: usize = 2;
 
 /// A 200 answer carrying `doc` in the format the client accepted.
-pub fn response(doc: ListDocument, acc: &Accepted) -> Response {
+pub(super) fn response(doc: ListDocument, acc: &Accepted) -> Response {
     let content_type = match acc.format {
         Format::Json => "application/json",
         Format::Yaml => "application/yaml",

@@ -2,11 +2,12 @@
 //! mapping of API operations to responses. Every failure is a `Status`.
 
 mod component_statuses;
-pub mod deadline;
+pub(crate) mod deadline;
 mod host;
 mod list_body;
-pub mod openapi;
-pub mod respond;
+pub(crate) mod openapi;
+mod resource;
+pub(crate) mod respond;
 
 use std::sync::Arc;
 
@@ -17,21 +18,21 @@ use axum::http::{HeaderMap, Method, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use crate::admission::UserInfo;
-use crate::api::{self, App, WriteCtx, Written};
+use crate::api::{self, WriteCtx, Written};
+use crate::app::App;
 use crate::authz;
 use crate::error::{ApiError, ApiResult};
 use crate::faults;
 use crate::meta;
-use crate::patch::PatchType;
 use crate::registry::{Resource, discovery};
 use crate::request::body;
 use crate::request::negotiate::{self, Accepted, Endpoint, Format, Shape};
 use crate::request::path::{ResourcePath, Route, route};
 use crate::request::query::{self, Query};
 use crate::table::{IncludeObject, table};
+use crate::user::UserInfo;
 
-pub fn router(app: Arc<App>) -> Router {
+pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
 }
 
@@ -182,7 +183,7 @@ async fn legacy_binding(
     let decoded = body::decode_object(&bytes, format, "Binding")?;
     let name = crate::meta::name(&decoded.value).to_string();
     let ctx = write_ctx(opts, call);
-    let result = api::pods::bind(app, &pods, ns, &name, decoded.value, &ctx).await;
+    let result = api::pod_subresources::bind(app, &pods, ns, &name, decoded.value, &ctx).await;
     Ok(written(app, call, &pods, result, &ctx.warnings, (&acc, q)))
 }
 
@@ -304,10 +305,12 @@ async fn dispatch(
             // Warning.
             let deprecation = match res.custom() {
                 Some(c) => c.deprecation_warning(&p.version),
-                None => crate::component_statuses::is_component_statuses(&res.group, &res.plural)
-                    .then(|| crate::component_statuses::DEPRECATION.to_string()),
+                None => res
+                    .builtin()
+                    .and_then(|k| k.deprecation)
+                    .map(str::to_string),
             };
-            let result = resource(app, call, body, &p, res, &q).await;
+            let result = resource::resource(app, call, body, &p, res, &q).await;
             let Some(text) = deprecation else {
                 return result;
             };
@@ -392,283 +395,6 @@ fn check_verb(res: &Resource, verb: &str) -> ApiResult<()> {
     }
 }
 
-async fn resource(
-    app: &Arc<App>,
-    call: &Call<'_>,
-    body: Body,
-    p: &ResourcePath,
-    res: Arc<Resource>,
-    q: &Query,
-) -> ApiResult<Response> {
-    let Call {
-        method,
-        headers,
-        user,
-        ..
-    } = *call;
-    // Scope: namespaced resources need a namespace to name an object;
-    // cluster-scoped ones never have one.
-    if res.namespaced {
-        if p.namespace.is_none() && p.name.is_some() {
-            return Err(ApiError::not_found_path());
-        }
-        // The all-namespaces collection only lists and watches.
-        if p.namespace.is_none() && method != Method::GET {
-            return Err(ApiError::method_not_allowed());
-        }
-    } else if p.namespace.is_some() {
-        return Err(ApiError::not_found_path());
-    }
-    let sub = p.subresource.as_deref();
-    if let Some(s) = sub {
-        let Some(verbs) = res.subresource_verbs(s) else {
-            return Err(ApiError::not_found_path());
-        };
-        // A subresource answers only its own verbs (a GET of pods/x/eviction
-        // finds no route: 405).
-        if p.name.is_some() && !verbs.contains(&subresource_verb(method)) {
-            return Err(ApiError::method_not_allowed());
-        }
-    }
-    let ns = p.namespace.clone().unwrap_or_default();
-    let content_type = crate::request::media_type::header(headers);
-    let content_type = content_type.as_deref();
-    let endpoint = if res.is_custom() {
-        Endpoint::CustomResource
-    } else {
-        Endpoint::Resource
-    };
-    if crate::component_statuses::is_component_statuses(&res.group, &res.plural) {
-        return component_statuses::serve(app, call, (p, q), &res);
-    }
-    if authz::review::is_review(&res) {
-        return review(app, call, body, (p, q), &res, &ns).await;
-    }
-    if sub == Some("token") {
-        return review(app, call, body, (p, q), &res, &ns).await;
-    }
-    if res.group.is_empty() && res.plural == "bindings" {
-        return legacy_binding(app, call, body, (p, q), &ns).await;
-    }
-    if let (Some("proxy"), Some(name)) = (sub, &p.name) {
-        return Err(crate::pod_streams::proxy(app, &res, &ns, name));
-    }
-    if let (Some(stream @ ("log" | "exec" | "attach" | "portforward")), Some(name)) = (sub, &p.name)
-    {
-        let pod = api::read::get(app, &res, &ns, name)?;
-        let container = q.get("container");
-        let node = crate::pod_streams::node_of(&pod, |node| {
-            app.store
-                .get(&std::sync::Arc::from("nodes"), "", node)
-                .is_some_and(|n| crate::workloads::nodes::is_simulated(&n))
-        });
-        match stream {
-            "exec" | "attach" => {
-                return Err(crate::pod_streams::stream(
-                    &pod, name, container, node, stream,
-                ));
-            }
-            "portforward" => return Err(crate::pod_streams::port_forward(name, node)),
-            _ => {}
-        }
-        if *method != Method::GET {
-            return Err(ApiError::method_not_allowed());
-        }
-        let opts = crate::pod_streams::LogOptions::parse(|k| q.get(k))?;
-        let text = crate::pod_streams::log(&pod, name, &opts, node)?;
-        return Ok(respond::bytes(200, text.into_bytes(), "text/plain"));
-    }
-    let name = p.name.clone();
-    match (method.clone(), name) {
-        (Method::GET, None) => {
-            let opts = query::list_options(q, p.watch_prefix)?;
-            let ns_opt = p.namespace.as_deref();
-            if opts.watch {
-                check_verb(&res, "watch")?;
-                let acc = call.negotiate(endpoint)?;
-                return watch(app, res, ns_opt.map(str::to_string), None, opts, acc, q).await;
-            }
-            check_verb(&res, "list")?;
-            let acc = call.negotiate(endpoint)?;
-            let page = api::read::list(app, &res, ns_opt, &opts).await?;
-            list_response(&res, &page, &acc, q)
-        }
-        (Method::GET, Some(name)) => {
-            if p.watch_prefix || q.flag("watch").unwrap_or(false) {
-                check_verb(&res, "watch")?;
-                let opts = query::list_options(q, true)?;
-                let acc = call.negotiate(endpoint)?;
-                return watch(app, res, p.namespace.clone(), Some(name), opts, acc, q).await;
-            }
-            check_verb(&res, "get")?;
-            let acc = call.negotiate(endpoint)?;
-            if sub == Some("scale") {
-                let scale = api::scale::get(app, &res, &ns, &name)?;
-                let body = negotiate::object_metadata(&res, &scale, &acc.shape)
-                    .transpose()?
-                    .unwrap_or(scale);
-                return Ok(respond::object(200, &body, &acc, &[]));
-            }
-            let obj = api::read::get_at(app, &res, &ns, &name, q.get("resourceVersion")).await?;
-            let obj = crate::conversion::for_read(app, &res, obj).await?;
-            let body = transform_object(&res, &obj, &acc, q)?;
-            Ok(respond::object(200, &body, &acc, &[]))
-        }
-        (Method::POST, Some(name)) if matches!(sub, Some("binding" | "eviction")) => {
-            let acc = call.negotiate(Endpoint::Plain)?;
-            let bytes = read_body(body).await?;
-            let opts = query::write_options(q, "CreateOptions", false)?;
-            let format = body::body_format(content_type)?;
-            let binding = sub == Some("binding");
-            let kind = if binding { "Binding" } else { "Eviction" };
-            let decoded = body::decode_object(&bytes, format, kind)?;
-            let ctx = write_ctx(opts, call);
-            let result = if binding {
-                api::pods::bind(app, &res, &ns, &name, decoded.value, &ctx).await
-            } else {
-                api::pods::evict(app, &res, &ns, &name, decoded.value, &ctx).await
-            };
-            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
-        }
-        (Method::POST, None) => {
-            check_verb(&res, "create")?;
-            if res.custom().is_some_and(|c| c.terminating) {
-                return Err(ApiError::method_not_supported(
-                    &res.group,
-                    &res.plural,
-                    "create not allowed while custom resource definition is terminating",
-                ));
-            }
-            let acc = call.negotiate(endpoint)?;
-            let bytes = read_body(body).await?;
-            let opts = query::write_options(q, "CreateOptions", false)?;
-            let format = object_body_format(&res, content_type)?;
-            let decoded = body::decode_object(&bytes, format, &res.kind)?;
-            if res.is_custom() {
-                body::require_kind(&decoded, &res.kind, &bytes)?;
-            }
-            let ctx = write_ctx(opts, call);
-            let input = api::create::Input::Body {
-                obj: decoded.value,
-                duplicates: decoded.duplicates,
-            };
-            let result = api::create::create(app, &res, &ns, input, &ctx).await;
-            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
-        }
-        (Method::PUT, Some(name)) => {
-            check_verb(&res, "update")?;
-            let acc = call.negotiate(endpoint)?;
-            let bytes = read_body(body).await?;
-            let opts = query::write_options(q, "UpdateOptions", false)?;
-            let format = object_body_format(&res, content_type)?;
-            let kind = if sub == Some("scale") {
-                "Scale"
-            } else {
-                res.kind.as_str()
-            };
-            let decoded = body::decode_object(&bytes, format, kind)?;
-            if res.is_custom() && sub != Some("scale") {
-                body::require_kind(&decoded, kind, &bytes)?;
-            }
-            let ctx = write_ctx(opts, call);
-            let result = match sub {
-                Some("scale") => {
-                    api::scale::replace(app, &res, &ns, &name, decoded.value, &ctx).await
-                }
-                Some("finalize") => finalize_namespace(app, &res, &name, decoded.value, &ctx).await,
-                _ => {
-                    api::update::replace(
-                        app,
-                        &res,
-                        &ns,
-                        &name,
-                        sub,
-                        decoded.value,
-                        decoded.duplicates,
-                        &ctx,
-                    )
-                    .await
-                }
-            };
-            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
-        }
-        (Method::PATCH, Some(name)) => {
-            check_verb(&res, "patch")?;
-            let acc = call.negotiate(endpoint)?;
-            let bytes = read_body(body).await?;
-            let patch_type =
-                PatchType::from_content_type(content_type.unwrap_or(""), res.is_custom())?;
-            let opts = query::write_options(q, "PatchOptions", patch_type == PatchType::Apply)?;
-            let ctx = write_ctx(opts, call);
-            let result = match sub {
-                Some("scale") => {
-                    api::scale::patch(app, &res, &ns, &name, patch_type, &bytes, &ctx).await
-                }
-                Some("finalize") => return Err(ApiError::method_not_allowed()),
-                _ => api::update::patch(app, &res, &ns, &name, sub, patch_type, &bytes, &ctx).await,
-            };
-            Ok(written(app, call, &res, result, &ctx.warnings, (&acc, q)))
-        }
-        (Method::DELETE, name) => {
-            if sub.is_some() {
-                return Err(ApiError::method_not_allowed());
-            }
-            let acc = call.negotiate(endpoint)?;
-            let bytes = read_body(body).await?;
-            let body_opts = if bytes.iter().all(u8::is_ascii_whitespace) {
-                None
-            } else {
-                let format = body::body_format(content_type)?;
-                Some(body::decode_object(&bytes, format, "DeleteOptions")?.value)
-            };
-            let opts = query::delete_options(q, body_opts.as_ref())?;
-            let warnings = api::Warnings::default();
-            match name {
-                Some(name) => {
-                    check_verb(&res, "delete")?;
-                    let result =
-                        api::delete::delete(app, &res, &ns, &name, &opts, user, &warnings).await;
-                    Ok(written(app, call, &res, result, &warnings, (&acc, q)))
-                }
-                None => {
-                    check_verb(&res, "deletecollection")?;
-                    let lopts = query::list_options(q, false)?;
-                    let page = api::read::list(app, &res, p.namespace.as_deref(), &lopts).await?;
-                    let result = api::delete::delete_collection(
-                        app,
-                        &res,
-                        p.namespace.as_deref(),
-                        page,
-                        &opts,
-                        user,
-                        &warnings,
-                    )
-                    .await;
-                    let shown = result.and_then(|doc| {
-                        let items = doc
-                            .get("items")
-                            .and_then(Value::as_array)
-                            .map(|items| items.iter().cloned().map(Arc::new).collect::<Vec<_>>());
-                        let list_meta = doc.get("metadata").cloned().unwrap_or(json!({}));
-                        let metadata = items.and_then(|items| {
-                            negotiate::list_metadata(&res, list_meta, &items, &acc.shape)
-                        });
-                        match metadata.transpose()? {
-                            Some(body) => Ok(body),
-                            None => Ok(doc),
-                        }
-                    });
-                    Ok(match shown {
-                        Ok(body) => respond::object(200, &body, &acc, &warnings.take()),
-                        Err(e) => respond::error_with_warnings(&e, call.prefs, &warnings.take()),
-                    })
-                }
-            }
-        }
-        _ => Err(ApiError::method_not_allowed()),
-    }
-}
-
 /// POST of a review (`kubectl auth can-i`, `whoami`, TokenReview) or of a
 /// TokenRequest (`serviceaccounts/<name>/token`): answered, not stored.
 async fn review(
@@ -711,7 +437,7 @@ async fn review(
             crate::authn::token_request(app, ns, name, decoded.value, &manager)?
         }
         (false, "TokenReview") => crate::authn::token_review(app, decoded.value, &manager)?,
-        _ => authz::review::answer(&app.store, res, ns, user, decoded.value, &manager)?,
+        _ => api::access_reviews::answer(&app.store, res, ns, user, decoded.value, &manager)?,
     };
     Ok(respond::object(201, &answer, &acc, &[]))
 }
@@ -768,7 +494,7 @@ fn transform_object(
     acc: &Accepted,
     q: &Query,
 ) -> ApiResult<Arc<Value>> {
-    if let Some(metadata) = negotiate::object_metadata(res, obj, &acc.shape) {
+    if let Some(metadata) = crate::table::object_metadata(res, obj, &acc.shape) {
         return metadata.map(Arc::new);
     }
     match &acc.shape {
@@ -807,7 +533,7 @@ fn list_response(
                 },
             )
         }
-        shape => match negotiate::list_metadata(res, list_meta(), &[], shape) {
+        shape => match crate::table::list_metadata(res, list_meta(), &[], shape) {
             Some(head) => {
                 let Shape::PartialObjectMetadataList(v) = shape else {
                     return head.map(|h| respond::object(200, &h, acc, &[]));

@@ -27,10 +27,10 @@ const SPEC_VERSION: &str = crate::version::KUBE_GIT_VERSION;
 /// The content type of `/openapi/v2` in protobuf (the media type kubectl
 /// asks for, `application/com.github.proto-openapi.spec.v2@v1.0+protobuf`,
 /// is no valid Content-Type, so kube-apiserver answers with this one).
-pub const V2_PROTOBUF: &str = "application/octet-stream";
+pub(crate) const V2_PROTOBUF: &str = "application/octet-stream";
 
 /// `GET /openapi/v2` as JSON.
-pub fn v2() -> Value {
+pub(crate) fn v2() -> Value {
     json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": SPEC_VERSION},
@@ -42,7 +42,7 @@ pub fn v2() -> Value {
 /// `GET /openapi/v2` as protobuf: gnostic's `openapi.v2.Document` with
 /// `swagger` (field 1) and `info` (field 2: `title` 1, `version` 2). Two
 /// length-delimited strings do not justify a protobuf code generator.
-pub fn v2_protobuf() -> Vec<u8> {
+pub(crate) fn v2_protobuf() -> Vec<u8> {
     fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
         // Wire type 2 (length-delimited); every length here fits one byte.
         let len = u8::try_from(bytes.len()).expect("short protobuf field");
@@ -63,7 +63,7 @@ fn gv_path(group: &str, version: &str) -> String {
 }
 
 /// `GET /openapi/v3`.
-pub fn root(reg: &Registry) -> Value {
+pub(crate) fn root(reg: &Registry) -> Value {
     let mut paths = Map::new();
     for (group, versions) in reg.groups() {
         for v in versions {
@@ -136,7 +136,7 @@ fn ref_name(schema: &schemars::Schema) -> Option<String> {
 
 /// `GET /openapi/v3/<api/v1 | apis/group/version>`; `None` for unknown
 /// paths. `crd` finds a CRD object by name (for its schemas).
-pub fn group_version(
+pub(crate) fn group_version(
     reg: &Registry,
     path: &str,
     crd: impl Fn(&str) -> Option<Arc<Value>>,

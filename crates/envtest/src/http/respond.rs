@@ -12,13 +12,13 @@ use crate::gojson;
 use crate::request::negotiate::{Accepted, Format, Shape, error_format};
 
 /// One `Warning: 299 - "..."` header value.
-pub fn warning_header(text: &str) -> String {
+pub(crate) fn warning_header(text: &str) -> String {
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
     format!("299 - \"{escaped}\"")
 }
 
 /// Compact JSON, as a client that asked for nothing in particular gets it.
-pub const JSON: Accepted = Accepted {
+pub(crate) const JSON: Accepted = Accepted {
     format: Format::Json,
     shape: Shape::Plain,
     pretty: false,
@@ -28,13 +28,17 @@ pub const JSON: Accepted = Accepted {
 /// header and whether it wants indented JSON (`?pretty=true`, or a
 /// curl/Wget/browser User-Agent, as kube-apiserver's `isPrettyPrint`).
 #[derive(Debug, Clone, Default)]
-pub struct Preferences {
+pub(crate) struct Preferences {
     pub accept: Option<String>,
     pub pretty: bool,
 }
 
 impl Preferences {
-    pub fn of(accept: Option<&str>, query: Option<&str>, user_agent: Option<&str>) -> Preferences {
+    pub(crate) fn of(
+        accept: Option<&str>,
+        query: Option<&str>,
+        user_agent: Option<&str>,
+    ) -> Preferences {
         let from_query = query.and_then(|q| {
             q.split('&')
                 .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
@@ -69,7 +73,7 @@ fn encode(value: &Value, acc: &Accepted) -> (Vec<u8>, &'static str) {
     }
 }
 
-pub fn object(status: u16, value: &Value, acc: &Accepted, warnings: &[String]) -> Response {
+pub(crate) fn object(status: u16, value: &Value, acc: &Accepted, warnings: &[String]) -> Response {
     let (bytes, content_type) = encode(value, acc);
     let mut resp = bytes_with_type(status, bytes, HeaderValue::from_static(content_type));
     for w in warnings {
@@ -80,7 +84,7 @@ pub fn object(status: u16, value: &Value, acc: &Accepted, warnings: &[String]) -
     resp
 }
 
-pub fn json_with_type(status: u16, value: &Value, content_type: &str) -> Response {
+pub(crate) fn json_with_type(status: u16, value: &Value, content_type: &str) -> Response {
     let mut resp = object(status, value, &JSON, &[]);
     if let Ok(v) = HeaderValue::from_str(content_type) {
         resp.headers_mut().insert(header::CONTENT_TYPE, v);
@@ -91,7 +95,7 @@ pub fn json_with_type(status: u16, value: &Value, content_type: &str) -> Respons
 /// A non-API document written as kube-apiserver's `WriteRawJSON` writes it
 /// (`/version`, errors no Accept range can carry): indented, whatever the
 /// client accepts.
-pub fn raw_json(status: u16, value: &Value) -> Response {
+pub(crate) fn raw_json(status: u16, value: &Value) -> Response {
     bytes_with_type(
         status,
         gojson::indented(value),
@@ -102,12 +106,16 @@ pub fn raw_json(status: u16, value: &Value) -> Response {
 /// A Status error for a client with `prefs` (kube-apiserver's
 /// `ErrorNegotiated`): in the first format of its Accept header that asks
 /// for no transformation, else indented JSON.
-pub fn error(err: &ApiError, prefs: &Preferences) -> Response {
+pub(crate) fn error(err: &ApiError, prefs: &Preferences) -> Response {
     error_with_warnings(err, prefs, &[])
 }
 
 /// A Status error with `Warning` headers (e.g. from admission webhooks).
-pub fn error_with_warnings(err: &ApiError, prefs: &Preferences, warnings: &[String]) -> Response {
+pub(crate) fn error_with_warnings(
+    err: &ApiError,
+    prefs: &Preferences,
+    warnings: &[String],
+) -> Response {
     match error_format(prefs.accept.as_deref()) {
         Some(mut acc) => {
             acc.pretty |= prefs.pretty;
@@ -137,7 +145,7 @@ fn with_retry_after(err: &ApiError, mut resp: Response) -> Response {
 }
 
 /// A body that is already encoded, such as protobuf.
-pub fn bytes(status: u16, body: Vec<u8>, content_type: &'static str) -> Response {
+pub(crate) fn bytes(status: u16, body: Vec<u8>, content_type: &'static str) -> Response {
     bytes_with_type(status, body, HeaderValue::from_static(content_type))
 }
 
@@ -149,7 +157,7 @@ fn bytes_with_type(status: u16, body: Vec<u8>, content_type: HeaderValue) -> Res
     resp
 }
 
-pub fn text(status: u16, body: impl Into<Vec<u8>>) -> Response {
+pub(crate) fn text(status: u16, body: impl Into<Vec<u8>>) -> Response {
     let mut resp = bytes(status, body.into(), "text/plain; charset=utf-8");
     // Go's http.Error and http.NotFound mark plain-text answers so.
     resp.headers_mut().insert(
@@ -161,7 +169,7 @@ pub fn text(status: u16, body: impl Into<Vec<u8>>) -> Response {
 
 /// Go's `responsewriters.InternalError`: a plain-text 500 naming the
 /// request URI, HTML-escaped.
-pub fn internal_error_text(request_uri: &str, message: &str) -> Response {
+pub(crate) fn internal_error_text(request_uri: &str, message: &str) -> Response {
     let text = format!(
         "Internal Server Error: {}: {message}",
         crate::gofmt::quote(request_uri)
@@ -179,12 +187,12 @@ fn text_line(status: u16, mut body: String) -> Response {
 }
 
 /// The text/plain 404 kube-apiserver's mux gives for paths nothing serves.
-pub fn page_not_found() -> Response {
+pub(crate) fn page_not_found() -> Response {
     text(404, "404 page not found\n")
 }
 
 /// An injected fault's answer, written as kube-apiserver writes each.
-pub fn injected(answer: &Injected, prefs: &Preferences) -> Response {
+pub(crate) fn injected(answer: &Injected, prefs: &Preferences) -> Response {
     match answer {
         Injected::Status(err) => error(err, prefs),
         // API Priority and Fairness rejecting the request: plain text.
@@ -204,7 +212,7 @@ pub fn injected(answer: &Injected, prefs: &Preferences) -> Response {
 
 /// The request-timeout filter's answer: the Status without kind or
 /// apiVersion, sent before any Content-Type was set (so Go sniffs text/plain).
-pub fn request_timeout() -> Response {
+pub(crate) fn request_timeout() -> Response {
     let status = serde_json::json!({"metadata": {}, "status": "Failure",
         "message": "Timeout: request did not complete within the allotted timeout",
         "reason": "Timeout", "details": {}, "code": 504});

@@ -19,7 +19,7 @@ const APISERVER: &str = "apiserver";
 
 /// The labels of one request, all but `code`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestLabels {
+pub(crate) struct RequestLabels {
     pub verb: String,
     pub dry_run: String,
     pub group: String,
@@ -32,7 +32,7 @@ pub struct RequestLabels {
 
 /// What a request looks like to the labelling: its method, path route,
 /// query and `Content-Type`.
-pub struct RequestParts<'a> {
+pub(crate) struct RequestParts<'a> {
     pub method: &'a Method,
     pub path: &'a str,
     pub route: &'a Route,
@@ -45,7 +45,7 @@ impl RequestLabels {
     /// The labels kube-apiserver records for a request it routes; `None` for
     /// one it does not count. Aggregated discovery is labelled by
     /// [`RequestLabels::aggregated_discovery`] once the answer is known.
-    pub fn of(registry: &Registry, req: &RequestParts<'_>) -> Option<RequestLabels> {
+    pub(crate) fn of(registry: &Registry, req: &RequestParts<'_>) -> Option<RequestLabels> {
         match req.route {
             Route::Resource(p) => resource_labels(registry, req, p),
             // Only the root checks are instrumented, not `/healthz/ping` and the like.
@@ -63,7 +63,7 @@ impl RequestLabels {
 
     /// `/api` or `/apis` answered with aggregated discovery: a GET whose
     /// subresource is the path without its slash.
-    pub fn aggregated_discovery(req: &RequestParts<'_>, core: bool) -> RequestLabels {
+    pub(crate) fn aggregated_discovery(req: &RequestParts<'_>, core: bool) -> RequestLabels {
         RequestLabels {
             verb: canonical_verb(req.method, ""),
             dry_run: dry_run(req.raw_query, req.query),
@@ -75,7 +75,7 @@ impl RequestLabels {
 
     /// The labels of `apiserver_longrunning_requests`: no `dry_run`, and the
     /// scope of the request itself (kube-apiserver's `CleanScope`).
-    pub fn longrunning(&self, p: &ResourcePath, query: &Query) -> RequestLabels {
+    pub(crate) fn longrunning(&self, p: &ResourcePath, query: &Query) -> RequestLabels {
         // A list or watch naming one object by field selector has scope "resource".
         let named = p.name.is_some()
             || query
@@ -95,13 +95,13 @@ impl RequestLabels {
         }
     }
 
-    pub fn is_watch(&self) -> bool {
+    pub(crate) fn is_watch(&self) -> bool {
         self.verb == "WATCH"
     }
 
     /// The label pairs in name order: with `code` and `dry_run` for
     /// `apiserver_request_total`, without for the long-running gauge.
-    pub fn pairs(&self, code: Option<u16>) -> Vec<(&'static str, String)> {
+    pub(crate) fn pairs(&self, code: Option<u16>) -> Vec<(&'static str, String)> {
         let mut pairs = vec![
             ("component", self.component.clone()),
             ("group", self.group.clone()),

@@ -5,7 +5,7 @@
 //! Served in the Prometheus text format as kube-apiserver serves it: one
 //! family per metric, labels sorted by name, series kept once seen.
 
-pub mod labels;
+pub(crate) mod labels;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,10 +20,10 @@ use futures::StreamExt;
 use crate::registry::Registry;
 use crate::request::path::{Route, route};
 use crate::request::query::Query;
-pub use labels::{RequestLabels, RequestParts};
+pub(crate) use labels::{RequestLabels, RequestParts};
 
 /// The content type of the Prometheus text format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 const REQUEST_TOTAL: &str = "apiserver_request_total";
 const REQUEST_TOTAL_HELP: &str = "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.";
@@ -35,7 +35,7 @@ const FAULTS_TOTAL_HELP: &str =
 
 /// A fault injected into a request or watch (see `crate::faults`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct FaultLabels {
+pub(crate) struct FaultLabels {
     pub kind: String,
     pub verb: String,
     pub resource: String,
@@ -50,7 +50,7 @@ struct Series {
 
 /// The server's counters; clones share them.
 #[derive(Clone, Default)]
-pub struct Metrics(Arc<Mutex<Series>>);
+pub(crate) struct Metrics(Arc<Mutex<Series>>);
 
 impl Metrics {
     fn series(&self) -> std::sync::MutexGuard<'_, Series> {
@@ -58,12 +58,12 @@ impl Metrics {
     }
 
     /// Counts one finished request answered with `code`.
-    pub fn count(&self, labels: RequestLabels, code: u16) {
+    pub(crate) fn count(&self, labels: RequestLabels, code: u16) {
         *self.series().requests.entry((labels, code)).or_default() += 1;
     }
 
     /// Counts one injected fault.
-    pub fn count_fault(&self, labels: FaultLabels) {
+    pub(crate) fn count_fault(&self, labels: FaultLabels) {
         *self.series().faults.entry(labels).or_default() += 1;
     }
 
@@ -72,7 +72,7 @@ impl Metrics {
     }
 
     /// Starts observing a request: what it will be counted as once answered.
-    pub fn begin(
+    pub(crate) fn begin(
         &self,
         registry: &Registry,
         method: &Method,
@@ -112,7 +112,7 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition of every series.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let series = self.series();
         let mut out = String::new();
         let longrunning = series.longrunning.iter().map(|(l, v)| (l.pairs(None), *v));
@@ -178,7 +178,7 @@ fn escape_label(value: &str) -> String {
 }
 
 /// A request being served, counted when its answer is known.
-pub struct Pending {
+pub(crate) struct Pending {
     metrics: Metrics,
     labels: Option<RequestLabels>,
     /// A watch's gauge labels, or the labels `/api` and `/apis` get when
@@ -188,14 +188,14 @@ pub struct Pending {
 
 impl Pending {
     /// What the request is counted as, if it is counted.
-    pub fn labels(&self) -> Option<&RequestLabels> {
+    pub(crate) fn labels(&self) -> Option<&RequestLabels> {
         self.labels.as_ref()
     }
 
     /// Counts the request answered by `resp`. A watch is counted when its
     /// stream ends (kube-apiserver counts once the handler returns) and
     /// meanwhile shows in `apiserver_longrunning_requests`.
-    pub fn finish(self, resp: Response) -> Response {
+    pub(crate) fn finish(self, resp: Response) -> Response {
         let code = resp.status().as_u16();
         let Some(labels) = self.labels else {
             let aggregated = resp

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::fieldpath::{Path, Set, path_string, values_equal};
 use super::managed::{self, Entry, Managed, ManagerId};
 use super::shape::Shape;
-use super::update::store;
+use super::update_ownership::store;
 use super::zero::{empty_view, typed_view};
 use super::{ApplyRequest, exceeds_depth};
 use super::{last_applied, walk};
@@ -73,7 +73,7 @@ fn check_applied(req: &ApplyRequest<'_>) -> ApiResult<()> {
 }
 
 /// Why an apply did not go through.
-pub enum Failure {
+pub(super) enum Failure {
     Conflicts(Vec<(ManagerId, Set)>),
     Error(ApiError),
 }
@@ -84,7 +84,7 @@ impl From<ApiError> for Failure {
     }
 }
 
-pub fn apply(req: &ApplyRequest<'_>) -> ApiResult<Value> {
+pub(super) fn apply(req: &ApplyRequest<'_>) -> ApiResult<Value> {
     let outcome = match apply_once(req, req.force) {
         Err(Failure::Conflicts(conflicts)) if req.manager == last_applied::KUBECTL => {
             // kubectl moving from client-side to server-side apply.

@@ -16,7 +16,7 @@ use crate::gofmt;
 
 /// One step of a field path.
 #[derive(Debug, Clone)]
-pub enum PathElement {
+pub(super) enum PathElement {
     /// A field of an object (struct field or map key).
     Field(String),
     /// An item of a list of objects, identified by its key fields (sorted by name).
@@ -28,7 +28,7 @@ pub enum PathElement {
 }
 
 impl PathElement {
-    pub fn field(name: &str) -> PathElement {
+    pub(super) fn field(name: &str) -> PathElement {
         PathElement::Field(name.to_string())
     }
 
@@ -42,7 +42,7 @@ impl PathElement {
     }
 
     /// The `FieldsV1` key of this element (`f:name`, `k:{...}`, `v:...`, `i:N`).
-    pub fn to_fields_key(&self) -> String {
+    pub(super) fn to_fields_key(&self) -> String {
         match self {
             PathElement::Field(name) => format!("f:{name}"),
             PathElement::Key(fields) => {
@@ -62,7 +62,7 @@ impl PathElement {
 
     /// Parses a `FieldsV1` key. `Ok(None)` for an unknown element type, which
     /// the real server skips.
-    pub fn from_fields_key(key: &str) -> Result<Option<PathElement>, String> {
+    pub(super) fn from_fields_key(key: &str) -> Result<Option<PathElement>, String> {
         let (kind, rest) = match (key.get(..1), key.get(1..2), key.get(2..)) {
             (Some(kind), Some(":"), Some(rest)) => (kind, rest),
             _ if key.len() < 2 => return Err(format!("key must be 2 characters long: {key}")),
@@ -183,7 +183,7 @@ fn value_rank(v: &Value) -> u8 {
 
 /// A total order over JSON values (structured-merge-diff's): numbers (ints and
 /// floats compared numerically), strings, booleans, lists, maps, null.
-pub fn compare_values(a: &Value, b: &Value) -> Ordering {
+pub(super) fn compare_values(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => compare_numbers(x, y),
         (Value::String(x), Value::String(y)) => x.cmp(y),
@@ -234,7 +234,7 @@ fn compare_maps(x: &Map<String, Value>, y: &Map<String, Value>) -> Ordering {
 }
 
 /// Equality as structured-merge-diff sees it (numbers compared numerically).
-pub fn values_equal(a: &Value, b: &Value) -> bool {
+pub(super) fn values_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
@@ -249,31 +249,31 @@ pub fn values_equal(a: &Value, b: &Value) -> bool {
 }
 
 /// A field path.
-pub type Path = Vec<PathElement>;
+pub(super) type Path = Vec<PathElement>;
 
 /// `.spec.containers[name="app"].image`.
-pub fn path_string(path: &[PathElement]) -> String {
+pub(super) fn path_string(path: &[PathElement]) -> String {
     path.iter().map(|pe| pe.to_string()).collect()
 }
 
 /// A set of field paths, stored as a tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Set {
+pub(super) struct Set {
     members: BTreeSet<PathElement>,
     /// Never holds an empty set.
     children: BTreeMap<PathElement, Set>,
 }
 
 impl Set {
-    pub fn new() -> Set {
+    pub(super) fn new() -> Set {
         Set::default()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.members.is_empty() && self.children.is_empty()
     }
 
-    pub fn insert(&mut self, path: &[PathElement]) {
+    pub(super) fn insert(&mut self, path: &[PathElement]) {
         match path {
             [] => {}
             [last] => {
@@ -284,7 +284,7 @@ impl Set {
     }
 
     /// Whether `path` itself is a member.
-    pub fn has(&self, path: &[PathElement]) -> bool {
+    pub(super) fn has(&self, path: &[PathElement]) -> bool {
         match path {
             [] => false,
             [last] => self.members.contains(last),
@@ -293,11 +293,11 @@ impl Set {
     }
 
     /// The paths below `pe`, with `pe` left off.
-    pub fn child(&self, pe: &PathElement) -> Option<&Set> {
+    pub(super) fn child(&self, pe: &PathElement) -> Option<&Set> {
         self.children.get(pe)
     }
 
-    pub fn union(&self, other: &Set) -> Set {
+    pub(super) fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
         out.members.extend(other.members.iter().cloned());
         for (pe, child) in &other.children {
@@ -310,7 +310,7 @@ impl Set {
         out
     }
 
-    pub fn intersection(&self, other: &Set) -> Set {
+    pub(super) fn intersection(&self, other: &Set) -> Set {
         let members = self.members.intersection(&other.members).cloned().collect();
         let mut children = BTreeMap::new();
         for (pe, child) in &self.children {
@@ -325,7 +325,7 @@ impl Set {
     }
 
     /// Members of `self` that are not members of `other` (node by node).
-    pub fn difference(&self, other: &Set) -> Set {
+    pub(super) fn difference(&self, other: &Set) -> Set {
         let members = self.members.difference(&other.members).cloned().collect();
         let mut children = BTreeMap::new();
         for (pe, child) in &self.children {
@@ -342,7 +342,7 @@ impl Set {
 
     /// Like [`Set::difference`], but a member of `other` also removes
     /// everything below it.
-    pub fn recursive_difference(&self, other: &Set) -> Set {
+    pub(super) fn recursive_difference(&self, other: &Set) -> Set {
         let members = self.members.difference(&other.members).cloned().collect();
         let mut children = BTreeMap::new();
         for (pe, child) in &self.children {
@@ -361,7 +361,7 @@ impl Set {
     }
 
     /// Only the paths at or below `pe` (the `status` of a status subresource).
-    pub fn restricted_to(&self, pe: &PathElement) -> Set {
+    pub(super) fn restricted_to(&self, pe: &PathElement) -> Set {
         let mut out = Set::new();
         if self.members.contains(pe) {
             out.members.insert(pe.clone());
@@ -374,7 +374,7 @@ impl Set {
 
     /// Makes every field-name node that has children a member too (the real
     /// server does this for struct fields when deciding what an applier removes).
-    pub fn ensure_named_fields_are_members(&self) -> Set {
+    pub(super) fn ensure_named_fields_are_members(&self) -> Set {
         let mut members = self.members.clone();
         let mut children = BTreeMap::new();
         for (pe, child) in &self.children {
@@ -387,7 +387,7 @@ impl Set {
     }
 
     /// Every member path: a node's members first, then its children's, in order.
-    pub fn paths(&self) -> Vec<Path> {
+    pub(super) fn paths(&self) -> Vec<Path> {
         let mut out = Vec::new();
         self.collect_paths(&mut Vec::new(), &mut out);
         out
@@ -407,7 +407,7 @@ impl Set {
     }
 
     /// The `FieldsV1` JSON object of this set.
-    pub fn to_fields_v1(&self) -> Value {
+    pub(super) fn to_fields_v1(&self) -> Value {
         Value::Object(self.emit(false))
     }
 
@@ -443,7 +443,7 @@ impl Set {
     }
 
     /// Parses a `FieldsV1` object.
-    pub fn from_fields_v1(value: &Value) -> Result<Set, String> {
+    pub(super) fn from_fields_v1(value: &Value) -> Result<Set, String> {
         let (set, _) = read_fields(value, 0)?;
         Ok(set)
     }

@@ -4,7 +4,7 @@
 //! strict order when an item is missing from the reference list; the result
 //! then depends on the algorithm, so this follows Go's step for step.
 
-pub fn slice_stable<T>(data: &mut [T], less: impl Fn(&T, &T) -> bool) {
+pub(super) fn slice_stable<T>(data: &mut [T], less: impl Fn(&T, &T) -> bool) {
     let n = data.len();
     let lt = |d: &[T], i: usize, j: usize| match (d.get(i), d.get(j)) {
         (Some(a), Some(b)) => less(a, b),

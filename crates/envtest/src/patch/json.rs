@@ -82,7 +82,7 @@ fn decode_operations(body: &[u8]) -> ApiResult<Vec<Map<String, Value>>> {
     Ok(ops)
 }
 
-pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
+pub(super) fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
     let ops = decode_operations(body)?;
     let mut out = doc.clone();
     let mut copied = 0usize;

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 /// An operation that does not apply, with evanphx/json-patch's message.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Failed(pub String);
+pub(crate) struct Failed(pub String);
 
 type Step = Result<(), Failed>;
 
@@ -67,7 +67,7 @@ impl<'a> Member<'a> {
 
 /// One decoded operation: the members Go reads (`op`, `path`, `from` as
 /// strings; `value` as JSON, `None` when absent).
-pub struct Operation<'a> {
+pub(crate) struct Operation<'a> {
     op: &'a str,
     path: Member<'a>,
     from: Member<'a>,
@@ -75,7 +75,7 @@ pub struct Operation<'a> {
 }
 
 impl<'a> Operation<'a> {
-    pub fn of(map: &'a Map<String, Value>) -> Operation<'a> {
+    pub(crate) fn of(map: &'a Map<String, Value>) -> Operation<'a> {
         Operation {
             // `Operation.Kind()`: "unknown" unless a string.
             op: map.get("op").and_then(Value::as_str).unwrap_or("unknown"),
@@ -101,7 +101,7 @@ impl<'a> Operation<'a> {
 
 /// Applies `op` to `doc`. `copied` accumulates the bytes `copy` adds, held
 /// to `limit` (kube-apiserver's `AccumulatedCopySizeLimit`).
-pub fn apply(doc: &mut Value, op: &Operation, copied: &mut usize, limit: usize) -> Step {
+pub(crate) fn apply(doc: &mut Value, op: &Operation, copied: &mut usize, limit: usize) -> Step {
     match op.op {
         "add" => add(doc, op),
         "remove" => remove(doc, op),

@@ -13,7 +13,7 @@ use super::zero::typed_view;
 use crate::gofmt;
 
 /// The only manager these rules apply to.
-pub const KUBECTL: &str = "kubectl";
+pub(super) const KUBECTL: &str = "kubectl";
 
 const ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -27,7 +27,7 @@ fn annotation(obj: &Value) -> Option<&str> {
 
 /// Fields of the last client-side apply whose live values are still the
 /// applied ones: conflicts on those are not conflicts for `kubectl`.
-pub fn allowed_conflicts(req: &ApplyRequest<'_>) -> Option<Set> {
+pub(super) fn allowed_conflicts(req: &ApplyRequest<'_>) -> Option<Set> {
     let live = req.live?;
     let last: Value = serde_json::from_str(annotation(live)?).ok()?;
     if last.get("apiVersion").and_then(Value::as_str) != Some(req.api_version) {
@@ -51,7 +51,7 @@ pub fn allowed_conflicts(req: &ApplyRequest<'_>) -> Option<Set> {
 /// After a successful apply by `kubectl`, an existing annotation is rewritten
 /// to the configuration just applied (the annotation itself left out), as
 /// `kubectl` would have written it.
-pub fn sync_annotation(req: &ApplyRequest<'_>, out: &mut Value) {
+pub(super) fn sync_annotation(req: &ApplyRequest<'_>, out: &mut Value) {
     if req.manager != KUBECTL || annotation(out).is_none() {
         return;
     }

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use super::fieldpath::{PathElement, Set};
 use crate::gofmt;
 
-pub const APPLY: &str = "Apply";
-pub const UPDATE: &str = "Update";
+pub(super) const APPLY: &str = "Apply";
+pub(super) const UPDATE: &str = "Update";
 
 /// Update managers kept before the oldest are folded into `ancient-changes`.
 const MAX_UPDATE_MANAGERS: usize = 10;
@@ -17,7 +17,7 @@ const MAX_UPDATE_MANAGERS: usize = 10;
 /// Who owns a set of fields: one entry per (manager, operation, apiVersion,
 /// subresource), except that appliers keep one entry across apiVersions.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ManagerId {
+pub(super) struct ManagerId {
     pub manager: String,
     pub operation: String,
     /// Empty for appliers.
@@ -26,7 +26,7 @@ pub struct ManagerId {
 }
 
 impl ManagerId {
-    pub fn update(manager: &str, api_version: &str, subresource: Option<&str>) -> ManagerId {
+    pub(super) fn update(manager: &str, api_version: &str, subresource: Option<&str>) -> ManagerId {
         ManagerId {
             manager: non_empty_manager(manager),
             operation: UPDATE.to_string(),
@@ -35,7 +35,7 @@ impl ManagerId {
         }
     }
 
-    pub fn apply(manager: &str, subresource: Option<&str>) -> ManagerId {
+    pub(super) fn apply(manager: &str, subresource: Option<&str>) -> ManagerId {
         ManagerId {
             manager: non_empty_manager(manager),
             operation: APPLY.to_string(),
@@ -46,7 +46,7 @@ impl ManagerId {
 
     /// The JSON identifier the real server keys managers by (and sorts
     /// conflict messages by).
-    pub fn identifier(&self) -> String {
+    pub(super) fn identifier(&self) -> String {
         let mut parts = Vec::new();
         for (key, value) in [
             ("manager", &self.manager),
@@ -67,7 +67,7 @@ impl ManagerId {
 
     /// How conflict messages name a manager: `"a"`, `"m" using v1`,
     /// `"c" with subresource "status" using v1`.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         let mut out = gofmt::quote(&self.manager);
         if !self.subresource.is_empty() {
             out = format!("{out} with subresource {}", gofmt::quote(&self.subresource));
@@ -89,7 +89,7 @@ fn non_empty_manager(manager: &str) -> String {
 
 /// One manager's fields.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(super) struct Entry {
     pub set: Set,
     pub api_version: String,
     pub time: Option<String>,
@@ -97,17 +97,17 @@ pub struct Entry {
 
 /// All managers of an object.
 #[derive(Debug, Clone, Default)]
-pub struct Managed {
+pub(super) struct Managed {
     pub entries: BTreeMap<ManagerId, Entry>,
 }
 
 impl Managed {
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// Decodes `metadata.managedFields` (absent or `null` is empty).
-    pub fn decode(value: Option<&Value>) -> Result<Managed, String> {
+    pub(super) fn decode(value: Option<&Value>) -> Result<Managed, String> {
         let mut managed = Managed::default();
         let items = match value {
             None | Some(Value::Null) => return Ok(managed),
@@ -180,7 +180,7 @@ impl Managed {
 
     /// The `managedFields` list, sorted as the real server sorts it, or
     /// `None` when no manager is left.
-    pub fn encode(&self) -> Option<Value> {
+    pub(super) fn encode(&self) -> Option<Value> {
         if self.entries.is_empty() {
             return None;
         }
@@ -221,7 +221,7 @@ impl Managed {
     }
 
     /// Removes `lost` from every manager but `except`, dropping emptied entries.
-    pub fn take_from_others(&mut self, except: Option<&ManagerId>, lost: &Set) {
+    pub(super) fn take_from_others(&mut self, except: Option<&ManagerId>, lost: &Set) {
         for (id, entry) in self.entries.iter_mut() {
             if Some(id) != except {
                 entry.set = entry.set.difference(lost);
@@ -230,13 +230,13 @@ impl Managed {
         self.drop_empty();
     }
 
-    pub fn drop_empty(&mut self) {
+    pub(super) fn drop_empty(&mut self) {
         self.entries.retain(|_, e| !e.set.is_empty());
     }
 
     /// Folds the oldest Update managers into `ancient-changes` once there are
     /// more than ten, as the real server does.
-    pub fn cap_update_managers(&mut self) {
+    pub(super) fn cap_update_managers(&mut self) {
         let mut updaters: Vec<ManagerId> = self
             .entries
             .keys()
@@ -301,7 +301,7 @@ fn seconds(time: Option<&str>) -> i64 {
 }
 
 /// Whether the request asks to clear managedFields (`[]` or `[{}]`).
-pub fn is_reset(value: Option<&Value>) -> bool {
+pub(super) fn is_reset(value: Option<&Value>) -> bool {
     match value {
         Some(Value::Array(items)) => match items.as_slice() {
             [] => true,
@@ -313,7 +313,7 @@ pub fn is_reset(value: Option<&Value>) -> bool {
 }
 
 /// Fields no manager owns: type and identity metadata the server controls.
-pub fn strip_set() -> Set {
+pub(super) fn strip_set() -> Set {
     let mut set = Set::new();
     for top in ["apiVersion", "kind", "metadata"] {
         set.insert(&[PathElement::field(top)]);
@@ -341,7 +341,7 @@ pub fn strip_set() -> Set {
 /// write changes, such as the Deployment controller's revision annotation,
 /// is its writer's); only `status` on a CertificateSigningRequest's
 /// `approval`, which writes conditions.
-pub fn owned_part(set: &Set, subresource: Option<&str>) -> Set {
+pub(super) fn owned_part(set: &Set, subresource: Option<&str>) -> Set {
     let status = PathElement::field("status");
     let ignoring = |field: &str| {
         let mut ignored = Set::new();

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::error::{ApiError, ApiResult};
 use crate::gofmt;
 
-pub fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
+pub(super) fn apply(doc: &Value, body: &[u8]) -> ApiResult<Value> {
     let patch = gofmt::parse_json(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     let patch = match patch {

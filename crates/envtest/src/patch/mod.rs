@@ -20,7 +20,7 @@ mod managed;
 mod merge;
 mod shape;
 mod strategic;
-mod update;
+mod update_ownership;
 mod walk;
 mod zero;
 
@@ -54,7 +54,7 @@ fn exceeds_depth(value: &Value) -> bool {
 
 /// The patch formats a PATCH request can carry, from its `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchType {
+pub(crate) enum PatchType {
     /// `application/json-patch+json` (RFC 6902).
     Json,
     /// `application/merge-patch+json` (RFC 7386).
@@ -74,7 +74,7 @@ impl PatchType {
     /// resources) cuts the whole value at its first `;` and must find a
     /// patch type the resource takes exactly (no case folding, no
     /// trimming), else the negotiation's 415 naming them.
-    pub fn from_content_type(content_type: &str, custom: bool) -> ApiResult<PatchType> {
+    pub(crate) fn from_content_type(content_type: &str, custom: bool) -> ApiResult<PatchType> {
         let supported: &[(&str, PatchType)] = if custom {
             &[
                 ("application/json-patch+json", PatchType::Json),
@@ -125,14 +125,14 @@ impl PatchType {
 /// or malformed operation (`test`, missing path, unknown op) → 422 `the server
 /// rejected our request due to an error in our request` with `details: {}`;
 /// more than 10,000 operations → 413.
-pub fn json_patch(doc: &Value, body: &[u8]) -> ApiResult<Value> {
+pub(crate) fn json_patch(doc: &Value, body: &[u8]) -> ApiResult<Value> {
     json::apply(doc, body)
 }
 
 /// RFC 7386 JSON merge patch of `doc` by the raw request body.
 /// Errors: malformed JSON or a non-object body → 400 `error decoding patch: ...`;
 /// a `null` body → 400 `Invalid JSON Patch`.
-pub fn merge_patch(doc: &Value, body: &[u8]) -> ApiResult<Value> {
+pub(crate) fn merge_patch(doc: &Value, body: &[u8]) -> ApiResult<Value> {
     merge::apply(doc, body)
 }
 
@@ -141,12 +141,16 @@ pub fn merge_patch(doc: &Value, body: &[u8]) -> ApiResult<Value> {
 /// Errors are classified as the real server does: malformed body or directive
 /// lists → 400, lists of lists → 422, anything else (missing merge key,
 /// unknown `$patch`) → 500 with the Go message.
-pub fn strategic_merge_patch(doc: &Value, body: &[u8], types: &dyn TypeInfo) -> ApiResult<Value> {
+pub(crate) fn strategic_merge_patch(
+    doc: &Value,
+    body: &[u8],
+    types: &dyn TypeInfo,
+) -> ApiResult<Value> {
     strategic::apply(doc, body, types)
 }
 
 /// Inputs of one server-side apply request.
-pub struct ApplyRequest<'a> {
+pub(crate) struct ApplyRequest<'a> {
     /// The stored object (with its `managedFields`), or `None` when apply creates it.
     pub live: Option<&'a Value>,
     /// The applied configuration, parsed from YAML/JSON.
@@ -173,12 +177,12 @@ pub struct ApplyRequest<'a> {
 /// `api_version` (400 `Incorrect version specified in apply patch...`) and
 /// `metadata.managedFields` must be absent (400). The kind and name of the
 /// applied object are the caller's to check.
-pub fn server_side_apply(req: &ApplyRequest<'_>) -> ApiResult<Value> {
+pub(crate) fn server_side_apply(req: &ApplyRequest<'_>) -> ApiResult<Value> {
     apply::apply(req)
 }
 
 /// Inputs of the ownership bookkeeping after a non-apply write.
-pub struct UpdateRequest<'a> {
+pub(crate) struct UpdateRequest<'a> {
     /// The object before the write (`None` on create).
     pub old: Option<&'a Value>,
     /// `fieldManager` query parameter, or the name derived from the User-Agent.
@@ -192,7 +196,7 @@ pub struct UpdateRequest<'a> {
 /// Whether the request asks to reset field tracking (`managedFields: [{}]`,
 /// or `[]`); the list is removed, since the field manager acts on it before
 /// validation, which would refuse the empty entry.
-pub fn take_managed_fields_reset(obj: &mut Value) -> bool {
+pub(crate) fn take_managed_fields_reset(obj: &mut Value) -> bool {
     let reset = obj
         .get("metadata")
         .is_some_and(|m| managed::is_reset(m.get("managedFields")));
@@ -212,14 +216,14 @@ pub fn take_managed_fields_reset(obj: &mut Value) -> bool {
 /// allocated clusterIP or a Namespace's finalizer are not owned). `new` may
 /// carry the request's own `managedFields` (a list replaces the stored ones,
 /// `[]` clears them); on a subresource the stored ones are always used.
-pub fn record_update(req: &UpdateRequest<'_>, new: &mut Value) {
-    if update::record(req, new).is_err() {
+pub(crate) fn record_update(req: &UpdateRequest<'_>, new: &mut Value) {
+    if update_ownership::record(req, new).is_err() {
         // As the real server: keep the stored managedFields when tracking fails.
         let previous = req
             .old
             .and_then(|o| o.get("metadata"))
             .and_then(|m| m.get("managedFields"))
             .cloned();
-        update::store(new, previous);
+        update_ownership::store(new, previous);
     }
 }

@@ -11,7 +11,7 @@ use crate::typeinfo::{ListType, PatchStrategy, TypeInfo};
 /// finalizers, ownerReferences and labels behave the same for every kind
 /// whatever table describes the rest.
 #[derive(Clone, Copy)]
-pub struct Shape<'a> {
+pub(super) struct Shape<'a> {
     types: &'a dyn TypeInfo,
 }
 
@@ -21,11 +21,11 @@ fn with_refs<R>(path: &[String], f: impl FnOnce(&[&str]) -> R) -> R {
 }
 
 impl<'a> Shape<'a> {
-    pub fn new(types: &'a dyn TypeInfo) -> Shape<'a> {
+    pub(super) fn new(types: &'a dyn TypeInfo) -> Shape<'a> {
         Shape { types }
     }
 
-    pub fn list_type(&self, path: &[String]) -> ListType {
+    pub(super) fn list_type(&self, path: &[String]) -> ListType {
         with_refs(path, |p| match p {
             ["metadata", "finalizers"] => ListType::Set,
             ["metadata", "ownerReferences"] => ListType::Map(vec!["uid".to_string()]),
@@ -34,7 +34,7 @@ impl<'a> Shape<'a> {
         })
     }
 
-    pub fn map_is_atomic(&self, path: &[String]) -> bool {
+    pub(super) fn map_is_atomic(&self, path: &[String]) -> bool {
         with_refs(path, |p| match p {
             // OwnerReference is `structType=atomic`.
             ["metadata", "ownerReferences"] => true,
@@ -43,7 +43,7 @@ impl<'a> Shape<'a> {
         })
     }
 
-    pub fn patch_strategy(&self, path: &[String]) -> PatchStrategy {
+    pub(super) fn patch_strategy(&self, path: &[String]) -> PatchStrategy {
         with_refs(path, |p| match p {
             ["metadata", "finalizers"] => PatchStrategy::MergeScalars,
             ["metadata", "ownerReferences"] => PatchStrategy::MergeByKey("uid".to_string()),
@@ -54,7 +54,7 @@ impl<'a> Shape<'a> {
 }
 
 /// The path element that identifies `item` in a list of type `list_type`.
-pub fn item_element(
+pub(super) fn item_element(
     list_type: &ListType,
     item: &Value,
     index: usize,

@@ -110,7 +110,7 @@ fn go_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
     }
 }
 
-pub fn apply(doc: &Value, body: &[u8], types: &dyn TypeInfo) -> ApiResult<Value> {
+pub(super) fn apply(doc: &Value, body: &[u8], types: &dyn TypeInfo) -> ApiResult<Value> {
     let patch = match gofmt::parse_json(body).map_err(ApiError::bad_request)? {
         Value::Object(map) => map,
         Value::Null => Map::new(),

@@ -52,14 +52,14 @@ fn too_deep() -> String {
 
 /// Fields added, changed and removed from one object to the next.
 #[derive(Debug, Default, Clone)]
-pub struct Comparison {
+pub(super) struct Comparison {
     pub added: Set,
     pub modified: Set,
     pub removed: Set,
 }
 
 impl Comparison {
-    pub fn filter(&self, f: impl Fn(&Set) -> Set) -> Comparison {
+    pub(super) fn filter(&self, f: impl Fn(&Set) -> Set) -> Comparison {
         Comparison {
             added: f(&self.added),
             modified: f(&self.modified),
@@ -67,7 +67,7 @@ impl Comparison {
         }
     }
 
-    pub fn changed(&self) -> Set {
+    pub(super) fn changed(&self) -> Set {
         self.added.union(&self.modified)
     }
 }
@@ -536,7 +536,7 @@ impl<'a> Walker<'a> {
 }
 
 /// Field-by-field differences from `lhs` to `rhs` (either may be absent).
-pub fn compare(
+pub(super) fn compare(
     shape: Shape<'_>,
     lhs: Option<&Value>,
     rhs: Option<&Value>,
@@ -547,21 +547,25 @@ pub fn compare(
 }
 
 /// Every field `value` sets (what an applier owns).
-pub fn field_set(shape: Shape<'_>, value: &Value) -> Result<Set, String> {
+pub(super) fn field_set(shape: Shape<'_>, value: &Value) -> Result<Set, String> {
     let mut out = Set::new();
     Walker::new(shape).field_set(value, &mut out)?;
     Ok(out)
 }
 
 /// Merges an applied configuration into a live object.
-pub fn merge(shape: Shape<'_>, live: Option<&Value>, applied: &Value) -> Result<Value, String> {
+pub(super) fn merge(
+    shape: Shape<'_>,
+    live: Option<&Value>,
+    applied: &Value,
+) -> Result<Value, String> {
     Ok(Walker::new(shape)
         .merge(live, Some(applied))?
         .unwrap_or_else(|| Value::Object(Map::new())))
 }
 
 /// `value` without the members of `set` (and everything below them).
-pub fn remove(shape: Shape<'_>, value: &Value, set: &Set) -> Value {
+pub(super) fn remove(shape: Shape<'_>, value: &Value, set: &Set) -> Value {
     Walker::new(shape).remove(value, set)
 }
 

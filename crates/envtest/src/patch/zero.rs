@@ -18,7 +18,7 @@ fn pod_template() -> Value {
 
 /// The zero object of a built-in kind (without apiVersion/kind), or `None`
 /// for kinds this table does not know (custom resources).
-pub fn zero_object(api_version: &str, kind: &str) -> Option<Value> {
+pub(super) fn zero_object(api_version: &str, kind: &str) -> Option<Value> {
     let body = match (api_version, kind) {
         ("v1", "ConfigMap" | "Secret" | "ServiceAccount" | "Endpoints") => json!({}),
         ("v1", "Namespace") => json!({"spec": {}, "status": {}}),
@@ -116,7 +116,7 @@ pub fn zero_object(api_version: &str, kind: &str) -> Option<Value> {
 
 /// `obj` as the typed Go object would show it: every field of the kind's zero
 /// value that `obj` lacks is filled in (recursively through objects).
-pub fn typed_view(obj: &Value) -> Value {
+pub(super) fn typed_view(obj: &Value) -> Value {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     match zero_object(api_version, kind) {
@@ -127,7 +127,7 @@ pub fn typed_view(obj: &Value) -> Value {
 
 /// The object a create is compared against: the zero value for a built-in
 /// kind, an empty object (with apiVersion and kind) for a custom resource.
-pub fn empty_view(new: &Value) -> Value {
+pub(super) fn empty_view(new: &Value) -> Value {
     let mut base = Map::new();
     for key in ["apiVersion", "kind"] {
         if let Some(v) = new.get(key) {

@@ -10,7 +10,7 @@ use crate::schema::Structural;
 
 /// One `additionalPrinterColumns` entry.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PrinterColumn {
+pub(crate) struct PrinterColumn {
     pub name: String,
     pub type_: String,
     pub format: String,
@@ -21,7 +21,7 @@ pub struct PrinterColumn {
 
 /// Where a `/scale` subresource reads and writes replicas.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ScalePaths {
+pub(crate) struct ScalePaths {
     pub spec_replicas: String,
     pub status_replicas: String,
     pub label_selector: Option<String>,
@@ -31,7 +31,7 @@ pub struct ScalePaths {
 }
 
 impl ScalePaths {
-    pub fn builtin() -> ScalePaths {
+    pub(crate) fn builtin() -> ScalePaths {
         ScalePaths {
             spec_replicas: ".spec.replicas".into(),
             status_replicas: ".status.replicas".into(),
@@ -42,7 +42,7 @@ impl ScalePaths {
 }
 
 #[derive(Debug, Clone)]
-pub struct CustomVersion {
+pub(crate) struct CustomVersion {
     pub name: String,
     pub served: bool,
     pub storage: bool,
@@ -57,7 +57,7 @@ pub struct CustomVersion {
 }
 
 #[derive(Debug, Clone)]
-pub struct CustomResource {
+pub(crate) struct CustomResource {
     pub crd_name: String,
     pub group: String,
     pub kind: String,
@@ -72,7 +72,7 @@ pub struct CustomResource {
     pub established: bool,
     pub terminating: bool,
     /// `spec.conversion`: how objects change version.
-    pub conversion: crate::conversion::Strategy,
+    pub conversion: super::Strategy,
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
@@ -140,7 +140,7 @@ fn parse_scale(v: &Value) -> Option<ScalePaths> {
 impl CustomResource {
     /// Reads a stored CRD. Schemas that fail to compile are left out (the CRD
     /// validator refuses them on create, so this only guards old objects).
-    pub fn from_crd(crd: &Value) -> CustomResource {
+    pub(crate) fn from_crd(crd: &Value) -> CustomResource {
         let spec = crd.get("spec").cloned().unwrap_or(Value::Null);
         let kind = str_at(&spec, &["names", "kind"]).to_string();
         let list_kind = match str_at(&spec, &["names", "listKind"]) {
@@ -214,18 +214,18 @@ impl CustomResource {
             versions,
             established,
             terminating: crate::meta::is_deleting(crd),
-            conversion: crate::conversion::Strategy::from_spec(crate::meta::name(crd), &spec),
+            conversion: super::Strategy::from_spec(crate::meta::name(crd), &spec),
         }
     }
 
-    pub fn version(&self, name: &str) -> Option<&CustomVersion> {
+    pub(crate) fn version(&self, name: &str) -> Option<&CustomVersion> {
         self.versions.iter().find(|v| v.name == name)
     }
 
     /// The Warning every request through a deprecated `version` gets: its
     /// own `deprecationWarning`, else one naming the newest served version
     /// that is not deprecated and newer than it.
-    pub fn deprecation_warning(&self, version: &str) -> Option<String> {
+    pub(crate) fn deprecation_warning(&self, version: &str) -> Option<String> {
         let v = self.version(version).filter(|v| v.deprecated)?;
         if let Some(text) = &v.deprecation_warning {
             return Some(text.clone());
@@ -257,8 +257,8 @@ impl CustomResource {
     /// So a field the storage version lacks never reads back, and a default
     /// added to a schema shows on objects stored before. With a conversion
     /// webhook the object stays in its version: the API operations convert it
-    /// ([`crate::conversion::for_read`]).
-    pub fn read_as(&self, stored: &Value, version: &str) -> Value {
+    /// (`conversion::for_read`).
+    pub(crate) fn read_as(&self, stored: &Value, version: &str) -> Value {
         let stored_version = crate::meta::split_api_version(
             stored
                 .get("apiVersion")
@@ -281,7 +281,7 @@ impl CustomResource {
     }
 
     /// Prunes `obj` against the schema of `version`.
-    pub fn prune_as(&self, obj: &mut Value, version: &str) {
+    pub(crate) fn prune_as(&self, obj: &mut Value, version: &str) {
         if let Some(schema) = self.schema_of(version) {
             schema.prune(obj);
         }
@@ -291,8 +291,8 @@ impl CustomResource {
     /// version) stores: the storage version's apiVersion, and only the
     /// fields that version's schema keeps. With a conversion webhook the
     /// object is stored in the version it is in: the API operations convert
-    /// it first ([`crate::conversion::for_storage`]).
-    pub fn storage_form(&self, obj: Value, version: &str) -> Value {
+    /// it first (`conversion::for_storage`).
+    pub(crate) fn storage_form(&self, obj: Value, version: &str) -> Value {
         if version == self.storage_version || self.conversion.webhook().is_some() {
             return obj;
         }

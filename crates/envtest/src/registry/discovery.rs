@@ -39,7 +39,7 @@ const GROUP_ORDER: &[&str] = &[
 
 /// Kubernetes' version ordering: GA before beta before alpha, higher numbers
 /// first, anything else last and alphabetical.
-pub fn compare_versions(a: &str, b: &str) -> Ordering {
+pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
     fn parse(v: &str) -> Option<(u32, u8, u32)> {
         let rest = v.strip_prefix('v')?;
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -91,7 +91,7 @@ pub(super) fn group_order(resources: &[Arc<Resource>]) -> Vec<(String, Vec<Strin
 }
 
 /// `storageVersionHash`: the first 8 bytes of SHA-256("group/version/Kind"), base64.
-pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+pub(crate) fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     let digest = Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
@@ -121,7 +121,7 @@ fn gv_doc(group: &str, version: &str) -> Value {
 }
 
 /// `GET /api`.
-pub fn api_versions(server_address: &str) -> Value {
+pub(crate) fn api_versions(server_address: &str) -> Value {
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -139,7 +139,7 @@ fn group_doc(group: &str, versions: &[String]) -> Value {
 }
 
 /// `GET /apis`.
-pub fn api_group_list(reg: &Registry) -> Value {
+pub(crate) fn api_group_list(reg: &Registry) -> Value {
     let groups: Vec<Value> = reg
         .groups()
         .iter()
@@ -150,7 +150,7 @@ pub fn api_group_list(reg: &Registry) -> Value {
 }
 
 /// `GET /apis/<group>`.
-pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
+pub(crate) fn api_group(reg: &Registry, group: &str) -> Option<Value> {
     let (g, vs) = reg.groups().iter().find(|(g, _)| g == group)?;
     let mut doc = json!({"kind": "APIGroup", "apiVersion": "v1"});
     if let (Value::Object(out), Value::Object(body)) = (&mut doc, group_doc(g, vs)) {
@@ -202,7 +202,7 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
 }
 
 /// `GET /api/v1` or `GET /apis/<group>/<version>`.
-pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
+pub(crate) fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
     if !reg.serves_group_version(group, version) {
         return None;
     }
@@ -259,7 +259,7 @@ fn aggregated_resource(r: &Resource) -> Value {
 }
 
 /// Aggregated discovery for `/api` (`core = true`) or `/apis`.
-pub fn aggregated(reg: &Registry, core: bool, api_version: &str) -> Value {
+pub(crate) fn aggregated(reg: &Registry, core: bool, api_version: &str) -> Value {
     let items: Vec<Value> = reg
         .groups()
         .iter()

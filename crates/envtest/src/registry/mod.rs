@@ -3,42 +3,33 @@
 //! registry is immutable; CRD changes build a new one that replaces the old
 //! atomically (readers keep the `Arc` they took).
 
-pub mod crd;
-pub mod discovery;
+pub(crate) mod crd;
+mod crd_conversion;
+pub(crate) mod discovery;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use crate::builtin::{self, KindInfo};
+pub(crate) use crate::builtin::Subresource;
+use crate::builtin::{self, KindInfo, StoredAs};
 use crate::schema::Structural;
 use crate::store::ResKey;
 
-pub use crd::{CustomResource, PrinterColumn, ScalePaths};
+pub(crate) use crd::{CustomResource, PrinterColumn, ScalePaths};
+pub(crate) use crd_conversion::{Strategy, Webhook};
 
 /// Where a served resource's behaviour comes from.
 #[derive(Debug, Clone)]
-pub enum Source {
+pub(crate) enum Source {
     Builtin(&'static KindInfo),
     Custom(Arc<CustomResource>),
 }
 
-/// A subresource of a served resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subresource {
-    pub name: &'static str,
-    /// The group and version of the kind it answers, when not the resource's.
-    pub group: Option<(&'static str, &'static str)>,
-    /// The kind it answers, when not the resource's.
-    pub kind: Option<&'static str>,
-    /// Its verbs, sorted as discovery lists them.
-    pub verbs: &'static [&'static str],
-}
-
 /// One served group/version/resource.
 #[derive(Debug, Clone)]
-pub struct Resource {
+pub(crate) struct Resource {
     pub group: String,
     pub version: String,
     pub kind: String,
@@ -57,42 +48,42 @@ pub struct Resource {
 }
 
 impl Resource {
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         crate::meta::api_version(&self.group, &self.version)
     }
 
-    pub fn builtin(&self) -> Option<&'static KindInfo> {
+    pub(crate) fn builtin(&self) -> Option<&'static KindInfo> {
         match &self.source {
             Source::Builtin(k) => Some(k),
             Source::Custom(_) => None,
         }
     }
 
-    pub fn custom(&self) -> Option<&Arc<CustomResource>> {
+    pub(crate) fn custom(&self) -> Option<&Arc<CustomResource>> {
         match &self.source {
             Source::Custom(c) => Some(c),
             Source::Builtin(_) => None,
         }
     }
 
-    pub fn is_custom(&self) -> bool {
+    pub(crate) fn is_custom(&self) -> bool {
         matches!(self.source, Source::Custom(_))
     }
 
     /// The structural schema of this served version (custom resources).
-    pub fn schema(&self) -> Option<&Structural> {
+    pub(crate) fn schema(&self) -> Option<&Structural> {
         self.custom()
             .and_then(|c| c.version(&self.version))
             .and_then(|v| v.schema.as_deref())
     }
 
-    pub fn supports(&self, verb: &str) -> bool {
+    pub(crate) fn supports(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)
     }
 
     /// The verbs of subresource `sub`, or `None` when this resource has no
     /// such subresource.
-    pub fn subresource_verbs(&self, sub: &str) -> Option<&'static [&'static str]> {
+    pub(crate) fn subresource_verbs(&self, sub: &str) -> Option<&'static [&'static str]> {
         self.subresources()
             .into_iter()
             .find(|s| s.name == sub)
@@ -100,23 +91,11 @@ impl Resource {
     }
 
     /// The subresources served beside this resource, as kube-apiserver v1.32
-    /// serves (and lists in discovery) them, by name.
-    pub fn subresources(&self) -> Vec<Subresource> {
+    /// serves (and lists in discovery) them, by name: `scale` and `status`
+    /// where the resource has them, a built-in kind's others from its row of
+    /// the kinds table.
+    pub(crate) fn subresources(&self) -> Vec<Subresource> {
         const READ_WRITE: &[&str] = &["get", "patch", "update"];
-        const STREAM: &[&str] = &["create", "get"];
-        const PROXY: &[&str] = &["create", "delete", "get", "patch", "update"];
-        let own = |name, verbs| Subresource {
-            name,
-            group: None,
-            kind: None,
-            verbs,
-        };
-        let other = |name, kind, verbs| Subresource {
-            name,
-            group: None,
-            kind: Some(kind),
-            verbs,
-        };
         let mut out = Vec::new();
         if self.scale.is_some() {
             out.push(Subresource {
@@ -127,71 +106,37 @@ impl Resource {
             });
         }
         if self.has_status {
-            out.push(own("status", READ_WRITE));
+            out.push(Subresource {
+                name: "status",
+                group: None,
+                kind: None,
+                verbs: READ_WRITE,
+            });
         }
-        if self.is_certificate_signing_requests() {
-            out.push(own("approval", READ_WRITE));
-        }
-        if self.group.is_empty() {
-            match self.plural.as_str() {
-                "pods" => {
-                    out.push(other("attach", "PodAttachOptions", STREAM));
-                    out.push(other("binding", "Binding", &["create"]));
-                    out.push(own("ephemeralcontainers", READ_WRITE));
-                    out.push(Subresource {
-                        name: "eviction",
-                        group: Some(("policy", "v1")),
-                        kind: Some("Eviction"),
-                        verbs: &["create"],
-                    });
-                    out.push(other("exec", "PodExecOptions", STREAM));
-                    out.push(own("log", &["get"]));
-                    out.push(other("portforward", "PodPortForwardOptions", STREAM));
-                    out.push(other("proxy", "PodProxyOptions", PROXY));
-                }
-                "nodes" => out.push(other("proxy", "NodeProxyOptions", PROXY)),
-                "services" => out.push(other("proxy", "ServiceProxyOptions", PROXY)),
-                "namespaces" => out.push(own("finalize", &["update"])),
-                "serviceaccounts" => out.push(Subresource {
-                    name: "token",
-                    group: Some(("authentication.k8s.io", "v1")),
-                    kind: Some("TokenRequest"),
-                    verbs: &["create"],
-                }),
-                _ => {}
-            }
+        if let Some(kind) = self.builtin() {
+            out.extend(kind.other_subresources.iter().cloned());
         }
         out.sort_by_key(|s| s.name);
         out
     }
 
     /// Whether this is `certificatesigningrequests`, which also serves `/approval`.
-    pub fn is_certificate_signing_requests(&self) -> bool {
+    pub(crate) fn is_certificate_signing_requests(&self) -> bool {
         self.group == "certificates.k8s.io" && self.plural == "certificatesigningrequests"
     }
 
-    /// Whether the kind is the core/v1 vs events.k8s.io/v1 shared Event storage
-    /// seen through events.k8s.io.
-    pub fn is_events_v1(&self) -> bool {
-        self.group == "events.k8s.io" && self.plural == "events"
-    }
-
-    /// Whether this is `autoscaling/v1`'s view of the autoscalers stored as v2.
-    fn is_autoscaling_v1(&self) -> bool {
-        self.group == "autoscaling" && self.version == "v1" && !self.is_custom()
+    /// The kind whose storage a built-in kind is a view of, if any (its row
+    /// of the kinds table says).
+    pub(crate) fn stored_as(&self) -> Option<StoredAs> {
+        self.builtin().and_then(|k| k.stored_as)
     }
 
     /// Converts a stored object to what this version serves.
     // Named for the direction of the conversion (storage to this version).
     #[allow(clippy::wrong_self_convention)]
-    pub fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
-        if self.is_autoscaling_v1() {
-            let mut out = builtin::hpa::v2_to_v1(stored);
-            set_type_meta(&mut out, &self.api_version(), &self.kind);
-            return Arc::new(out);
-        }
-        if self.is_events_v1() {
-            let mut out = builtin::events::core_to_events_v1(stored);
+    pub(crate) fn from_storage(&self, stored: &Arc<Value>) -> Arc<Value> {
+        if let Some(storage) = self.stored_as() {
+            let mut out = storage.read_stored(stored);
             set_type_meta(&mut out, &self.api_version(), &self.kind);
             return Arc::new(out);
         }
@@ -202,65 +147,33 @@ impl Resource {
     }
 
     /// Converts an object of this version to its stored form.
-    pub fn to_storage(&self, obj: Value) -> Value {
-        if self.is_autoscaling_v1() {
-            let mut out = builtin::hpa::v1_to_v2(&obj);
-            set_type_meta(&mut out, "autoscaling/v2", &self.kind);
-            return out;
-        }
-        if self.is_events_v1() {
-            let mut out = builtin::events::events_v1_to_core(&obj);
-            set_type_meta(&mut out, "v1", "Event");
+    pub(crate) fn to_storage(&self, obj: Value) -> Value {
+        if let Some(storage) = self.stored_as() {
+            let mut out = storage.to_storage(&obj);
+            set_type_meta(&mut out, storage.api_version(), storage.kind());
             return out;
         }
         match self.custom() {
             Some(custom) => custom.storage_form(obj, &self.version),
             None => {
                 let mut obj = obj;
-                type_meta_first(&mut obj);
+                crate::meta::type_meta_first(&mut obj);
                 obj
             }
         }
     }
 }
 
-pub fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
+pub(crate) fn set_type_meta(obj: &mut Value, api_version: &str, kind: &str) {
     if let Value::Object(map) = obj {
         map.insert("apiVersion".into(), Value::String(api_version.to_string()));
         map.insert("kind".into(), Value::String(kind.to_string()));
     }
-    type_meta_first(obj);
-}
-
-/// Puts `kind`, `apiVersion` and `metadata` first, in that order, as Go's
-/// encoder writes a built-in object (its `TypeMeta` fields, then
-/// `ObjectMeta`); the other fields keep their order. Clients that report
-/// decode errors by column (kube-rs) then point where they would on a
-/// cluster. Custom resources are maps in Go and keep sorted keys.
-pub fn type_meta_first(obj: &mut Value) {
-    let Value::Object(map) = obj else {
-        return;
-    };
-    let firsts = ["kind", "apiVersion", "metadata"];
-    let in_order = map
-        .keys()
-        .zip(firsts.iter().filter(|k| map.contains_key(**k)))
-        .all(|(a, b)| a == b);
-    if in_order {
-        return;
-    }
-    let mut ordered = serde_json::Map::with_capacity(map.len());
-    for key in firsts {
-        if let Some(v) = map.shift_remove(key) {
-            ordered.insert(key.to_string(), v);
-        }
-    }
-    ordered.append(map);
-    *map = ordered;
+    crate::meta::type_meta_first(obj);
 }
 
 /// Whether `group/version` `kind` is a built-in kind this server knows.
-pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
+pub(crate) fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
     builtin::kinds()
         .iter()
         .chain(builtin::older_versions())
@@ -268,25 +181,26 @@ pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
 }
 
 /// Built-in kinds in their storage: `configmaps`, `apps/deployments`.
-pub fn builtin_store_key(kind: &KindInfo) -> ResKey {
-    if kind.group == "events.k8s.io" && kind.plural == "events" {
-        return Arc::from("events");
-    }
-    if kind.group.is_empty() {
-        Arc::from(kind.plural)
+pub(crate) fn builtin_store_key(kind: &KindInfo) -> ResKey {
+    let (group, plural) = match kind.stored_as {
+        Some(storage) => (storage.group(), storage.plural()),
+        None => (kind.group, kind.plural),
+    };
+    if group.is_empty() {
+        Arc::from(plural)
     } else {
-        Arc::from(format!("{}/{}", kind.group, kind.plural))
+        Arc::from(format!("{group}/{plural}"))
     }
 }
 
 /// Storage of a custom resource (all its versions).
-pub fn custom_store_key(group: &str, plural: &str) -> ResKey {
+pub(crate) fn custom_store_key(group: &str, plural: &str) -> ResKey {
     Arc::from(format!("{group}/{plural}"))
 }
 
 /// An immutable set of served resources.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     resources: Vec<Arc<Resource>>,
     by_gvr: HashMap<(String, String, String), Arc<Resource>>,
     /// Group versions served, in discovery order (groups) and preference order (versions).
@@ -296,7 +210,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
+    pub(crate) fn new(crds: Vec<Arc<CustomResource>>) -> Registry {
         let mut resources: Vec<Arc<Resource>> = builtin::kinds()
             .iter()
             .chain(builtin::older_versions())
@@ -326,28 +240,28 @@ impl Registry {
         }
     }
 
-    pub fn resources(&self) -> &[Arc<Resource>] {
+    pub(crate) fn resources(&self) -> &[Arc<Resource>] {
         &self.resources
     }
 
-    pub fn groups(&self) -> &[(String, Vec<String>)] {
+    pub(crate) fn groups(&self) -> &[(String, Vec<String>)] {
         &self.groups
     }
 
-    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
+    pub(crate) fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
         self.by_gvr
             .get(&(group.to_string(), version.to_string(), plural.to_string()))
             .cloned()
     }
 
-    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+    pub(crate) fn serves_group_version(&self, group: &str, version: &str) -> bool {
         self.groups
             .iter()
             .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
     }
 
     /// The resource of `kind` in `group/version` (for owner references and events).
-    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Resource>> {
+    pub(crate) fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Resource>> {
         self.resources
             .iter()
             .find(|r| r.group == group && r.version == version && r.kind == kind)
@@ -355,7 +269,7 @@ impl Registry {
     }
 
     /// Any served version of the storage `key`, preferring the storage version.
-    pub fn by_store_key(&self, key: &str) -> Option<Arc<Resource>> {
+    pub(crate) fn by_store_key(&self, key: &str) -> Option<Arc<Resource>> {
         let mut found: Option<&Arc<Resource>> = None;
         for r in self.resources.iter().filter(|r| &*r.store_key == key) {
             let preferred = match &r.source {
@@ -374,11 +288,11 @@ impl Registry {
         found.cloned()
     }
 
-    pub fn crd(&self, name: &str) -> Option<&Arc<CustomResource>> {
+    pub(crate) fn crd(&self, name: &str) -> Option<&Arc<CustomResource>> {
         self.crds.get(name)
     }
 
-    pub fn crds(&self) -> impl Iterator<Item = &Arc<CustomResource>> {
+    pub(crate) fn crds(&self) -> impl Iterator<Item = &Arc<CustomResource>> {
         self.crds.values()
     }
 }
@@ -406,25 +320,25 @@ impl Resource {
 
 /// The live registry shared by the HTTP layer and the controllers.
 #[derive(Default)]
-pub struct SharedRegistry {
+pub(crate) struct SharedRegistry {
     current: RwLock<Arc<Registry>>,
 }
 
 impl SharedRegistry {
-    pub fn new(reg: Registry) -> SharedRegistry {
+    pub(crate) fn new(reg: Registry) -> SharedRegistry {
         SharedRegistry {
             current: RwLock::new(Arc::new(reg)),
         }
     }
 
-    pub fn load(&self) -> Arc<Registry> {
+    pub(crate) fn load(&self) -> Arc<Registry> {
         self.current
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    pub fn replace(&self, reg: Registry) {
+    pub(crate) fn replace(&self, reg: Registry) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(reg);
     }
 }

@@ -12,10 +12,10 @@ use crate::error::{ApiError, ApiResult};
 use crate::gofmt;
 
 /// kube-apiserver's request body limit (3 MiB).
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyFormat {
+pub(crate) enum BodyFormat {
     Json,
     Yaml,
     /// Kubernetes protobuf (built-in kinds only).
@@ -24,7 +24,7 @@ pub enum BodyFormat {
 
 /// The media type of a create/update body (no `Content-Type` means JSON);
 /// anything else, or a value Go's `mime.ParseMediaType` refuses, is 415.
-pub fn body_format(content_type: Option<&str>) -> ApiResult<BodyFormat> {
+pub(crate) fn body_format(content_type: Option<&str>) -> ApiResult<BodyFormat> {
     let media_type = match content_type.unwrap_or("") {
         "" => Some("application/json".to_string()),
         value => super::media_type::parse(value),
@@ -41,7 +41,7 @@ pub fn body_format(content_type: Option<&str>) -> ApiResult<BodyFormat> {
 
 /// A decoded body and the paths of fields that appeared twice.
 #[derive(Debug, Clone)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     pub value: Value,
     pub duplicates: Vec<String>,
 }
@@ -125,7 +125,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
 }
 
 /// Parses JSON, recording duplicate fields. `Err` is Go's message.
-pub fn parse_json(body: &[u8]) -> Result<Decoded, String> {
+pub(crate) fn parse_json(body: &[u8]) -> Result<Decoded, String> {
     let dups = RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = Seed {
@@ -142,7 +142,7 @@ pub fn parse_json(body: &[u8]) -> Result<Decoded, String> {
 }
 
 /// Parses one YAML document into JSON.
-pub fn parse_yaml(body: &[u8]) -> Result<Decoded, String> {
+pub(crate) fn parse_yaml(body: &[u8]) -> Result<Decoded, String> {
     let text =
         std::str::from_utf8(body).map_err(|e| format!("error converting YAML to JSON: {e}"))?;
     if text.trim().is_empty() {
@@ -181,7 +181,7 @@ fn summarize(body: &[u8]) -> String {
 }
 
 /// The 400 for a body whose kind cannot even be read.
-pub fn unrecognized(kind: &str, detail: &str, body: &[u8]) -> ApiError {
+pub(crate) fn unrecognized(kind: &str, detail: &str, body: &[u8]) -> ApiError {
     ApiError::bad_request(format!(
         "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {detail} ({})",
         summarize(body)
@@ -190,7 +190,7 @@ pub fn unrecognized(kind: &str, detail: &str, body: &[u8]) -> ApiError {
 
 /// Custom resources decode as unstructured objects, which must name their
 /// kind (whatever it is: the validator judges it later).
-pub fn require_kind(decoded: &Decoded, expected_kind: &str, body: &[u8]) -> ApiResult<()> {
+pub(crate) fn require_kind(decoded: &Decoded, expected_kind: &str, body: &[u8]) -> ApiResult<()> {
     let kind = decoded.value.get("kind").and_then(Value::as_str);
     if kind.is_some_and(|k| !k.is_empty()) {
         return Ok(());
@@ -204,7 +204,11 @@ pub fn require_kind(decoded: &Decoded, expected_kind: &str, body: &[u8]) -> ApiR
 
 /// Decodes an object body of `format`; `expected_kind` names the URL's kind
 /// in errors. A `null` body is an empty object; anything not an object is 400.
-pub fn decode_object(body: &[u8], format: BodyFormat, expected_kind: &str) -> ApiResult<Decoded> {
+pub(crate) fn decode_object(
+    body: &[u8],
+    format: BodyFormat,
+    expected_kind: &str,
+) -> ApiResult<Decoded> {
     let decoded = match format {
         BodyFormat::Json => parse_json(body),
         BodyFormat::Yaml => parse_yaml(body),
@@ -232,7 +236,7 @@ pub fn decode_object(body: &[u8], format: BodyFormat, expected_kind: &str) -> Ap
 }
 
 /// 413 for a body over the limit.
-pub fn too_large() -> ApiError {
+pub(crate) fn too_large() -> ApiError {
     ApiError::too_large(MAX_BODY)
 }
 

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, header};
 /// raw bytes, with any that are not UTF-8 turned into U+FFFD (like those
 /// bytes, never a token character, a space or a quote, so every check
 /// below answers as it would for the bytes). `None` when absent.
-pub fn header(headers: &HeaderMap) -> Option<Cow<'_, str>> {
+pub(crate) fn header(headers: &HeaderMap) -> Option<Cow<'_, str>> {
     headers
         .get(header::CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()))
@@ -95,7 +95,7 @@ fn well_formed_type(s: &str) -> bool {
 /// lower-cased media type, or `None` where Go returns an error (a
 /// malformed type, parameter, or a name given twice with different
 /// values; a trailing `;` is fine).
-pub fn parse(v: &str) -> Option<String> {
+pub(crate) fn parse(v: &str) -> Option<String> {
     let (base, _) = v.split_once(';').unwrap_or((v, ""));
     let media_type = base.to_lowercase().trim().to_string();
     if !well_formed_type(&media_type) {

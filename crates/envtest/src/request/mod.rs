@@ -3,12 +3,12 @@
 //! these off a request; the API layer and the controllers take the typed
 //! options, so neither depends on HTTP.
 
-pub mod body;
-pub mod media_type;
-pub mod negotiate;
-pub mod path;
-pub mod protobuf;
-pub mod query;
+pub(crate) mod body;
+pub(crate) mod media_type;
+pub(crate) mod negotiate;
+pub(crate) mod path;
+pub(crate) mod protobuf;
+pub(crate) mod query;
 
 /// kube-apiserver's `--request-timeout` default: how long a request may take.
-pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);

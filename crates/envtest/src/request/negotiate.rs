@@ -4,21 +4,17 @@
 //! `as=PartialObjectMetadataList`), on every verb. Whether a shape fits the
 //! result (an object or a list) is decided afterwards, by [`transform`].
 
-use serde_json::{Value, json};
-
 use crate::error::{ApiError, ApiResult, Details};
-use crate::registry::Resource;
-use crate::table::partial_metadata;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Json,
     Yaml,
 }
 
 /// A transformation the client asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     Plain,
     /// `meta.k8s.io/<version>` Table.
     Table(String),
@@ -30,7 +26,7 @@ pub enum Shape {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accepted {
+pub(crate) struct Accepted {
     pub format: Format,
     pub shape: Shape,
     /// Indented JSON without the trailing newline (`pretty=1` in the media
@@ -40,7 +36,7 @@ pub struct Accepted {
 
 /// Which shapes the endpoint can produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// Status errors, group discovery documents and the like: no transformation.
     Plain,
     /// Any verb on a built-in resource (or subresource): Table and
@@ -54,7 +50,7 @@ pub enum Endpoint {
 }
 
 /// Media types kube-apiserver serves objects in, as its 406 lists them.
-pub const SERVED_MEDIA_TYPES: &str =
+pub(crate) const SERVED_MEDIA_TYPES: &str =
     "application/json, application/yaml, application/vnd.kubernetes.protobuf";
 
 /// One media range of an Accept header.
@@ -156,7 +152,7 @@ fn shape_for(endpoint: Endpoint, clause: &Clause<'_>, format: Format) -> Option<
 }
 
 /// Picks the first acceptable media range; none acceptable is 406.
-pub fn negotiate(accept: Option<&str>, endpoint: Endpoint) -> ApiResult<Accepted> {
+pub(crate) fn negotiate(accept: Option<&str>, endpoint: Endpoint) -> ApiResult<Accepted> {
     let header = accept.unwrap_or("").trim();
     if header.is_empty() {
         return Ok(Accepted {
@@ -221,72 +217,8 @@ fn not_acceptable() -> ApiError {
 /// How a Status error is written for this Accept header: the first range
 /// that asks for no transformation, or `None` when there is none (the
 /// server then writes indented JSON, `WriteRawJSON`).
-pub fn error_format(accept: Option<&str>) -> Option<Accepted> {
+pub(crate) fn error_format(accept: Option<&str>) -> Option<Accepted> {
     negotiate(accept, Endpoint::Plain).ok()
-}
-
-/// Go's `%T` of what a handler returns for `res` (`*core.ConfigMap`,
-/// `*unstructured.UnstructuredList`), as 406 messages name it.
-fn go_type(res: &Resource, list: bool) -> String {
-    let suffix = if list { "List" } else { "" };
-    if res.is_custom() {
-        return format!("*unstructured.Unstructured{suffix}");
-    }
-    let package = match res.group.as_str() {
-        "" | "events.k8s.io" => "core",
-        g => g.split('.').next().unwrap_or(g),
-    };
-    let kind = if res.is_events_v1() {
-        "Event"
-    } else {
-        &res.kind
-    };
-    format!("*{package}.{kind}{suffix}")
-}
-
-/// A Status passes through every transformation (a DELETE that removed the object).
-fn is_status(obj: &Value) -> bool {
-    obj.get("kind").and_then(Value::as_str) == Some("Status")
-        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
-}
-
-/// The PartialObjectMetadata view of one object, or the 406 kube-apiserver
-/// gives when the client asked for a list. `None`: no metadata shape asked.
-pub fn object_metadata(res: &Resource, obj: &Value, shape: &Shape) -> Option<ApiResult<Value>> {
-    match shape {
-        _ if is_status(obj) => None,
-        Shape::PartialObjectMetadata(v) => Some(Ok(partial_metadata(obj, v))),
-        Shape::PartialObjectMetadataList(_) => {
-            Some(Err(ApiError::not_acceptable_message(format!(
-                "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
-                go_type(res, false)
-            ))))
-        }
-        _ => None,
-    }
-}
-
-/// The PartialObjectMetadataList of a list's items, or the 406 for a client
-/// that asked for one object's metadata. `None`: no metadata shape asked.
-pub fn list_metadata(
-    res: &Resource,
-    list_meta: Value,
-    items: &[std::sync::Arc<Value>],
-    shape: &Shape,
-) -> Option<ApiResult<Value>> {
-    match shape {
-        Shape::PartialObjectMetadataList(v) => Some(Ok(json!({
-            "kind": "PartialObjectMetadataList",
-            "apiVersion": format!("meta.k8s.io/{v}"),
-            "metadata": list_meta,
-            "items": items.iter().map(|o| partial_metadata(o, v)).collect::<Vec<_>>(),
-        }))),
-        Shape::PartialObjectMetadata(_) => Some(Err(ApiError::not_acceptable_message(format!(
-            "you requested PartialObjectMetadata, but the requested object is a list ({})",
-            go_type(res, true)
-        )))),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 /// A path under `/api/v1` or `/apis/<group>/<version>` naming a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourcePath {
+pub(crate) struct ResourcePath {
     pub group: String,
     pub version: String,
     pub namespace: Option<String>,
@@ -14,7 +14,7 @@ pub struct ResourcePath {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     Version,
     Health,
     /// `/metrics`
@@ -89,7 +89,7 @@ fn resource_path(group: &str, version: &str, segs: &[String]) -> Route {
 }
 
 /// Routes a request path.
-pub fn route(path: &str) -> Route {
+pub(crate) fn route(path: &str) -> Route {
     let trimmed = path.trim_end_matches('/');
     let segs: Vec<String> = trimmed.split('/').skip(1).map(decode_segment).collect();
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();

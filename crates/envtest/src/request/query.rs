@@ -8,7 +8,7 @@ use crate::gofmt;
 
 /// Decoded `key=value` pairs in request order.
 #[derive(Debug, Clone, Default)]
-pub struct Query {
+pub(crate) struct Query {
     pairs: Vec<(String, String)>,
 }
 
@@ -37,7 +37,7 @@ fn percent_decode(s: &str) -> String {
 }
 
 impl Query {
-    pub fn parse(raw: Option<&str>) -> Query {
+    pub(crate) fn parse(raw: Option<&str>) -> Query {
         let pairs = raw
             .unwrap_or("")
             .split('&')
@@ -51,14 +51,14 @@ impl Query {
     }
 
     /// The first value of `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.pairs
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn all(&self, key: &str) -> Vec<&str> {
+    pub(crate) fn all(&self, key: &str) -> Vec<&str> {
         self.pairs
             .iter()
             .filter(|(k, _)| k == key)
@@ -67,7 +67,7 @@ impl Query {
     }
 
     #[cfg(test)]
-    pub fn has(&self, key: &str) -> bool {
+    pub(crate) fn has(&self, key: &str) -> bool {
         self.pairs.iter().any(|(k, _)| k == key)
     }
 
@@ -75,7 +75,7 @@ impl Query {
     /// (`Convert_Slice_string_To_bool`): its first value is false when it is
     /// `0` or `false` in any case, and true otherwise (`watch=maybe`,
     /// `watch=`); `None` when absent.
-    pub fn flag(&self, key: &str) -> Option<bool> {
+    pub(crate) fn flag(&self, key: &str) -> Option<bool> {
         self.get(key)
             .map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
     }
@@ -83,7 +83,7 @@ impl Query {
     /// An int64 parameter (`Convert_Slice_string_To_Pointer_int64`): its
     /// first value through Go's `strconv.ParseInt`, a malformed one being the
     /// 400 kube-apiserver answers with the parser's own text.
-    pub fn int64(&self, key: &str) -> ApiResult<Option<i64>> {
+    pub(crate) fn int64(&self, key: &str) -> ApiResult<Option<i64>> {
         self.get(key)
             .map(|v| parse_go_int(v).map_err(ApiError::bad_request))
             .transpose()
@@ -91,7 +91,7 @@ impl Query {
 }
 
 /// Go's `strconv.ParseInt(s, 10, 64)` and its error texts.
-pub fn parse_go_int(s: &str) -> Result<i64, String> {
+pub(crate) fn parse_go_int(s: &str) -> Result<i64, String> {
     let fail = |why: &str| format!("strconv.ParseInt: parsing {}: {why}", gofmt::quote(s));
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -102,7 +102,7 @@ pub fn parse_go_int(s: &str) -> Result<i64, String> {
 
 /// `fieldValidation` directive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldValidation {
+pub(crate) enum FieldValidation {
     Ignore,
     Warn,
     Strict,
@@ -110,14 +110,14 @@ pub enum FieldValidation {
 
 /// Options shared by create, update and patch.
 #[derive(Debug, Clone)]
-pub struct WriteOptions {
+pub(crate) struct WriteOptions {
     pub dry_run: bool,
     pub field_manager: Option<String>,
     pub field_validation: FieldValidation,
     pub force: bool,
 }
 
-pub fn invalid_options(kind: &str, causes: Vec<Cause>) -> ApiError {
+pub(crate) fn invalid_options(kind: &str, causes: Vec<Cause>) -> ApiError {
     let mut err = ApiError::invalid("meta.k8s.io", kind, "", causes);
     if let Some(details) = &mut err.details {
         details.name = String::new();
@@ -144,7 +144,7 @@ fn dry_run_causes(q: &Query) -> Vec<Cause> {
 
 /// Parses create/update/patch options; `kind` is `CreateOptions`,
 /// `UpdateOptions` or `PatchOptions`.
-pub fn write_options(q: &Query, kind: &str, is_apply: bool) -> ApiResult<WriteOptions> {
+pub(crate) fn write_options(q: &Query, kind: &str, is_apply: bool) -> ApiResult<WriteOptions> {
     let mut causes = dry_run_causes(q);
     let field_validation = match q.get("fieldValidation").unwrap_or("") {
         "" | "Warn" => FieldValidation::Warn,
@@ -202,14 +202,14 @@ pub fn write_options(q: &Query, kind: &str, is_apply: bool) -> ApiResult<WriteOp
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Propagation {
+pub(crate) enum Propagation {
     Foreground,
     Background,
     Orphan,
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
+pub(crate) struct DeleteOptions {
     pub dry_run: bool,
     pub grace_period: Option<i64>,
     pub propagation: Option<Propagation>,
@@ -218,7 +218,10 @@ pub struct DeleteOptions {
 }
 
 /// DeleteOptions from a JSON body (when one was sent) or the query.
-pub fn delete_options(q: &Query, body: Option<&serde_json::Value>) -> ApiResult<DeleteOptions> {
+pub(crate) fn delete_options(
+    q: &Query,
+    body: Option<&serde_json::Value>,
+) -> ApiResult<DeleteOptions> {
     let mut causes = Vec::new();
     let (dry_run, grace, policy, orphan, pre_uid, pre_rv) = match body {
         Some(b) => {
@@ -348,7 +351,7 @@ fn body_field_types(body: &serde_json::Value) -> ApiResult<()> {
 
 /// List and watch options.
 #[derive(Debug, Clone, Default)]
-pub struct ListOptions {
+pub(crate) struct ListOptions {
     pub label_selector: String,
     pub field_selector: String,
     pub limit: Option<usize>,
@@ -365,7 +368,7 @@ pub struct ListOptions {
 /// Parses and validates ListOptions as current kube-apiserver does (streaming
 /// lists — `sendInitialEvents` with `resourceVersionMatch=NotOlderThan` — are
 /// supported).
-pub fn list_options(q: &Query, watch_path: bool) -> ApiResult<ListOptions> {
+pub(crate) fn list_options(q: &Query, watch_path: bool) -> ApiResult<ListOptions> {
     // The parameter codec converts timeoutSeconds before limit and stops at
     // the first malformed number: 400, whatever else the query holds.
     let timeout_seconds = q.int64("timeoutSeconds")?;
@@ -458,7 +461,7 @@ pub fn list_options(q: &Query, watch_path: bool) -> ApiResult<ListOptions> {
 
 /// A resourceVersion parameter: empty is "latest", otherwise an unsigned
 /// number (anything else is the real server's 500).
-pub fn parse_resource_version(rv: &str) -> ApiResult<u64> {
+pub(crate) fn parse_resource_version(rv: &str) -> ApiResult<u64> {
     rv.parse::<u64>().map_err(|_| {
         ApiError::new(
             500,

@@ -1,6 +1,6 @@
 //! The Kubernetes CEL library functions (k8s.io/apiserver `cel/library`)
 //! that the `cel` crate does not provide: list aggregates, regex `find`,
-//! `sets.*`, `quantity` (see `quantity.rs`) and the `isURL` / `isIP` /
+//! `sets.*`, `quantity` (see `cel_quantity.rs`) and the `isURL` / `isIP` /
 //! `isCIDR` / `isQuantity` checks.
 
 use std::cmp::Ordering;
@@ -166,7 +166,7 @@ pub(crate) fn kubernetes(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload("isIP", "is_ip", vec![STRING_TYPE], is_ip)?;
     env.add_overload("isCIDR", "is_cidr", vec![STRING_TYPE], is_cidr)?;
     env.add_overload("isQuantity", "is_quantity", vec![STRING_TYPE], is_quantity)?;
-    super::quantity::register(env)?;
+    super::cel_quantity::register(env)?;
     Ok(())
 }
 
@@ -389,7 +389,7 @@ fn is_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Res<'b, 'v> {
 /// `resource.ParseQuantity` syntax: a decimal number with an optional
 /// binary (Ki..Ei), decimal (n..E) or exponent (e3) suffix.
 pub(crate) fn is_quantity_str(s: &str) -> bool {
-    super::quantity::parse(s).is_some() || is_quantity_syntax(s)
+    super::cel_quantity::parse(s).is_some() || is_quantity_syntax(s)
 }
 
 fn is_quantity_syntax(s: &str) -> bool {

@@ -1,4 +1,4 @@
-//! Field paths and field errors rendered the way kube-apiserver (v1.24, the
+//! Field paths and field errors rendered the way kube-apiserver (v1.32, the
 //! version the transcripts were recorded from) renders `field.Error`s.
 //!
 //! Go prints bad values with `%v` for numbers and booleans, `%q` for strings
@@ -120,7 +120,7 @@ impl BadValue {
     pub(crate) fn of(v: &Value) -> BadValue {
         match v {
             Value::String(s) => BadValue::Str(s.clone()),
-            // v1.24 turns nil into the string "null" before quoting it.
+            // `field.Error` turns nil into the string "null" before quoting it.
             Value::Null => BadValue::Str("null".to_string()),
             Value::Bool(b) => BadValue::Raw(b.to_string()),
             Value::Number(n) => BadValue::Raw(gofmt::number(n)),

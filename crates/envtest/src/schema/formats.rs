@@ -2,7 +2,7 @@
 //! registry as Kubernetes configures it). Formats it does not know are
 //! stripped from the schema and never checked.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -190,18 +190,12 @@ fn is_ipv4(s: &str) -> bool {
     if parts.len() != 4 {
         return s.contains('.') && s.parse::<IpAddr>().is_ok();
     }
-    let mut octets = [0u8; 4];
-    for (i, p) in parts.iter().enumerate() {
-        if p.is_empty() || p.len() > 3 || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return false;
-        }
-        match p.parse::<u16>() {
-            Ok(n) if n <= 255 => octets[i] = n as u8,
-            _ => return false,
-        }
-    }
-    let _ = Ipv4Addr::from(octets);
-    true
+    parts.iter().all(|p| {
+        !p.is_empty()
+            && p.len() <= 3
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u16>().is_ok_and(|n| n <= 255)
+    })
 }
 
 fn is_cidr(s: &str) -> bool {

@@ -2,13 +2,14 @@
 //! `openAPIV3Schema` (including CEL `x-kubernetes-validations`), defaulting and
 //! pruning, plus validation of CustomResourceDefinition objects themselves.
 //!
-//! Messages and field paths follow kube-apiserver: v1.24 (the transcripts)
-//! for everything that existed then, current Kubernetes for CEL rules.
+//! Messages and field paths follow kube-apiserver v1.32: the transcripts
+//! recorded from it, then its sources.
 
 pub(crate) mod cel;
+mod cel_quantity;
 mod cellib;
 pub(crate) mod celvalues;
-mod crd;
+mod crd_validation;
 mod crdparts;
 mod default;
 mod embedded;
@@ -18,7 +19,6 @@ mod listtypes;
 mod names;
 mod node;
 mod prune;
-mod quantity;
 mod schemacheck;
 mod structural;
 mod validate;
@@ -44,11 +44,11 @@ use crate::typeinfo::{ListType, TypeInfo};
 use fielderr::{ErrKind, FieldError, FieldPath, into_causes};
 use node::Schema;
 
-pub use crd::validate_crd;
+pub(crate) use crd_validation::validate_crd;
 
 /// A compiled structural schema of one served CRD version.
 #[derive(Debug, Clone)]
-pub struct Structural {
+pub(crate) struct Structural {
     schema: Arc<Schema>,
     cel: Option<Arc<cel::CelNode>>,
 }
@@ -150,7 +150,7 @@ impl Structural {
     /// Compiles an `openAPIV3Schema`. Non-structural schemas are refused with the
     /// causes kube-apiserver reports (paths relative to the schema, e.g.
     /// `properties[spec].type`); the CRD validator prefixes them.
-    pub fn compile(schema: &Value) -> Result<Structural, Vec<Cause>> {
+    pub(crate) fn compile(schema: &Value) -> Result<Structural, Vec<Cause>> {
         let (s, errs) = schema_errors(schema, &FieldPath::nil());
         if !errs.is_empty() {
             return Err(into_causes(errs));
@@ -163,7 +163,7 @@ impl Structural {
     }
 
     /// Fills `default`s into `obj` (objects that exist, recursively).
-    pub fn apply_defaults(&self, obj: &mut Value) {
+    pub(crate) fn apply_defaults(&self, obj: &mut Value) {
         default::apply(obj, &self.schema);
     }
 
@@ -171,13 +171,13 @@ impl Structural {
     /// `x-kubernetes-preserve-unknown-fields` and embedded resources) and returns
     /// their paths (`spec.extra`, `extraTop`), sorted, for warnings or Strict errors.
     /// `apiVersion`, `kind` and `metadata` at the root are never pruned here.
-    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+    pub(crate) fn prune(&self, obj: &mut Value) -> Vec<String> {
         prune::prune_root(obj, &self.schema)
     }
 
     /// Validates `obj` (after defaulting and pruning). `old` is the stored object
     /// on update, for CEL transition rules (`oldSelf`) and ratcheting.
-    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    pub(crate) fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         self.validate_with_warnings(obj, old).0
     }
 
@@ -185,7 +185,7 @@ impl Structural {
     /// warnings of ratcheted rule failures (an update that leaves a value as
     /// it was is not refused for rules that value fails; kube-apiserver
     /// sends their messages as warnings).
-    pub fn validate_with_warnings(
+    pub(crate) fn validate_with_warnings(
         &self,
         obj: &Value,
         old: Option<&Value>,

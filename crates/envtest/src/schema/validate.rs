@@ -304,7 +304,7 @@ fn check_node(s: &Schema, data: &Value, old: Option<&Value>, path: &str) -> VRes
         }
     }
     if let Some(n) = num(data) {
-        run(number_check(s, &n, data, path), &mut result);
+        run(number_check(s, &n, path), &mut result);
     }
     if let Value::Array(items) = data {
         run(slice_check(s, items, old, path), &mut result);
@@ -520,7 +520,7 @@ fn num_value(n: &Num) -> BadValue {
     }
 }
 
-fn number_check(s: &Schema, n: &Num, data: &Value, path: &str) -> VResult {
+fn number_check(s: &Schema, n: &Num, path: &str) -> VResult {
     let mut res = VResult::default();
     let mut multiple = VResult::default();
     let mut minimum = VResult::default();
@@ -630,7 +630,6 @@ fn number_check(s: &Schema, n: &Num, data: &Value, path: &str) -> VResult {
             ));
         }
     }
-    let _ = data;
     res.merge(multiple);
     res.merge(minimum);
     res.merge(maximum);

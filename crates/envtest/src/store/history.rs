@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::{Event, EventType, Inner, ObjKey, ResKey, WatchFilter, collect_range};
 
 /// The objects of one resource at a resourceVersion.
-pub type Snapshot = Vec<(ObjKey, Arc<Value>)>;
+pub(super) type Snapshot = Vec<(ObjKey, Arc<Value>)>;
 
 pub(super) fn list_at(
     inner: &Inner,

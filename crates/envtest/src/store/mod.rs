@@ -18,25 +18,25 @@ use serde_json::Value;
 
 use crate::meta;
 
-pub use watchers::{Subscription, WatchFilter, WatcherTx};
+pub(crate) use watchers::{Subscription, WatchFilter, WatcherTx};
 
 /// Names the storage of one resource: `configmaps`, `apps/deployments`,
 /// `example.com/widgets`. Both Event APIs share `events`.
-pub type ResKey = Arc<str>;
+pub(crate) type ResKey = Arc<str>;
 
 /// (namespace, name); the namespace is empty for cluster-scoped objects.
 /// The map order (namespace, then name) is the order lists are served in.
-pub type ObjKey = (String, String);
+pub(crate) type ObjKey = (String, String);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     Added,
     Modified,
     Deleted,
 }
 
 impl EventType {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventType::Added => "ADDED",
             EventType::Modified => "MODIFIED",
@@ -47,7 +47,7 @@ impl EventType {
 
 /// One change, as kept in the history and sent to watchers.
 #[derive(Debug)]
-pub struct Event {
+pub(crate) struct Event {
     pub rv: u64,
     pub kind: EventType,
     pub resource: ResKey,
@@ -61,7 +61,7 @@ pub struct Event {
 
 /// Why a write was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     NotFound,
     AlreadyExists,
     /// The stored object's resourceVersion differs from the expected one.
@@ -76,7 +76,7 @@ pub enum WriteError {
 
 /// What must hold for a write to go ahead.
 #[derive(Debug, Clone, Default)]
-pub struct Preconditions {
+pub(crate) struct Preconditions {
     pub resource_version: Option<u64>,
     pub uid: Option<String>,
 }
@@ -100,19 +100,19 @@ pub(crate) struct Inner {
     watchers: watchers::Watchers,
 }
 
-pub struct Store {
+pub(crate) struct Store {
     inner: Mutex<Inner>,
 }
 
 /// Parses a stored resourceVersion string (0 when absent or malformed).
-pub fn parse_rv(rv: &str) -> u64 {
+pub(crate) fn parse_rv(rv: &str) -> u64 {
     rv.parse().unwrap_or(0)
 }
 
 impl Store {
     #[cfg(test)]
     /// A store whose watches and reads of the past reach back `history_cap` changes.
-    pub fn new(history_cap: usize) -> Store {
+    pub(crate) fn new(history_cap: usize) -> Store {
         Store::with_windows(history_cap, history_cap)
     }
 
@@ -120,7 +120,7 @@ impl Store {
     /// lists at an older resourceVersion (`resourceVersionMatch=Exact`,
     /// continue tokens) reach back `read_cap` changes, as kube-apiserver's
     /// watch cache is shorter than etcd's history before compaction.
-    pub fn with_windows(watch_cap: usize, read_cap: usize) -> Store {
+    pub(crate) fn with_windows(watch_cap: usize, read_cap: usize) -> Store {
         let watch_cap = watch_cap.max(1);
         let history_cap = read_cap.max(watch_cap);
         Store {
@@ -145,11 +145,11 @@ impl Store {
     }
 
     /// The latest resourceVersion issued.
-    pub fn current_rv(&self) -> u64 {
+    pub(crate) fn current_rv(&self) -> u64 {
         self.lock().rv
     }
 
-    pub fn get(&self, res: &ResKey, ns: &str, name: &str) -> Option<Arc<Value>> {
+    pub(crate) fn get(&self, res: &ResKey, ns: &str, name: &str) -> Option<Arc<Value>> {
         let inner = self.lock();
         inner
             .objects
@@ -160,7 +160,7 @@ impl Store {
 
     /// Objects of `res` (in `ns` when given) whose key is after `after`, in
     /// key order, with the resourceVersion the list is consistent with.
-    pub fn list(
+    pub(crate) fn list(
         &self,
         res: &ResKey,
         ns: Option<&str>,
@@ -176,7 +176,7 @@ impl Store {
 
     /// The objects of `res` as they were right after resourceVersion `rv`;
     /// `Err(oldest)` when the history no longer reaches back that far.
-    pub fn list_at(
+    pub(crate) fn list_at(
         &self,
         res: &ResKey,
         ns: Option<&str>,
@@ -191,13 +191,13 @@ impl Store {
     /// Whether a watch may resume right after `rv` (the history holds every
     /// change since). On `Err` the value is the oldest resourceVersion a watch
     /// can still start from, for the `too old resource version` message.
-    pub fn can_resume_from(&self, rv: u64) -> Result<(), u64> {
+    pub(crate) fn can_resume_from(&self, rv: u64) -> Result<(), u64> {
         let oldest = self.lock().watch_oldest();
         if rv >= oldest { Ok(()) } else { Err(oldest) }
     }
 
     /// Inserts a new object; its resourceVersion is assigned here.
-    pub fn create(
+    pub(crate) fn create(
         &self,
         res: &ResKey,
         ns: &str,
@@ -232,7 +232,7 @@ impl Store {
     }
 
     /// Replaces a stored object if its resourceVersion is still `expected_rv`.
-    pub fn update(
+    pub(crate) fn update(
         &self,
         res: &ResKey,
         ns: &str,
@@ -276,7 +276,7 @@ impl Store {
     /// Removes a stored object if the preconditions hold. Returns the stored
     /// state before the deletion (its resourceVersion unchanged) and the
     /// resourceVersion of the deletion.
-    pub fn delete(
+    pub(crate) fn delete(
         &self,
         res: &ResKey,
         ns: &str,
@@ -325,7 +325,7 @@ impl Store {
     }
 
     /// Names every resource that currently holds at least one object in `ns`.
-    pub fn resources_in_namespace(&self, ns: &str) -> Vec<(ResKey, usize)> {
+    pub(crate) fn resources_in_namespace(&self, ns: &str) -> Vec<(ResKey, usize)> {
         let inner = self.lock();
         inner
             .objects
@@ -338,7 +338,7 @@ impl Store {
     }
 
     /// Every stored object (for controllers that scan, e.g. at start).
-    pub fn all_objects(&self) -> Vec<(ResKey, Arc<Value>)> {
+    pub(crate) fn all_objects(&self) -> Vec<(ResKey, Arc<Value>)> {
         let inner = self.lock();
         inner
             .objects
@@ -351,7 +351,7 @@ impl Store {
     /// (or, with `since = None`, a snapshot of the current objects as ADDED
     /// changes) are returned so that nothing falls between backlog and live
     /// changes. `Err(oldest)` when `since` is older than the history.
-    pub fn subscribe(
+    pub(crate) fn subscribe(
         &self,
         filter: WatchFilter,
         since: Option<u64>,
@@ -388,7 +388,7 @@ impl Store {
         })
     }
 
-    pub fn unsubscribe(&self, id: u64) {
+    pub(crate) fn unsubscribe(&self, id: u64) {
         self.lock().watchers.remove(id);
     }
 
@@ -402,7 +402,7 @@ impl Store {
         self.lock().watch_caches.age(by);
     }
 
-    pub fn compact_watch_history(&self) -> u64 {
+    pub(crate) fn compact_watch_history(&self) -> u64 {
         let mut inner = self.lock();
         inner.compacted_to = inner.rv;
         inner.rv

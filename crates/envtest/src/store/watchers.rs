@@ -14,7 +14,7 @@ use super::{Event, ResKey};
 /// Which changes a watcher receives. Selectors are applied later, by the
 /// watcher itself, because entering/leaving a selector needs both states.
 #[derive(Debug, Clone, Default)]
-pub struct WatchFilter {
+pub(crate) struct WatchFilter {
     /// `None`: every resource (controllers).
     pub resource: Option<ResKey>,
     pub namespace: Option<String>,
@@ -23,20 +23,20 @@ pub struct WatchFilter {
 }
 
 impl WatchFilter {
-    pub fn matches_event(&self, e: &Event) -> bool {
+    pub(crate) fn matches_event(&self, e: &Event) -> bool {
         self.resource.as_ref().is_none_or(|r| *r == e.resource)
             && self.namespace.as_ref().is_none_or(|n| *n == e.namespace)
             && self.name.as_ref().is_none_or(|n| *n == e.name)
     }
 }
 
-pub enum WatcherTx {
+pub(crate) enum WatcherTx {
     Bounded(mpsc::Sender<Arc<Event>>),
     Unbounded(mpsc::UnboundedSender<Arc<Event>>),
 }
 
 /// A registered watcher: the changes it must see first and where live ones start.
-pub struct Subscription {
+pub(crate) struct Subscription {
     pub id: u64,
     pub backlog: Vec<Arc<Event>>,
     /// The store's resourceVersion at registration: every later change is live.

@@ -10,18 +10,18 @@ use super::client::{
     self, CONTROLLER_MANAGER, ConditionStyle, DEPLOYMENTS, REPLICASETS, REPLICATIONCONTROLLERS,
     STATEFULSETS,
 };
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
-pub const AUTOSCALERS: &str = "autoscaling/horizontalpodautoscalers";
+pub(crate) const AUTOSCALERS: &str = "autoscaling/horizontalpodautoscalers";
 const COMPONENT: &str = "horizontal-pod-autoscaler";
 
 /// What an unreachable resource metrics API answers, as the controller reports it.
 const NO_METRICS_API: &str = "unable to fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)";
 
 /// The store of a scale target, by its `kind` (and group of `apiVersion`).
-pub fn target_store(target: &Value) -> Option<&'static str> {
+pub(crate) fn target_store(target: &Value) -> Option<&'static str> {
     let api_version = client::str_at(target, &["apiVersion"]);
     let group = api_version.split_once('/').map_or("", |(g, _)| g);
     match (group, client::str_at(target, &["kind"])) {
@@ -34,7 +34,7 @@ pub fn target_store(target: &Value) -> Option<&'static str> {
 }
 
 /// The autoscalers of namespace `ns` whose target is the `store` object `name`.
-pub fn autoscalers_of(app: &App, store: &str, ns: &str, name: &str) -> Vec<String> {
+pub(crate) fn autoscalers_of(app: &App, store: &str, ns: &str, name: &str) -> Vec<String> {
     client::list(app, AUTOSCALERS, Some(ns))
         .iter()
         .filter(|hpa| {
@@ -91,7 +91,7 @@ fn reason_for(metric: &Value) -> &'static str {
 
 /// One pass of the controller over the autoscaler `name`; returns when to
 /// look again (the controller's resync).
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     app: &App,
     ns: &str,
     name: &str,
@@ -212,7 +212,7 @@ pub async fn reconcile(
     };
     if let Some(reason) = rescale_reason {
         let target_key = target_store(&target_ref).unwrap_or(DEPLOYMENTS);
-        client::modify(
+        client::modify_with_admission(
             app,
             target_key,
             ns,

@@ -7,47 +7,47 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create};
 use crate::api::update::{Attempt, with_retries_admitted};
 use crate::api::update_steps::{Change, Fail};
-use crate::api::{App, WriteCtx};
-use crate::controllers::resource_for;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::registry::Resource;
 
-pub const PODS: &str = "pods";
-pub const NODES: &str = "nodes";
-pub const LEASES: &str = "coordination.k8s.io/leases";
-pub const NAMESPACES: &str = "namespaces";
-pub const REPLICASETS: &str = "apps/replicasets";
-pub const REPLICATIONCONTROLLERS: &str = "replicationcontrollers";
-pub const DEPLOYMENTS: &str = "apps/deployments";
-pub const JOBS: &str = "batch/jobs";
-pub const SERVICES: &str = "services";
-pub const ENDPOINTS: &str = "endpoints";
-pub const ENDPOINTSLICES: &str = "discovery.k8s.io/endpointslices";
-pub const PERSISTENTVOLUMECLAIMS: &str = "persistentvolumeclaims";
-pub const PERSISTENTVOLUMES: &str = "persistentvolumes";
-pub const STORAGECLASSES: &str = "storage.k8s.io/storageclasses";
-pub const STATEFULSETS: &str = "apps/statefulsets";
-pub const DAEMONSETS: &str = "apps/daemonsets";
-pub const CRONJOBS: &str = "batch/cronjobs";
-pub const CONTROLLERREVISIONS: &str = "apps/controllerrevisions";
+pub(crate) const PODS: &str = "pods";
+pub(crate) const NODES: &str = "nodes";
+pub(crate) const LEASES: &str = "coordination.k8s.io/leases";
+pub(crate) const NAMESPACES: &str = "namespaces";
+pub(crate) const REPLICASETS: &str = "apps/replicasets";
+pub(crate) const REPLICATIONCONTROLLERS: &str = "replicationcontrollers";
+pub(crate) const DEPLOYMENTS: &str = "apps/deployments";
+pub(crate) const JOBS: &str = "batch/jobs";
+pub(crate) const SERVICES: &str = "services";
+pub(crate) const ENDPOINTS: &str = "endpoints";
+pub(crate) const ENDPOINTSLICES: &str = "discovery.k8s.io/endpointslices";
+pub(crate) const PERSISTENTVOLUMECLAIMS: &str = "persistentvolumeclaims";
+pub(crate) const PERSISTENTVOLUMES: &str = "persistentvolumes";
+pub(crate) const STORAGECLASSES: &str = "storage.k8s.io/storageclasses";
+pub(crate) const STATEFULSETS: &str = "apps/statefulsets";
+pub(crate) const DAEMONSETS: &str = "apps/daemonsets";
+pub(crate) const CRONJOBS: &str = "batch/cronjobs";
+pub(crate) const CONTROLLERREVISIONS: &str = "apps/controllerrevisions";
 
 /// Who writes: the manager name kube-apiserver records for the real component.
-pub const KUBELET: &str = "kubelet";
+pub(crate) const KUBELET: &str = "kubelet";
 
 /// The event sources of kube-controller-manager's controllers (their
 /// recorders' `source.component`, which is also `reportingComponent`).
-pub const DEPLOYMENT_CONTROLLER: &str = "deployment-controller";
-pub const JOB_CONTROLLER: &str = "job-controller";
-pub const CRONJOB_CONTROLLER: &str = "cronjob-controller";
-pub const STATEFULSET_CONTROLLER: &str = "statefulset-controller";
-pub const PERSISTENTVOLUME_CONTROLLER: &str = "persistentvolume-controller";
+pub(crate) const DEPLOYMENT_CONTROLLER: &str = "deployment-controller";
+pub(crate) const JOB_CONTROLLER: &str = "job-controller";
+pub(crate) const CRONJOB_CONTROLLER: &str = "cronjob-controller";
+pub(crate) const STATEFULSET_CONTROLLER: &str = "statefulset-controller";
+pub(crate) const PERSISTENTVOLUME_CONTROLLER: &str = "persistentvolume-controller";
 
 /// The event source of the controller that makes Pods for a `kind`.
-pub fn pod_controller_source(kind: &str) -> &'static str {
+pub(crate) fn pod_controller_source(kind: &str) -> &'static str {
     match kind {
         "ReplicaSet" => "replicaset-controller",
         "ReplicationController" => "replication-controller",
@@ -57,22 +57,27 @@ pub fn pod_controller_source(kind: &str) -> &'static str {
         _ => CONTROLLER_MANAGER,
     }
 }
-pub const SCHEDULER: &str = "default-scheduler";
-pub const CONTROLLER_MANAGER: &str = crate::controllers::CONTROLLER_MANAGER;
+pub(crate) const SCHEDULER: &str = "default-scheduler";
+pub(crate) use crate::api::CONTROLLER_MANAGER;
 
-pub fn resource(app: &App, key: &str) -> ApiResult<Arc<Resource>> {
+/// The served resource for a storage key (`apps/deployments`).
+fn resource_for(app: &App, key: &str) -> Option<Arc<Resource>> {
+    app.registry.load().by_store_key(key)
+}
+
+pub(crate) fn resource(app: &App, key: &str) -> ApiResult<Arc<Resource>> {
     resource_for(app, key).ok_or_else(|| ApiError::internal(format!("{key} is not served")))
 }
 
 /// The stored object in its served form.
-pub fn get(app: &App, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+pub(crate) fn get(app: &App, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
     let res = resource_for(app, key)?;
     let stored = app.store.get(&res.store_key, ns, name)?;
     Some(res.from_storage(&stored))
 }
 
 /// Every object of `key` (in `ns` when given).
-pub fn list(app: &App, key: &str, ns: Option<&str>) -> Vec<Arc<Value>> {
+pub(crate) fn list(app: &App, key: &str, ns: Option<&str>) -> Vec<Arc<Value>> {
     let Some(res) = resource_for(app, key) else {
         return Vec::new();
     };
@@ -84,7 +89,7 @@ pub fn list(app: &App, key: &str, ns: Option<&str>) -> Vec<Arc<Value>> {
 }
 
 /// Creates an object as `manager`, calling the admission webhooks.
-pub async fn create_object(
+pub(crate) async fn create_object(
     app: &App,
     key: &str,
     ns: &str,
@@ -110,14 +115,14 @@ pub async fn create_object(
 /// kube-controller-manager does: `edit` changes the status as stored (it
 /// also sees the whole object); nothing is written when it leaves the
 /// status as it was, so a pass that changes nothing costs no write.
-pub async fn write_status(
+pub(crate) async fn write_status(
     app: &App,
     key: &str,
     ns: &str,
     name: &str,
     edit: impl Fn(&Value, &mut serde_json::Map<String, Value>),
 ) -> ApiResult<()> {
-    modify(
+    modify_with_admission(
         app,
         key,
         ns,
@@ -143,9 +148,11 @@ pub async fn write_status(
 }
 
 /// Rewrites an object (or its `status` when `sub` says so) with `edit`,
-/// retrying on races and calling the admission webhooks. `edit` returns
+/// retrying on races, through the admission chain (plugins, webhooks,
+/// policies) as a client's update; `controllers::modify_without_admission`
+/// is the same edit without it. `edit` returns
 /// false to leave the object alone; a missing object is no error.
-pub async fn modify(
+pub(crate) async fn modify_with_admission(
     app: &App,
     key: &str,
     ns: &str,
@@ -202,12 +209,12 @@ fn is_unchanged(e: &ApiError) -> bool {
 }
 
 /// Deletes an object as a controller does (background propagation).
-pub fn delete(app: &App, key: &str, ns: &str, name: &str, uid: &str) -> ApiResult<()> {
+pub(crate) fn delete(app: &App, key: &str, ns: &str, name: &str, uid: &str) -> ApiResult<()> {
     delete_with_grace(app, key, ns, name, uid, None)
 }
 
 /// Deletes an object at once (grace period 0), as the Pod GC does.
-pub fn force_delete(app: &App, key: &str, ns: &str, name: &str, uid: &str) -> ApiResult<()> {
+pub(crate) fn force_delete(app: &App, key: &str, ns: &str, name: &str, uid: &str) -> ApiResult<()> {
     delete_with_grace(app, key, ns, name, uid, Some(0))
 }
 
@@ -232,29 +239,27 @@ fn delete_with_grace(
     }
 }
 
-/// A reference to `obj` for an Event's `involvedObject`.
-pub fn reference(obj: &Value) -> Value {
-    let mut r = json!({
-        "apiVersion": obj.get("apiVersion").cloned().unwrap_or(Value::Null),
-        "kind": obj.get("kind").cloned().unwrap_or(Value::Null),
-        "name": meta::name(obj),
-        "uid": meta::uid(obj),
-        "resourceVersion": meta::resource_version(obj),
-    });
-    let ns = meta::namespace(obj);
-    if !ns.is_empty() {
-        r["namespace"] = json!(ns);
-    }
-    r
-}
-
 /// Records a Normal or Warning Event about `obj` from `component`.
-pub fn event(app: &App, component: &str, obj: &Value, kind: &str, reason: &str, message: &str) {
-    crate::controllers::events::record(app, component, reference(obj), kind, reason, message);
+pub(crate) fn event(
+    app: &App,
+    component: &str,
+    obj: &Value,
+    kind: &str,
+    reason: &str,
+    message: &str,
+) {
+    crate::controllers::event_recorder::record(
+        app,
+        component,
+        crate::controllers::event_recorder::reference(obj),
+        kind,
+        reason,
+        message,
+    );
 }
 
 /// An owner reference naming `owner` as the controller.
-pub fn controller_ref(owner: &Value) -> Value {
+pub(crate) fn controller_ref(owner: &Value) -> Value {
     json!({
         "apiVersion": owner.get("apiVersion").cloned().unwrap_or(Value::Null),
         "kind": owner.get("kind").cloned().unwrap_or(Value::Null),
@@ -266,7 +271,7 @@ pub fn controller_ref(owner: &Value) -> Value {
 }
 
 /// The uid of the object's controller, if it has one of `kind`.
-pub fn controller_uid<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
+pub(crate) fn controller_uid<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
     meta::owner_references(obj)
         .into_iter()
         .find(|r| {
@@ -277,7 +282,7 @@ pub fn controller_uid<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
 }
 
 /// The uid of the object's controller, whatever its kind.
-pub fn controller_uid_any(obj: &Value) -> Option<&str> {
+pub(crate) fn controller_uid_any(obj: &Value) -> Option<&str> {
     meta::owner_references(obj)
         .into_iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
@@ -285,7 +290,7 @@ pub fn controller_uid_any(obj: &Value) -> Option<&str> {
 }
 
 /// The name of the object's controller of `kind`.
-pub fn controller_name<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
+pub(crate) fn controller_name<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
     meta::owner_references(obj)
         .into_iter()
         .find(|r| {
@@ -296,14 +301,14 @@ pub fn controller_name<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
 }
 
 /// A string at `path`, empty when absent.
-pub fn str_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
+pub(crate) fn str_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
     meta::get_path(obj, path)
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// An integer at `path`.
-pub fn int_at(obj: &Value, path: &[&str]) -> Option<i64> {
+pub(crate) fn int_at(obj: &Value, path: &[&str]) -> Option<i64> {
     meta::get_path(obj, path).and_then(Value::as_i64)
 }
 
@@ -312,7 +317,11 @@ pub fn int_at(obj: &Value, path: &[&str]) -> Option<i64> {
 /// same. Returns whether anything changed. `probe_times` adds `lastProbeTime: null`
 /// as kubelet's Pod conditions carry it; `update_time` sets `lastUpdateTime`
 /// as Deployment conditions carry it when anything changes.
-pub fn set_condition(conditions: &mut Vec<Value>, cond: Value, style: ConditionStyle) -> bool {
+pub(crate) fn set_condition(
+    conditions: &mut Vec<Value>,
+    cond: Value,
+    style: ConditionStyle,
+) -> bool {
     let kind = cond
         .get("type")
         .and_then(Value::as_str)
@@ -344,7 +353,7 @@ pub fn set_condition(conditions: &mut Vec<Value>, cond: Value, style: ConditionS
 
 /// Which timestamps a kind's conditions carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConditionStyle {
+pub(crate) enum ConditionStyle {
     /// Pod conditions: `lastProbeTime: null`, `lastTransitionTime`.
     Pod,
     /// Deployment conditions: `lastUpdateTime`, `lastTransitionTime`.
@@ -389,7 +398,7 @@ fn build_condition(
 }
 
 /// The conditions array of `obj`'s status, as an owned list.
-pub fn conditions(obj: &Value) -> Vec<Value> {
+pub(crate) fn conditions(obj: &Value) -> Vec<Value> {
     meta::get_path(obj, &["status", "conditions"])
         .and_then(Value::as_array)
         .cloned()
@@ -397,7 +406,7 @@ pub fn conditions(obj: &Value) -> Vec<Value> {
 }
 
 /// The condition of `kind`, if any.
-pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
+pub(crate) fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
     meta::get_path(obj, &["status", "conditions"])
         .and_then(Value::as_array)?
         .iter()
@@ -405,7 +414,7 @@ pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
 }
 
 /// Whether condition `kind` has status `True`.
-pub fn condition_true(obj: &Value, kind: &str) -> bool {
+pub(crate) fn condition_true(obj: &Value, kind: &str) -> bool {
     condition(obj, kind)
         .and_then(|c| c.get("status"))
         .and_then(Value::as_str)

@@ -20,6 +20,7 @@ pub struct Simulation {
     /// volume binding, ...) are not part of the simulation: see
     /// [`crate::Config::controllers`].
     pub provisioner: bool,
+    /// How long the simulated steps take.
     pub timing: Timing,
 }
 
@@ -49,6 +50,7 @@ impl Simulation {
         }
     }
 
+    /// Whether nothing is simulated.
     pub fn is_off(&self) -> bool {
         self.nodes.is_empty() && !self.scheduler && !self.kubelet && !self.provisioner
     }
@@ -150,12 +152,17 @@ impl Default for Timing {
 /// One simulated Node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeSpec {
+    /// The Node's name.
     pub name: String,
+    /// The Node's taints.
     pub taints: Vec<Taint>,
     /// `false`: the kubelet reports NotReady (and the Node is tainted `node.kubernetes.io/not-ready`).
     pub ready: bool,
+    /// The CPU capacity (a quantity, e.g. `8`).
     pub cpu: String,
+    /// The memory capacity (a quantity, e.g. `32Gi`).
     pub memory: String,
+    /// How many Pods the Node takes.
     pub pods: u32,
 }
 
@@ -178,8 +185,11 @@ impl NodeSpec {
 /// A Node taint (`key[=value]:effect`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Taint {
+    /// The taint's key.
     pub key: String,
+    /// The taint's value (may be empty).
     pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
     pub effect: String,
 }
 
@@ -224,7 +234,9 @@ impl fmt::Display for Taint {
 /// `NODE=KEY[=VALUE]:EFFECT`: a taint on one simulated Node (`--node-taint`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeTaint {
+    /// The simulated Node's name.
     pub node: String,
+    /// The taint to add.
     pub taint: Taint,
 }
 

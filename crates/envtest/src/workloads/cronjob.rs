@@ -26,21 +26,21 @@ use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, CRONJOBS, JOBS};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
-pub const SCHEDULED_TIMESTAMP: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
+pub(crate) const SCHEDULED_TIMESTAMP: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
 
 /// A schedule and the zone it is read in.
-pub struct Schedule {
+pub(crate) struct Schedule {
     cron: Cron,
     zone: TimeZone,
 }
 
 /// Parses `spec.schedule` in `spec.timeZone` (a `TZ=` / `CRON_TZ=` prefix
 /// also names a zone); the error is what the controller's event says.
-pub fn schedule(cj: &Value) -> Result<Schedule, (&'static str, String)> {
+pub(crate) fn schedule(cj: &Value) -> Result<Schedule, (&'static str, String)> {
     let mut text = client::str_at(cj, &["spec", "schedule"]).trim().to_string();
     let mut zone_name = client::str_at(cj, &["spec", "timeZone"]).to_string();
     for prefix in ["TZ=", "CRON_TZ="] {
@@ -78,7 +78,7 @@ pub fn schedule(cj: &Value) -> Result<Schedule, (&'static str, String)> {
 
 impl Schedule {
     /// The first time after `t`.
-    pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
+    pub(crate) fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
         let zoned = t.to_zoned(self.zone.clone());
         self.cron
             .find_next_occurrence(&zoned, false)
@@ -110,7 +110,11 @@ fn time_at(obj: &Value, path: &[&str]) -> Option<Timestamp> {
 }
 
 /// The most recent scheduled time not yet run, in (earliest, now].
-pub fn most_recent_missed(cj: &Value, sched: &Schedule, now: Timestamp) -> Option<Timestamp> {
+pub(crate) fn most_recent_missed(
+    cj: &Value,
+    sched: &Schedule,
+    now: Timestamp,
+) -> Option<Timestamp> {
     let mut earliest = time_at(cj, &["status", "lastScheduleTime"])
         .or_else(|| time_at(cj, &["metadata", "creationTimestamp"]))
         .unwrap_or(now);
@@ -128,7 +132,7 @@ pub fn most_recent_missed(cj: &Value, sched: &Schedule, now: Timestamp) -> Optio
 }
 
 /// The Job name for a scheduled time (`getJobName`).
-pub fn job_name(cj: &Value, scheduled: Timestamp) -> String {
+pub(crate) fn job_name(cj: &Value, scheduled: Timestamp) -> String {
     format!(
         "{}-{}",
         meta::name(cj),
@@ -160,7 +164,7 @@ fn job_reference(job: &Value) -> Value {
 
 /// What to do at this look, from the CronJob, its unfinished Jobs and now.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Nothing to run now.
     Wait,
     /// The time passed its starting deadline (the event's message).
@@ -171,7 +175,7 @@ pub enum Decision {
     Run { at: Timestamp, replace: bool },
 }
 
-pub fn decide(cj: &Value, sched: &Schedule, running: usize, now: Timestamp) -> Decision {
+pub(crate) fn decide(cj: &Value, sched: &Schedule, running: usize, now: Timestamp) -> Decision {
     if meta::get_path(cj, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true) {
         return Decision::Wait;
     }
@@ -199,7 +203,7 @@ pub fn decide(cj: &Value, sched: &Schedule, running: usize, now: Timestamp) -> D
     }
 }
 
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     app: &App,
     ns: &str,
     name: &str,

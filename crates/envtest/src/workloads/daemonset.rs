@@ -17,8 +17,8 @@ use serde_json::{Map, Value, json};
 use super::client::{self, DAEMONSETS, NODES, PODS};
 use super::revisions;
 use super::scheduler::{UNSCHEDULABLE_TAINT, selects, tolerated};
-use super::{ownership, pods};
-use crate::api::App;
+use super::{owned_pods, ownership};
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -130,7 +130,7 @@ fn max_unavailable(ds: &Value, desired: i64) -> i64 {
     n.max(1)
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(ds) = client::get(app, DAEMONSETS, ns, name) else {
         return Ok(None);
     };
@@ -167,7 +167,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
             .get(&node_name)
             .into_iter()
             .flatten()
-            .filter(|p| pods::is_active(p))
+            .filter(|p| owned_pods::is_active(p))
             .collect();
         if wanted {
             runs_on.insert(node_name);
@@ -184,10 +184,10 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         if revision_of(pod) == hash {
             updated += 1;
         }
-        if pods::is_ready(pod) {
+        if owned_pods::is_ready(pod) {
             ready += 1;
         }
-        match pods::available_in(pod, min_ready) {
+        match owned_pods::available_in(pod, min_ready) {
             None => available += 1,
             Some(d) if d != Duration::MAX => recheck = Some(recheck.map_or(d, |r| r.min(d))),
             Some(_) => {}
@@ -210,15 +210,15 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     // Pods where none should run go; finished and surplus ones too.
     let mut missing: Vec<String> = Vec::new();
     for (node, list) in &by_node {
-        let active: Vec<&Arc<Value>> = list.iter().filter(|p| pods::is_active(p)).collect();
+        let active: Vec<&Arc<Value>> = list.iter().filter(|p| owned_pods::is_active(p)).collect();
         for pod in list {
-            if matches!(pods::phase(pod), "Failed" | "Succeeded") && !meta::is_deleting(pod) {
-                pods::delete(app, &ds, pod)?;
+            if matches!(owned_pods::phase(pod), "Failed" | "Succeeded") && !meta::is_deleting(pod) {
+                owned_pods::delete(app, &ds, pod)?;
             }
         }
         if !runs_on.contains(node) {
             for pod in &active {
-                pods::delete(app, &ds, pod)?;
+                owned_pods::delete(app, &ds, pod)?;
             }
         } else if active.len() > 1 {
             let mut extra: Vec<Arc<Value>> = active.iter().map(|p| (*p).clone()).collect();
@@ -226,14 +226,15 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
                 meta::meta_str(a, "creationTimestamp").cmp(meta::meta_str(b, "creationTimestamp"))
             });
             for pod in &extra[1..] {
-                pods::delete(app, &ds, pod)?;
+                owned_pods::delete(app, &ds, pod)?;
             }
         }
     }
     for node in &runs_on {
-        let busy = by_node
-            .get(node)
-            .is_some_and(|l| l.iter().any(|p| pods::is_active(p) || meta::is_deleting(p)));
+        let busy = by_node.get(node).is_some_and(|l| {
+            l.iter()
+                .any(|p| owned_pods::is_active(p) || meta::is_deleting(p))
+        });
         if !busy {
             missing.push(node.clone());
         }
@@ -250,17 +251,17 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         for node in &runs_on {
             let Some(pod) = by_node
                 .get(node)
-                .and_then(|l| l.iter().find(|p| pods::is_active(p)))
+                .and_then(|l| l.iter().find(|p| owned_pods::is_active(p)))
             else {
                 continue;
             };
             if revision_of(pod) == hash {
                 continue;
             }
-            if pods::available_in(pod, min_ready).is_some() {
-                pods::delete(app, &ds, pod)?;
+            if owned_pods::available_in(pod, min_ready).is_some() {
+                owned_pods::delete(app, &ds, pod)?;
             } else if unavailable < budget {
-                pods::delete(app, &ds, pod)?;
+                owned_pods::delete(app, &ds, pod)?;
                 unavailable += 1;
             }
         }
@@ -288,7 +289,7 @@ async fn create_pod(
         GENERATION_LABEL.into(),
         json!(meta::generation(ds).to_string()),
     );
-    let mut pod = pods::from_template(ds, template, &labels, &Map::new());
+    let mut pod = owned_pods::from_template(ds, template, &labels, &Map::new());
     meta::set_path(
         &mut pod,
         &["metadata", "generateName"],
@@ -300,7 +301,7 @@ async fn create_pod(
         &["spec", "tolerations"],
         json!(tolerations(template)),
     );
-    pods::create(app, ds, pod, |name| format!("Created pod: {name}")).await?;
+    owned_pods::create(app, ds, pod, |name| format!("Created pod: {name}")).await?;
     Ok(())
 }
 
@@ -321,10 +322,10 @@ async fn write_status(app: &App, ds: &Value, counts: [(&str, i64); 6]) -> ApiRes
             ) {
                 status.insert(field.into(), json!(value));
             } else {
-                pods::set_count(status, field, value);
+                owned_pods::set_count(status, field, value);
             }
         }
-        pods::set_count(status, "numberUnavailable", (desired - available).max(0));
+        owned_pods::set_count(status, "numberUnavailable", (desired - available).max(0));
         status.insert("observedGeneration".into(), json!(generation));
     })
     .await

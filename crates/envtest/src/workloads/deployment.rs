@@ -15,32 +15,15 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ConditionStyle, DEPLOYMENTS, REPLICASETS};
-use super::{ownership, pods};
-use crate::api::App;
+use super::{owned_pods, ownership, template_hash};
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
-pub const HASH_LABEL: &str = "pod-template-hash";
-pub const REVISION: &str = "deployment.kubernetes.io/revision";
+pub(crate) const HASH_LABEL: &str = "pod-template-hash";
+pub(crate) const REVISION: &str = "deployment.kubernetes.io/revision";
 const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
 const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
-
-/// A hash of the same form as the pod-template-hash, for templates
-/// [`super::template_hash`] cannot print as Go (FNV-32a of the JSON).
-pub fn template_hash(template: &Value, collisions: i64) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    let mut feed = |bytes: &[u8]| {
-        for b in bytes {
-            hash ^= u32::from(*b);
-            hash = hash.wrapping_mul(0x0100_0193);
-        }
-    };
-    feed(template.to_string().as_bytes());
-    if collisions > 0 {
-        feed(collisions.to_string().as_bytes());
-    }
-    super::template_hash::safe_encode(hash)
-}
 
 fn replicas(obj: &Value) -> i64 {
     client::int_at(obj, &["spec", "replicas"]).unwrap_or(1)
@@ -137,7 +120,7 @@ fn replica_sets(app: &App, d: &Value) -> Sets {
     Sets { new, old }
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(d) = client::get(app, DEPLOYMENTS, ns, name) else {
         return Ok(None);
     };
@@ -165,7 +148,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
             Some(rs) if revision(rs) <= max_old_revision => {
                 // A rollback to an older template makes its ReplicaSet the newest revision.
                 let next = (max_old_revision + 1).to_string();
-                client::modify(
+                client::modify_with_admission(
                     app,
                     REPLICASETS,
                     ns,
@@ -208,8 +191,8 @@ async fn create_new(
         .unwrap_or_default();
     // kube-controller-manager's hash where the template prints as Go's
     // struct would; otherwise one of the same form.
-    let hash = super::template_hash::pod_template_hash(&template, collision_count)
-        .unwrap_or_else(|| template_hash(&template, collisions));
+    let hash = template_hash::pod_template_hash(&template, collision_count)
+        .unwrap_or_else(|| template_hash::json_template_hash(&template, collisions));
     let name = format!("{}-{hash}", meta::name(d));
     let mut rs_template = template.clone();
     meta::set_path(
@@ -278,7 +261,7 @@ async fn create_new(
         }
         Err(e) if e.code == 409 => {
             // A ReplicaSet of that name with another template: count the collision and try again.
-            client::modify(
+            client::modify_with_admission(
                 app,
                 DEPLOYMENTS,
                 meta::namespace(d),
@@ -327,7 +310,7 @@ async fn scale(app: &App, d: &Value, rs: &Value, to: i64) -> ApiResult<()> {
     if from == to && annotated(rs, DESIRED, &desired) && annotated(rs, MAX_REPLICAS, &max) {
         return Ok(());
     }
-    client::modify(
+    client::modify_with_admission(
         app,
         REPLICASETS,
         meta::namespace(rs),
@@ -353,7 +336,7 @@ async fn recreate(app: &App, d: &Value, new: &Value, old: &[Arc<Value>]) -> ApiR
         if replicas(rs) > 0 {
             scale(app, d, rs, 0).await?;
         }
-        old_running |= !pods::owned(app, meta::namespace(rs), meta::uid(rs)).is_empty();
+        old_running |= !owned_pods::owned(app, meta::namespace(rs), meta::uid(rs)).is_empty();
     }
     if !old_running {
         scale(app, d, new, replicas(d)).await?;
@@ -537,7 +520,7 @@ async fn write_status(
     // The revision annotation goes with the status, through `/status` (as
     // kube-controller-manager writes it: no new generation).
     let rev = revision_of_new.filter(|r| *r > 0).map(|r| r.to_string());
-    client::modify(
+    client::modify_with_admission(
         app,
         DEPLOYMENTS,
         ns,
@@ -561,11 +544,11 @@ async fn write_status(
                 .unwrap_or_default();
             let before = status.clone();
             status.insert("observedGeneration".into(), json!(generation));
-            pods::set_count(&mut status, "replicas", observed);
-            pods::set_count(&mut status, "updatedReplicas", updated);
-            pods::set_count(&mut status, "readyReplicas", ready);
-            pods::set_count(&mut status, "availableReplicas", available);
-            pods::set_count(
+            owned_pods::set_count(&mut status, "replicas", observed);
+            owned_pods::set_count(&mut status, "updatedReplicas", updated);
+            owned_pods::set_count(&mut status, "readyReplicas", ready);
+            owned_pods::set_count(&mut status, "availableReplicas", available);
+            owned_pods::set_count(
                 &mut status,
                 "unavailableReplicas",
                 (total_spec - available).max(0),
@@ -608,21 +591,6 @@ fn older_than(cond: &Value, seconds: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hashes_use_the_safe_alphabet_and_change_with_the_template() {
-        let a = template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 0);
-        let b = template_hash(&json!({"spec": {"containers": [{"image": "nginx:2"}]}}), 0);
-        assert_ne!(a, b);
-        assert!(
-            a.bytes()
-                .all(|c| super::super::template_hash::SAFE_ALPHABET.contains(&c))
-        );
-        assert_ne!(
-            a,
-            template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 1)
-        );
-    }
 
     #[test]
     fn surge_rounds_up_and_unavailable_rounds_down() {

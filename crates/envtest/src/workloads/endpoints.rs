@@ -11,17 +11,17 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ENDPOINTS, PODS, SERVICES};
-use super::pods;
-use crate::api::App;
+use super::owned_pods;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
 /// When the controller last changed the endpoints (RFC 3339, nanoseconds).
-pub const TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
-pub const HEADLESS: &str = "service.kubernetes.io/headless";
+pub(crate) const TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+pub(crate) const HEADLESS: &str = "service.kubernetes.io/headless";
 
 /// A Pod behind a Service.
-pub struct Backend {
+pub(crate) struct Backend {
     pub pod: Arc<Value>,
     pub ip: String,
     /// Ready, or the Service publishes not-ready addresses.
@@ -32,13 +32,13 @@ pub struct Backend {
 }
 
 /// The Service's selector; `None` when it has none (its endpoints are not managed).
-pub fn selector(svc: &Value) -> Option<&Map<String, Value>> {
+pub(crate) fn selector(svc: &Value) -> Option<&Map<String, Value>> {
     meta::get_path(svc, &["spec", "selector"])
         .and_then(Value::as_object)
         .filter(|s| !s.is_empty())
 }
 
-pub fn is_headless(svc: &Value) -> bool {
+pub(crate) fn is_headless(svc: &Value) -> bool {
     client::str_at(svc, &["spec", "clusterIP"]) == "None"
 }
 
@@ -108,7 +108,7 @@ fn ports_for(svc: &Value, pod: &Value) -> Vec<Value> {
 
 /// The Pods behind `svc` (`ShouldPodBeInEndpoints`): selected, with an
 /// address, not finished; terminating ones only when `with_terminating`.
-pub fn backends(app: &App, svc: &Value, with_terminating: bool) -> Vec<Backend> {
+pub(crate) fn backends(app: &App, svc: &Value, with_terminating: bool) -> Vec<Backend> {
     let Some(sel) = selector(svc) else {
         return Vec::new();
     };
@@ -120,12 +120,12 @@ pub fn backends(app: &App, svc: &Value, with_terminating: bool) -> Vec<Backend> 
             sel.iter()
                 .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
         })
-        .filter(|p| !matches!(pods::phase(p), "Succeeded" | "Failed"))
+        .filter(|p| !matches!(owned_pods::phase(p), "Succeeded" | "Failed"))
         .filter(|p| !client::str_at(p, &["status", "podIP"]).is_empty())
         .filter(|p| with_terminating || publish || !meta::is_deleting(p))
         .map(|pod| Backend {
             ip: client::str_at(&pod, &["status", "podIP"]).to_string(),
-            serving: publish || pods::is_ready(&pod),
+            serving: publish || owned_pods::is_ready(&pod),
             terminating: meta::is_deleting(&pod),
             ports: ports_for(svc, &pod),
             pod,
@@ -136,7 +136,7 @@ pub fn backends(app: &App, svc: &Value, with_terminating: bool) -> Vec<Backend> 
 }
 
 /// A reference to a Pod as endpoints carry it.
-pub fn target_ref(pod: &Value) -> Value {
+pub(crate) fn target_ref(pod: &Value) -> Value {
     json!({
         "kind": "Pod",
         "namespace": meta::namespace(pod),
@@ -146,14 +146,14 @@ pub fn target_ref(pod: &Value) -> Value {
 }
 
 /// The Pod's hostname when the Service is its subdomain (`ShouldSetHostname`).
-pub fn hostname(pod: &Value, svc: &Value) -> Option<String> {
+pub(crate) fn hostname(pod: &Value, svc: &Value) -> Option<String> {
     let host = client::str_at(pod, &["spec", "hostname"]);
     (!host.is_empty() && client::str_at(pod, &["spec", "subdomain"]) == meta::name(svc))
         .then(|| host.to_string())
 }
 
 /// The labels endpoints of `svc` carry: the Service's, plus the headless marker.
-pub fn service_labels(svc: &Value) -> Map<String, Value> {
+pub(crate) fn service_labels(svc: &Value) -> Map<String, Value> {
     let mut labels = meta::labels(svc).cloned().unwrap_or_default();
     if is_headless(svc) {
         labels.insert(HEADLESS.into(), json!(""));
@@ -164,7 +164,7 @@ pub fn service_labels(svc: &Value) -> Map<String, Value> {
 }
 
 /// Now as the trigger-time annotation carries it.
-pub fn trigger_time() -> String {
+pub(crate) fn trigger_time() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
 }
 
@@ -222,7 +222,7 @@ fn subsets(svc: &Value, backends: &[Backend]) -> Vec<Value> {
 }
 
 /// Keeps the Endpoints of Service `ns/name` in step with its Pods.
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<()> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<()> {
     let Some(svc) = client::get(app, SERVICES, ns, name) else {
         // The Service went: so do the Endpoints this controller wrote for it.
         if let Some(ep) = client::get(app, ENDPOINTS, ns, name)
@@ -265,7 +265,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<()> {
     {
         return Ok(());
     }
-    client::modify(app, ENDPOINTS, ns, name, None, CONTROLLER_MANAGER, |ep| {
+    client::modify_with_admission(app, ENDPOINTS, ns, name, None, CONTROLLER_MANAGER, |ep| {
         meta::set_path(ep, &["metadata", "labels"], json!(labels));
         meta::set_path(
             ep,

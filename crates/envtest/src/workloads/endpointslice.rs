@@ -13,16 +13,16 @@ use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ENDPOINTSLICES, NODES, SERVICES};
 use super::endpoints::{self, Backend, TRIGGER_TIME};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
-pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
-pub const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
-pub const CONTROLLER_NAME: &str = "endpointslice-controller.k8s.io";
+pub(crate) const SERVICE_NAME: &str = "kubernetes.io/service-name";
+pub(crate) const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
+pub(crate) const CONTROLLER_NAME: &str = "endpointslice-controller.k8s.io";
 
 /// Whether this controller manages the slice, and for which Service.
-pub fn managed_for(slice: &Value) -> Option<&str> {
+pub(crate) fn managed_for(slice: &Value) -> Option<&str> {
     let labels = meta::labels(slice)?;
     if labels.get(MANAGED_BY).and_then(Value::as_str) != Some(CONTROLLER_NAME) {
         return None;
@@ -112,7 +112,7 @@ fn labels_for(svc: &Value) -> Map<String, Value> {
 }
 
 /// Keeps the EndpointSlices of Service `ns/name` in step with its Pods.
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<()> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<()> {
     let svc = client::get(app, SERVICES, ns, name);
     let existing: Vec<Arc<Value>> = client::list(app, ENDPOINTSLICES, Some(ns))
         .into_iter()
@@ -193,7 +193,7 @@ async fn write(
         return Ok(());
     }
     let (ns, name) = (meta::namespace(slice), meta::name(slice));
-    client::modify(
+    client::modify_with_admission(
         app,
         ENDPOINTSLICES,
         ns,

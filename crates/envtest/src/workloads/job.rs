@@ -20,14 +20,14 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, ConditionStyle, JOBS, PODS};
-use super::{ownership, pods};
-use crate::api::App;
+use super::{owned_pods, ownership};
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
 const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 /// The finalizer every Job Pod is created with, until it is counted.
-pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
+pub(crate) const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 
 fn finished(job: &Value) -> bool {
     client::condition_true(job, "Complete") || client::condition_true(job, "Failed")
@@ -77,7 +77,8 @@ fn tracked(pod: &Value) -> bool {
 /// `isPodFailed` under the default `podReplacementPolicy`
 /// (`TerminatingOrFailed`): failed, or deleted before it succeeded.
 fn considered_failed(pod: &Value) -> bool {
-    pods::phase(pod) == "Failed" || (meta::is_deleting(pod) && pods::phase(pod) != "Succeeded")
+    owned_pods::phase(pod) == "Failed"
+        || (meta::is_deleting(pod) && owned_pods::phase(pod) != "Succeeded")
 }
 
 /// `1,3-5` back to its indexes.
@@ -95,7 +96,7 @@ fn parse_ranges(text: &str) -> BTreeSet<i64> {
 /// Removes the tracking finalizer, as the Job controller patches it away.
 async fn release(app: &App, pod: &Value) -> ApiResult<()> {
     let uid = meta::uid(pod).to_string();
-    client::modify(
+    client::modify_with_admission(
         app,
         PODS,
         meta::namespace(pod),
@@ -135,7 +136,7 @@ async fn release_orphans(app: &App, ns: &str, name: &str, live_uid: Option<&str>
     Ok(())
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(job) = client::get(app, JOBS, ns, name) else {
         release_orphans(app, ns, name, None).await?;
         return Ok(None);
@@ -157,10 +158,10 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     }
     let active: Vec<_> = owned
         .iter()
-        .filter(|p| pods::is_active(p))
+        .filter(|p| owned_pods::is_active(p))
         .cloned()
         .collect();
-    let ready = active.iter().filter(|p| pods::is_ready(p)).count() as i64;
+    let ready = active.iter().filter(|p| owned_pods::is_ready(p)).count() as i64;
 
     let indexed = client::str_at(&job, &["spec", "completionMode"]) == "Indexed";
     let completions = client::int_at(&job, &["spec", "completions"]);
@@ -191,7 +192,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     let mut done_indexes = parse_ranges(client::str_at(&job, &["status", "completedIndexes"]));
     let newly_succeeded: Vec<&Arc<Value>> = owned
         .iter()
-        .filter(|p| tracked(p) && pods::phase(p) == "Succeeded")
+        .filter(|p| tracked(p) && owned_pods::phase(p) == "Succeeded")
         .filter(|p| !uncounted_failed.iter().any(|u| u == meta::uid(p)))
         .collect();
     if indexed {
@@ -276,7 +277,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     if !finished(&job) {
         if finishing || suspended {
             for pod in &active {
-                pods::delete(app, &job, pod)?;
+                owned_pods::delete(app, &job, pod)?;
                 deleted_active += 1;
             }
         } else {
@@ -295,9 +296,9 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
                 }
             } else if active.len() > want {
                 let mut extra = active.clone();
-                pods::deletion_order(&mut extra);
+                owned_pods::deletion_order(&mut extra);
                 for pod in &extra[..active.len() - want] {
-                    pods::delete(app, &job, pod)?;
+                    owned_pods::delete(app, &job, pod)?;
                 }
             }
             if let Some(left) = deadline_passed {
@@ -308,7 +309,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     // Pods deleted just now stop being active but are not gone yet.
     let terminating = owned
         .iter()
-        .filter(|p| meta::is_deleting(p) && !matches!(pods::phase(p), "Succeeded" | "Failed"))
+        .filter(|p| meta::is_deleting(p) && !matches!(owned_pods::phase(p), "Succeeded" | "Failed"))
         .count() as i64
         + deleted_active;
     let still_active = if finishing || suspended {
@@ -344,9 +345,9 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
             if !suspended && !status.contains_key("startTime") {
                 status.insert("startTime".into(), json!(now));
             }
-            pods::set_count(&mut status, "active", still_active);
-            pods::set_count(&mut status, "succeeded", counted.0);
-            pods::set_count(&mut status, "failed", counted.1);
+            owned_pods::set_count(&mut status, "active", still_active);
+            owned_pods::set_count(&mut status, "succeeded", counted.0);
+            owned_pods::set_count(&mut status, "failed", counted.1);
             status.insert("ready".into(), json!(if finishing { 0 } else { ready }));
             status.insert("terminating".into(), json!(terminating));
             let mut unc = Map::new();
@@ -407,7 +408,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
         }
     };
     let counted = (counted_succeeded, counted_failed);
-    client::modify(
+    client::modify_with_admission(
         app,
         JOBS,
         ns,
@@ -426,7 +427,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     // The finalizers of finished, deleted or (the Job finishing) all Pods go.
     let mut released = BTreeSet::new();
     for pod in owned.iter().filter(|p| tracked(p)) {
-        let done = matches!(pods::phase(pod), "Succeeded" | "Failed");
+        let done = matches!(owned_pods::phase(pod), "Succeeded" | "Failed");
         if finishing || finished(&job) || done || considered_failed(pod) {
             release(app, pod).await?;
             released.insert(meta::uid(pod).to_string());
@@ -443,15 +444,15 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     uncounted_succeeded.retain(|u| !is_released(u));
     uncounted_failed.retain(|u| !is_released(u));
     let counted = (counted_succeeded + moved_s, counted_failed + moved_f);
-    let still_terminating = pods::owned(app, ns, meta::uid(&job))
+    let still_terminating = owned_pods::owned(app, ns, meta::uid(&job))
         .iter()
-        .filter(|p| meta::is_deleting(p) && !matches!(pods::phase(p), "Succeeded" | "Failed"))
+        .filter(|p| meta::is_deleting(p) && !matches!(owned_pods::phase(p), "Succeeded" | "Failed"))
         .count();
     let terminal = finishing
         && uncounted_succeeded.is_empty()
         && uncounted_failed.is_empty()
         && still_terminating == 0;
-    client::modify(
+    client::modify_with_admission(
         app,
         JOBS,
         ns,
@@ -526,7 +527,7 @@ async fn create_pod(app: &App, job: &Value, index: Option<i64>) -> ApiResult<()>
             }
         }
     }
-    let mut pod = pods::from_template(job, &template, &labels, &annotations);
+    let mut pod = owned_pods::from_template(job, &template, &labels, &annotations);
     meta::set_path(
         &mut pod,
         &["metadata", "generateName"],
@@ -544,7 +545,7 @@ async fn create_pod(app: &App, job: &Value, index: Option<i64>) -> ApiResult<()>
         &["metadata", "finalizers"],
         Value::Array(finalizers),
     );
-    pods::create(app, job, pod, |name| format!("Created pod: {name}")).await?;
+    owned_pods::create(app, job, pod, |name| format!("Created pod: {name}")).await?;
     Ok(())
 }
 

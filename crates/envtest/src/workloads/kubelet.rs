@@ -23,14 +23,14 @@ use super::client::{self, ConditionStyle};
 use super::config::Timing;
 use crate::meta;
 
-pub const PULL_ERROR_PATTERN: &str = "envtest-image-pull-error";
-pub const CRASHLOOP_PATTERN: &str = "envtest-crashloop";
+pub(crate) const PULL_ERROR_PATTERN: &str = "envtest-image-pull-error";
+pub(crate) const CRASHLOOP_PATTERN: &str = "envtest-crashloop";
 /// Crash-loop back-off doubles from `Timing::run` up to this many times.
 const MAX_BACKOFF_DOUBLINGS: u32 = 6;
 
 /// What the kubelet does next with a Pod.
 #[derive(Debug)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Write this status (and record these events: type, reason, message).
     Write {
         status: Value,
@@ -45,7 +45,7 @@ pub enum Plan {
 }
 
 /// The Node-side facts a Pod's status needs.
-pub struct Site<'a> {
+pub(crate) struct Site<'a> {
     pub host_ip: &'a str,
     /// The Pod's IP if it gets one now.
     pub pod_ip: &'a str,
@@ -53,7 +53,7 @@ pub struct Site<'a> {
 
 /// The image reference as a container runtime reports it
 /// (`nginx` → `docker.io/library/nginx:latest`).
-pub fn normalize_image(image: &str) -> String {
+pub(crate) fn normalize_image(image: &str) -> String {
     let (first, _) = image.split_once('/').unwrap_or(("", image));
     let mut full = if !image.contains('/') {
         format!("docker.io/library/{image}")
@@ -351,7 +351,7 @@ fn find_status<'a>(list: &'a [Value], name: &str) -> Option<&'a Value> {
 
 /// Plans the kubelet's next step for a Pod bound to its Node, `elapsed`
 /// after its last write to the Pod.
-pub fn plan(pod: &Value, timing: &Timing, elapsed: Duration, site: &Site<'_>) -> Plan {
+pub(crate) fn plan(pod: &Value, timing: &Timing, elapsed: Duration, site: &Site<'_>) -> Plan {
     if meta::is_deleting(pod) {
         let grace = meta::metadata(pod)
             .and_then(|m| m.get("deletionGracePeriodSeconds"))
@@ -489,7 +489,7 @@ fn unfinished(list: &[Value], statuses: &[Value], done: impl Fn(&Value) -> bool)
 /// The status a kubelet posts again for a Pod it runs whose Ready
 /// condition disagrees with its containers (the node lifecycle controller
 /// marked it not Ready while the Node was not Ready); `None` when they agree.
-pub fn restated(pod: &Value) -> Option<Value> {
+pub(crate) fn restated(pod: &Value) -> Option<Value> {
     if meta::is_deleting(pod) || client::str_at(pod, &["status", "podIP"]).is_empty() {
         return None;
     }

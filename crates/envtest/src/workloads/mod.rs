@@ -14,27 +14,27 @@
 //! through (defaults, admission webhooks, validation, watches). Timed steps
 //! (a container starting, becoming ready, exiting) are queued for later.
 
-pub mod autoscaler;
-pub mod client;
-pub mod config;
-pub mod cronjob;
-pub mod daemonset;
-pub mod deployment;
-pub mod endpoints;
-pub mod endpointslice;
-pub mod job;
-pub mod kubelet;
-pub mod node_lifecycle;
-pub mod nodes;
-pub mod ownership;
-pub mod pods;
-pub mod replicaset;
-pub mod revisions;
-pub mod scheduler;
-pub mod statefulset;
-pub mod template_hash;
-pub mod ttl_after_finished;
-pub mod volumes;
+pub(crate) mod autoscaler;
+pub(crate) mod client;
+pub(crate) mod config;
+pub(crate) mod cronjob;
+pub(crate) mod daemonset;
+pub(crate) mod deployment;
+pub(crate) mod endpoints;
+pub(crate) mod endpointslice;
+pub(crate) mod job;
+pub(crate) mod kubelet;
+pub(crate) mod node_lifecycle;
+pub(crate) mod owned_pods;
+pub(crate) mod ownership;
+pub(crate) mod replicaset;
+pub(crate) mod revisions;
+pub(crate) mod scheduler;
+pub(crate) mod simulated_nodes;
+pub(crate) mod statefulset;
+pub(crate) mod template_hash;
+pub(crate) mod ttl_after_finished;
+pub(crate) mod volume_binding;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -47,8 +47,8 @@ use tokio::time::Instant;
 
 pub use config::{NodeSpec, NodeTaint, Simulation, Taint, Timing};
 
-use crate::api::App;
-use crate::controllers::selection::Controller;
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::meta;
 use crate::store::{Event, WatchFilter, WatcherTx};
 use client::{
@@ -147,7 +147,10 @@ const WORKLOAD_CONTROLLERS: [Controller; 15] = [
 
 /// Registers the simulated Nodes, then starts the simulation and the
 /// workload controllers. `None` when nothing of it runs.
-pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<JoinHandle<()>>> {
+pub(crate) async fn start(
+    app: Arc<App>,
+    sim: Simulation,
+) -> anyhow::Result<Option<JoinHandle<()>>> {
     if sim.is_off()
         && !WORKLOAD_CONTROLLERS
             .iter()
@@ -165,11 +168,11 @@ pub async fn start(app: Arc<App>, sim: Simulation) -> anyhow::Result<Option<Join
     if sub.is_err() {
         anyhow::bail!("the workload simulation cannot follow the store");
     }
-    nodes::register_all(&app, &sim.nodes)
+    simulated_nodes::register_all(&app, &sim.nodes)
         .await
         .map_err(|e| anyhow::anyhow!("registering the simulated nodes: {}", e.message))?;
     if sim.provisioner {
-        volumes::ensure_default_class(&app)
+        volume_binding::ensure_default_class(&app)
             .await
             .map_err(|e| anyhow::anyhow!("creating the default StorageClass: {}", e.message))?;
     }
@@ -378,7 +381,7 @@ impl Engine {
                         .insert(Key::StatefulSet(ns.clone(), set.to_string()));
                 }
                 if on(Controller::PersistentVolumeBinder) {
-                    for claim in volumes::claims_of(obj) {
+                    for claim in volume_binding::claims_of(obj) {
                         self.due.insert(Key::Claim(ns.clone(), claim));
                     }
                 }
@@ -407,7 +410,7 @@ impl Engine {
                 // Pods mounting the claim start once it is bound.
                 if self.sim.kubelet {
                     for pod in client::list(&self.app, PODS, Some(&ns)) {
-                        if volumes::claims_of(&pod).contains(&name) {
+                        if volume_binding::claims_of(&pod).contains(&name) {
                             let pod_name = meta::name(&pod).to_string();
                             self.due.insert(Key::Pod(ns.clone(), pod_name));
                         }
@@ -539,7 +542,7 @@ impl Engine {
                     retry(slices.and(endpoints).map(|()| None), "endpoint controllers")
                 }
                 Key::Claim(ns, name) if self.on(Controller::PersistentVolumeBinder) => retry(
-                    volumes::reconcile_claim(
+                    volume_binding::reconcile_claim(
                         &self.app,
                         ns,
                         name,
@@ -552,7 +555,7 @@ impl Engine {
                 ),
                 Key::Claim(..) => None,
                 Key::Volume(name) if self.on(Controller::PersistentVolumeBinder) => retry(
-                    volumes::reconcile_volume(&self.app, name)
+                    volume_binding::reconcile_volume(&self.app, name)
                         .await
                         .map(|()| None),
                     "persistentvolume controller",
@@ -570,7 +573,7 @@ impl Engine {
                 ),
                 Key::Orphans => None,
                 Key::Heartbeat => {
-                    nodes::heartbeat(&self.app).await;
+                    simulated_nodes::heartbeat(&self.app).await;
                     Some(self.sim.timing.lease_renew)
                 }
             };
@@ -585,7 +588,7 @@ impl Engine {
     async fn node(&mut self, name: &str) -> Option<Duration> {
         let node = client::get(&self.app, NODES, "", name)?;
         let mut next = None;
-        if self.sim.kubelet && nodes::is_simulated(&node) {
+        if self.sim.kubelet && simulated_nodes::is_simulated(&node) {
             let health = node_lifecycle::kubelet_health(
                 &self.app,
                 &node,
@@ -615,14 +618,14 @@ impl Engine {
             return None;
         }
         let node = client::get(&self.app, NODES, "", node_name)?;
-        if !nodes::is_simulated(&node) {
+        if !simulated_nodes::is_simulated(&node) {
             return None;
         }
         // A stopped kubelet does nothing; one that is not ready starts
         // nothing, but still stops the Pods deleted.
-        match nodes::kubelet_mode(&node) {
-            nodes::KubeletMode::Stopped => return None,
-            nodes::KubeletMode::NotReady if !meta::is_deleting(&pod) => return None,
+        match simulated_nodes::kubelet_mode(&node) {
+            simulated_nodes::KubeletMode::Stopped => return None,
+            simulated_nodes::KubeletMode::NotReady if !meta::is_deleting(&pod) => return None,
             _ => {}
         }
         if self.waits_for_volumes(&pod) {
@@ -631,7 +634,7 @@ impl Engine {
         let uid = meta::uid(&pod).to_string();
         let now = Instant::now();
         let since = *self.kubelet_clock.entry(uid.clone()).or_insert(now);
-        let (host_ip, cidr) = nodes::addresses(&node);
+        let (host_ip, cidr) = simulated_nodes::addresses(&node);
         let counter = self.next_ip.entry(node_name.to_string()).or_insert(0);
         let ip_index = *counter;
         let pod_ip = pod_address(&cidr, ip_index);
@@ -661,7 +664,7 @@ impl Engine {
                     *counter += 1;
                 }
                 let expected_uid = uid.clone();
-                let written = client::modify(
+                let written = client::modify_with_admission(
                     &self.app,
                     PODS,
                     ns,
@@ -679,11 +682,11 @@ impl Engine {
                 .await;
                 report(written, "kubelet");
                 for (kind, reason, message) in events {
-                    crate::controllers::events::record_from_host(
+                    crate::controllers::event_recorder::record_from_host(
                         &self.app,
                         client::KUBELET,
                         node_name,
-                        client::reference(&pod),
+                        crate::controllers::event_recorder::reference(&pod),
                         kind,
                         reason,
                         &message,
@@ -749,9 +752,9 @@ impl Engine {
         if meta::is_deleting(pod) || !client::str_at(pod, &["status", "podIP"]).is_empty() {
             return false;
         }
-        volumes::claims_of(pod).iter().any(|c| {
+        volume_binding::claims_of(pod).iter().any(|c| {
             client::get(&self.app, PERSISTENTVOLUMECLAIMS, meta::namespace(pod), c)
-                .is_none_or(|claim| !volumes::is_bound(&claim))
+                .is_none_or(|claim| !volume_binding::is_bound(&claim))
         })
     }
 }

@@ -1,6 +1,6 @@
 //! What happens to Pods when their Node fails, as kube-controller-manager
 //! does it (the Node's taints themselves follow its conditions in
-//! [`crate::nodes::condition_taints`]):
+//! [`crate::node_status::condition_taints`]):
 //!
 //! - the node lifecycle controller marks the Node's condition `Unknown` once
 //!   its kubelet has stopped posting for the monitor grace period, and marks
@@ -23,10 +23,10 @@ use tokio::time::Instant;
 
 use super::client::{self, CONTROLLER_MANAGER, NODES, PODS};
 use super::config::Timing;
-use super::nodes::{self, KubeletMode};
 use super::scheduler;
-use crate::api::App;
-use crate::controllers::selection::Controller;
+use super::simulated_nodes::{self, KubeletMode};
+use crate::app::App;
+use crate::controller_selection::Controller;
 use crate::error::ApiResult;
 use crate::meta;
 
@@ -36,7 +36,7 @@ const TAINT_EVICTION: &str = "taint-eviction-controller";
 
 /// What the lifecycle remembers between looks.
 #[derive(Default)]
-pub struct Memory {
+pub(crate) struct Memory {
     /// When each Node's kubelet was first seen stopped (by Node name).
     stopped_since: HashMap<String, Instant>,
     /// Nodes whose NotReady was told in an event (by uid), until Ready again.
@@ -46,7 +46,7 @@ pub struct Memory {
 }
 
 /// The Pods bound to `node`.
-pub fn pods_on(app: &App, node: &str) -> Vec<std::sync::Arc<Value>> {
+pub(crate) fn pods_on(app: &App, node: &str) -> Vec<std::sync::Arc<Value>> {
     client::list(app, PODS, None)
         .into_iter()
         .filter(|p| client::str_at(p, &["spec", "nodeName"]) == node)
@@ -55,8 +55,8 @@ pub fn pods_on(app: &App, node: &str) -> Vec<std::sync::Arc<Value>> {
 
 /// Whether a Node's state means anything for its Pods: it is not Ready, or
 /// carries a NoExecute taint.
-pub fn concerns_pods(node: &Value) -> bool {
-    crate::nodes::ready_status(node).is_some_and(|s| s != "True")
+pub(crate) fn concerns_pods(node: &Value) -> bool {
+    crate::node_status::ready_status(node).is_some_and(|s| s != "True")
         || !no_execute_taints(node).is_empty()
 }
 
@@ -64,7 +64,7 @@ pub fn concerns_pods(node: &Value) -> bool {
 /// annotation asks, and posts nothing once stopped; the lifecycle
 /// controller then marks the Node `Unknown` after the grace period. Returns
 /// when to look again.
-pub async fn kubelet_health(
+pub(crate) async fn kubelet_health(
     app: &App,
     node: &Value,
     timing: &Timing,
@@ -72,8 +72,8 @@ pub async fn kubelet_health(
 ) -> ApiResult<Option<Duration>> {
     let lifecycle_controller = app.controllers.is_on(Controller::NodeLifecycle);
     let name = meta::name(node).to_string();
-    let status = crate::nodes::ready_status(node).map(str::to_owned);
-    let mode = nodes::kubelet_mode(node);
+    let status = crate::node_status::ready_status(node).map(str::to_owned);
+    let mode = simulated_nodes::kubelet_mode(node);
     if mode != KubeletMode::Stopped {
         memory.stopped_since.remove(&name);
         let ready = mode == KubeletMode::Running;
@@ -81,7 +81,7 @@ pub async fn kubelet_health(
             return Ok(None);
         }
         let now = meta::now_rfc3339();
-        client::modify(
+        client::modify_with_admission(
             app,
             NODES,
             "",
@@ -89,13 +89,13 @@ pub async fn kubelet_health(
             Some("status"),
             client::KUBELET,
             |n| {
-                crate::nodes::set_ready(n, ready, &now);
+                crate::node_status::set_ready(n, ready, &now);
                 true
             },
         )
         .await?;
         if ready {
-            nodes::renew_lease(app, &name).await?;
+            simulated_nodes::renew_lease(app, &name).await?;
         }
         return Ok(None);
     }
@@ -114,7 +114,7 @@ pub async fn kubelet_health(
         return Ok(None);
     }
     let now = meta::now_rfc3339();
-    client::modify(
+    client::modify_with_admission(
         app,
         NODES,
         "",
@@ -151,7 +151,7 @@ fn mark_unknown(node: &mut Value, now: &str) -> bool {
 
 /// The lifecycle and taint eviction controllers' look at one Node and its
 /// Pods; returns when to look again (a toleration running out).
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     app: &App,
     node: &Value,
     memory: &mut Memory,
@@ -160,7 +160,7 @@ pub async fn reconcile(
     let uid = meta::uid(node).to_string();
     let pods = pods_on(app, name);
     let lifecycle_controller = app.controllers.is_on(Controller::NodeLifecycle);
-    let ready = crate::nodes::ready_status(node);
+    let ready = crate::node_status::ready_status(node);
     if ready == Some("True") {
         memory.told_not_ready.remove(&uid);
     } else if ready.is_some() && lifecycle_controller {
@@ -206,7 +206,7 @@ async fn mark_pod_not_ready(app: &App, pod: &Value) -> ApiResult<()> {
     }
     let uid = meta::uid(pod).to_string();
     let now = meta::now_rfc3339();
-    client::modify(
+    client::modify_with_admission(
         app,
         PODS,
         meta::namespace(pod),
@@ -334,7 +334,7 @@ async fn disrupt(app: &App, pod: &Value, reason: &str, message: &str) -> ApiResu
     let uid = meta::uid(pod).to_string();
     let cond =
         json!({"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message});
-    client::modify(
+    client::modify_with_admission(
         app,
         PODS,
         meta::namespace(pod),
@@ -359,7 +359,7 @@ async fn disrupt(app: &App, pod: &Value, reason: &str, message: &str) -> ApiResu
 /// The Pod garbage collector's pass over Pods bound to a Node that does not
 /// exist: each is force-deleted once it has been an orphan for the
 /// quarantine. Returns when to look again.
-pub async fn collect_orphans(
+pub(crate) async fn collect_orphans(
     app: &App,
     quarantine: Duration,
     memory: &mut Memory,
@@ -417,7 +417,7 @@ mod tests {
     fn an_untolerated_taint_evicts_at_once() {
         let p = pod(json!([]));
         assert!(
-            matches!(eviction_time(&p, &[taint(crate::nodes::UNREACHABLE)]),
+            matches!(eviction_time(&p, &[taint(crate::node_status::UNREACHABLE)]),
             Eviction::At(t) if t == DateTime::<Utc>::MIN_UTC)
         );
     }
@@ -429,11 +429,11 @@ mod tests {
             {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5},
         ]));
         assert_eq!(
-            eviction_time(&p, &[taint(crate::nodes::UNREACHABLE)]),
+            eviction_time(&p, &[taint(crate::node_status::UNREACHABLE)]),
             at(5)
         );
         assert_eq!(
-            eviction_time(&p, &[taint(crate::nodes::NOT_READY)]),
+            eviction_time(&p, &[taint(crate::node_status::NOT_READY)]),
             at(300)
         );
     }
@@ -442,7 +442,7 @@ mod tests {
     fn tolerations_without_seconds_keep_the_pod() {
         let p = pod(json!([{"operator": "Exists"}]));
         assert_eq!(
-            eviction_time(&p, &[taint(crate::nodes::UNREACHABLE)]),
+            eviction_time(&p, &[taint(crate::node_status::UNREACHABLE)]),
             Eviction::Never
         );
         // The limit of another matching toleration still counts.
@@ -451,7 +451,7 @@ mod tests {
             {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5},
         ]));
         assert_eq!(
-            eviction_time(&p, &[taint(crate::nodes::UNREACHABLE)]),
+            eviction_time(&p, &[taint(crate::node_status::UNREACHABLE)]),
             at(5)
         );
     }

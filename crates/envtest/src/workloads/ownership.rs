@@ -11,13 +11,13 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::selectors::LabelSelector;
 
 /// What a controller claims: objects of `key` in its namespace.
-pub struct Claim<'a> {
+pub(crate) struct Claim<'a> {
     pub key: &'a str,
     pub selector: Option<LabelSelector>,
     /// Finalizers an adopted object gets (a Job's tracking finalizer).
@@ -26,12 +26,12 @@ pub struct Claim<'a> {
 
 /// The controller's selector from `spec.selector` (a LabelSelector); an
 /// unparsable one selects nothing.
-pub fn selector_of(owner: &Value) -> Option<LabelSelector> {
+pub(crate) fn selector_of(owner: &Value) -> Option<LabelSelector> {
     LabelSelector::from_object(meta::get_path(owner, &["spec", "selector"])).ok()
 }
 
 /// Whether `obj` has no controller owner reference.
-pub fn is_orphan(obj: &Value) -> bool {
+pub(crate) fn is_orphan(obj: &Value) -> bool {
     !meta::owner_references(obj)
         .iter()
         .any(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
@@ -40,7 +40,7 @@ pub fn is_orphan(obj: &Value) -> bool {
 /// `ClaimObjects`: the candidates `owner` owns once orphans that match are
 /// adopted and owned ones that do not are released. `matches` adds what
 /// the selector alone does not say (a StatefulSet's Pod names).
-pub async fn claim(
+pub(crate) async fn claim(
     app: &App,
     owner: &Value,
     claim: &Claim<'_>,
@@ -89,7 +89,7 @@ async fn adopt(
 ) -> ApiResult<Option<Arc<Value>>> {
     let uid = meta::uid(obj).to_string();
     let reference = client::controller_ref(owner);
-    client::modify(
+    client::modify_with_admission(
         app,
         claim.key,
         meta::namespace(obj),
@@ -128,7 +128,7 @@ async fn adopt(
 /// Removes `owner`'s reference from `obj`.
 async fn release(app: &App, key: &str, owner: &Value, obj: &Value) -> ApiResult<()> {
     let (uid, owner_uid) = (meta::uid(obj).to_string(), meta::uid(owner).to_string());
-    client::modify(
+    client::modify_with_admission(
         app,
         key,
         meta::namespace(obj),

@@ -9,21 +9,21 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, PODS, REPLICASETS, REPLICATIONCONTROLLERS};
-use super::{ownership, pods};
-use crate::api::App;
+use super::{owned_pods, ownership};
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::selectors::LabelSelector;
 
 /// The two kinds the controller keeps Pods for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Replicated {
+pub(crate) enum Replicated {
     ReplicaSet,
     ReplicationController,
 }
 
 impl Replicated {
-    pub fn kind(self) -> &'static str {
+    pub(crate) fn kind(self) -> &'static str {
         match self {
             Replicated::ReplicaSet => "ReplicaSet",
             Replicated::ReplicationController => "ReplicationController",
@@ -31,15 +31,15 @@ impl Replicated {
     }
 
     /// The kube-controller-manager controller that runs it.
-    pub fn controller(self) -> crate::controllers::selection::Controller {
-        use crate::controllers::selection::Controller;
+    pub(crate) fn controller(self) -> crate::controller_selection::Controller {
+        use crate::controller_selection::Controller;
         match self {
             Replicated::ReplicaSet => Controller::ReplicaSet,
             Replicated::ReplicationController => Controller::ReplicationController,
         }
     }
 
-    pub fn store_key(self) -> &'static str {
+    pub(crate) fn store_key(self) -> &'static str {
         match self {
             Replicated::ReplicaSet => REPLICASETS,
             Replicated::ReplicationController => REPLICATIONCONTROLLERS,
@@ -48,17 +48,17 @@ impl Replicated {
 
     /// The object's selector, parsed (an unparsable one selects nothing):
     /// a LabelSelector, or a ReplicationController's plain label map.
-    pub fn selector(self, obj: &Value) -> Option<LabelSelector> {
+    pub(crate) fn selector(self, obj: &Value) -> Option<LabelSelector> {
         let sel = meta::get_path(obj, &["spec", "selector"])?;
         let sel = match self {
             Replicated::ReplicaSet => sel.clone(),
             Replicated::ReplicationController => json!({"matchLabels": sel}),
         };
-        LabelSelector::parse(&crate::api::scale::selector_string(&sel)).ok()
+        LabelSelector::from_object(Some(&sel)).ok()
     }
 }
 
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     app: &App,
     which: Replicated,
     ns: &str,
@@ -73,7 +73,7 @@ pub async fn reconcile(
     // Its active Pods, orphans it selects adopted, those it no longer selects released.
     let candidates = client::list(app, PODS, Some(ns))
         .into_iter()
-        .filter(|p| pods::is_active(p))
+        .filter(|p| owned_pods::is_active(p))
         .collect();
     let claim = ownership::Claim {
         key: PODS,
@@ -90,11 +90,11 @@ pub async fn reconcile(
     let fully_labeled = which
         .selector(&rs)
         .map_or(0, |s| active.iter().filter(|p| s.matches_object(p)).count());
-    let ready = active.iter().filter(|p| pods::is_ready(p)).count();
+    let ready = active.iter().filter(|p| owned_pods::is_ready(p)).count();
     let mut available = 0;
     let mut recheck: Option<Duration> = None;
     for p in &active {
-        match pods::available_in(p, min_ready) {
+        match owned_pods::available_in(p, min_ready) {
             None => available += 1,
             Some(d) if d != Duration::MAX => recheck = Some(recheck.map_or(d, |r| r.min(d))),
             Some(_) => {}
@@ -113,7 +113,7 @@ pub async fn reconcile(
             .cloned()
             .unwrap_or_default();
         for _ in active.len()..want {
-            pods::create_from_template(
+            owned_pods::create_from_template(
                 app,
                 &rs,
                 &template,
@@ -124,9 +124,9 @@ pub async fn reconcile(
             .await?;
         }
     } else if active.len() > want {
-        pods::deletion_order(&mut active);
+        owned_pods::deletion_order(&mut active);
         for pod in &active[..active.len() - want] {
-            pods::delete(app, &rs, pod)?;
+            owned_pods::delete(app, &rs, pod)?;
         }
     }
     Ok(recheck)
@@ -142,7 +142,7 @@ async fn write_status(
     let (ns, name) = (meta::namespace(rs), meta::name(rs));
     client::write_status(app, which.store_key(), ns, name, |_, status| {
         for (field, value) in counts {
-            pods::set_count(status, field, *value as i64);
+            owned_pods::set_count(status, field, *value as i64);
         }
         // `replicas` is not omitempty in either kind's status.
         status.insert(

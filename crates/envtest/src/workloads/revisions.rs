@@ -13,14 +13,14 @@ use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, CONTROLLERREVISIONS};
 use super::template_hash::safe_encode;
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
-pub const HASH_LABEL: &str = "controller.kubernetes.io/hash";
+pub(crate) const HASH_LABEL: &str = "controller.kubernetes.io/hash";
 
 /// The revisions `owner` controls, oldest first.
-pub fn owned(app: &App, owner: &Value) -> Vec<Arc<Value>> {
+pub(crate) fn owned(app: &App, owner: &Value) -> Vec<Arc<Value>> {
     let uid = meta::uid(owner);
     let mut list: Vec<Arc<Value>> =
         client::list(app, CONTROLLERREVISIONS, Some(meta::namespace(owner)))
@@ -31,12 +31,12 @@ pub fn owned(app: &App, owner: &Value) -> Vec<Arc<Value>> {
     list
 }
 
-pub fn number(revision: &Value) -> i64 {
+pub(crate) fn number(revision: &Value) -> i64 {
     client::int_at(revision, &["revision"]).unwrap_or(0)
 }
 
 /// The template a revision restores.
-pub fn template(revision: &Value) -> Value {
+pub(crate) fn template(revision: &Value) -> Value {
     let mut t = meta::get_path(revision, &["data", "spec", "template"])
         .cloned()
         .unwrap_or_default();
@@ -47,7 +47,7 @@ pub fn template(revision: &Value) -> Value {
 }
 
 /// The hash part of a revision's name (`web-7c9d8f` → `7c9d8f`).
-pub fn hash_of(revision: &Value) -> String {
+pub(crate) fn hash_of(revision: &Value) -> String {
     meta::get_path(revision, &["metadata", "labels", HASH_LABEL])
         .and_then(Value::as_str)
         .map(str::to_string)
@@ -61,7 +61,7 @@ pub fn hash_of(revision: &Value) -> String {
 /// of the revision's data as Go's `json.Marshal` writes it (keys sorted,
 /// HTML characters escaped), then of the collision count in decimal when
 /// there is one; the sum in decimal, in the safe alphabet.
-pub fn revision_hash(data: &Value, collision_count: Option<i64>) -> String {
+pub(crate) fn revision_hash(data: &Value, collision_count: Option<i64>) -> String {
     let mut bytes =
         crate::gojson::escape_html(serde_json::to_vec(&sorted(data)).unwrap_or_default());
     if let Some(count) = collision_count {
@@ -94,7 +94,10 @@ fn sorted(value: &Value) -> Value {
 
 /// The revision of `owner`'s current template, made (or made newest) if
 /// needed, and all its revisions after that.
-pub async fn update_revision(app: &App, owner: &Value) -> ApiResult<(Arc<Value>, Vec<Arc<Value>>)> {
+pub(crate) async fn update_revision(
+    app: &App,
+    owner: &Value,
+) -> ApiResult<(Arc<Value>, Vec<Arc<Value>>)> {
     let template = meta::get_path(owner, &["spec", "template"])
         .cloned()
         .unwrap_or_default();
@@ -106,7 +109,7 @@ pub async fn update_revision(app: &App, owner: &Value) -> ApiResult<(Arc<Value>,
         }
         // A template used before (a rollback): its revision becomes the newest.
         let (ns, name) = (meta::namespace(same), meta::name(same));
-        client::modify(
+        client::modify_with_admission(
             app,
             CONTROLLERREVISIONS,
             ns,
@@ -166,7 +169,7 @@ pub async fn update_revision(app: &App, owner: &Value) -> ApiResult<(Arc<Value>,
 
 /// Deletes the oldest revisions beyond `revisionHistoryLimit` (default 10)
 /// that are neither `live` (named by a Pod or the status) nor the newest.
-pub fn truncate(
+pub(crate) fn truncate(
     app: &App,
     owner: &Value,
     history: &[Arc<Value>],

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, ConditionStyle, NODES, PODS, SCHEDULER};
-use crate::api::{App, WriteCtx};
+use crate::api::WriteCtx;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::quantity::{Quantity, from_json};
@@ -37,7 +38,7 @@ struct Candidate {
 }
 
 /// Whether the default scheduler should place this Pod.
-pub fn is_pending(pod: &Value) -> bool {
+pub(crate) fn is_pending(pod: &Value) -> bool {
     client::str_at(pod, &["spec", "nodeName"]).is_empty()
         && !meta::is_deleting(pod)
         && matches!(
@@ -285,7 +286,7 @@ fn unschedulable_message(total: usize, reasons: &HashMap<String, usize>) -> Stri
 }
 
 /// Places every pending Pod it can; reports the others as unschedulable.
-pub async fn schedule_pending(app: &App) -> ApiResult<()> {
+pub(crate) async fn schedule_pending(app: &App) -> ApiResult<()> {
     let mut pending: Vec<Arc<Value>> = client::list(app, PODS, None)
         .into_iter()
         .filter(|p| is_pending(p))
@@ -348,7 +349,7 @@ async fn report_unschedulable(app: &App, pod: &Value, message: &str) -> ApiResul
         return Ok(());
     }
     let (ns, name) = (meta::namespace(pod), meta::name(pod));
-    client::modify(app, PODS, ns, name, Some("status"), SCHEDULER, |p| {
+    client::modify_with_admission(app, PODS, ns, name, Some("status"), SCHEDULER, |p| {
         if !is_pending(p) {
             return false;
         }
@@ -382,7 +383,7 @@ async fn bind(app: &App, pod: &Value, node: &str) -> ApiResult<bool> {
         "target": {"kind": "Node", "name": node},
     });
     let ctx = WriteCtx::internal(SCHEDULER);
-    match crate::api::pods::bind(app, &res, ns, name, binding, &ctx).await {
+    match crate::api::pod_subresources::bind(app, &res, ns, name, binding, &ctx).await {
         Ok(_) => Ok(true),
         Err(e) if e.code == 404 || e.code == 409 => Ok(false),
         Err(e) => Err(e),

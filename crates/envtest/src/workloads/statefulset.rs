@@ -20,13 +20,13 @@ use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS};
 use super::revisions;
-use super::{ownership, pods};
-use crate::api::App;
+use super::{owned_pods, ownership};
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
 /// The label naming the revision a Pod was made from.
-pub const REVISION_LABEL: &str = "controller-revision-hash";
+pub(crate) const REVISION_LABEL: &str = "controller-revision-hash";
 const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
 
@@ -49,7 +49,7 @@ fn ordinal(set: &Value, pod: &Value) -> Option<i64> {
 }
 
 fn running_and_ready(pod: &Value) -> bool {
-    pods::phase(pod) == "Running" && pods::is_ready(pod) && !meta::is_deleting(pod)
+    owned_pods::phase(pod) == "Running" && owned_pods::is_ready(pod) && !meta::is_deleting(pod)
 }
 
 fn revision_of(pod: &Value) -> &str {
@@ -67,7 +67,7 @@ fn claim_name(template: &Value, set: &Value, ordinal: i64) -> String {
     format!("{}-{}-{ordinal}", meta::name(template), meta::name(set))
 }
 
-pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(set) = client::get(app, STATEFULSETS, ns, name) else {
         return Ok(None);
     };
@@ -121,7 +121,7 @@ pub async fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Dura
     for ord in wanted.clone() {
         match by_ordinal.get(&ord) {
             Some(pod)
-                if matches!(pods::phase(pod), "Failed" | "Succeeded")
+                if matches!(owned_pods::phase(pod), "Failed" | "Succeeded")
                     && !meta::is_deleting(pod) =>
             {
                 // A finished Pod is replaced.
@@ -228,7 +228,7 @@ async fn create_pod(app: &App, set: &Value, revision: &Value, ordinal: i64) -> A
     labels.insert(REVISION_LABEL.into(), json!(meta::name(revision)));
     labels.insert(POD_NAME_LABEL.into(), json!(pod_name));
     labels.insert(POD_INDEX_LABEL.into(), json!(ordinal.to_string()));
-    let mut pod = pods::from_template(set, &template, &labels, &Map::new());
+    let mut pod = owned_pods::from_template(set, &template, &labels, &Map::new());
     // kube-controller-manager makes every controller's Pod with the
     // `<controller>-` generateName, then names a StatefulSet's.
     meta::set_path(
@@ -257,7 +257,7 @@ async fn create_pod(app: &App, set: &Value, revision: &Value, ordinal: i64) -> A
         meta::set_path(&mut pod, &["spec", "volumes"], json!(volumes));
     }
     let set_name = set_name.to_string();
-    let created = pods::create(app, set, pod, |pod| {
+    let created = owned_pods::create(app, set, pod, |pod| {
         format!("create Pod {pod} in StatefulSet {set_name} successful")
     })
     .await;
@@ -357,7 +357,7 @@ async fn write_status(
         replicas += 1;
         if running_and_ready(pod) {
             ready += 1;
-            match pods::available_in(pod, min_ready) {
+            match owned_pods::available_in(pod, min_ready) {
                 None => available += 1,
                 Some(d) if d != Duration::MAX => recheck = Some(recheck.map_or(d, |r| r.min(d))),
                 Some(_) => {}
@@ -384,10 +384,10 @@ async fn write_status(
     client::write_status(app, STATEFULSETS, ns, name, |_, status| {
         status.insert("observedGeneration".into(), json!(generation));
         status.insert("replicas".into(), json!(replicas));
-        pods::set_count(status, "readyReplicas", ready);
+        owned_pods::set_count(status, "readyReplicas", ready);
         status.insert("availableReplicas".into(), json!(available));
-        pods::set_count(status, "currentReplicas", at_current);
-        pods::set_count(status, "updatedReplicas", at_update);
+        owned_pods::set_count(status, "currentReplicas", at_current);
+        owned_pods::set_count(status, "updatedReplicas", at_update);
         status.insert("currentRevision".into(), json!(current));
         status.insert("updateRevision".into(), json!(update));
         if !status.contains_key("collisionCount") {

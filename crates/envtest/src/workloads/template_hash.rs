@@ -19,17 +19,6 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-/// Go's `rand.SafeEncodeString` alphabet (no vowels, no confusable digits).
-pub(super) const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-/// apimachinery's `rand.SafeEncodeString` of a hash's decimal form.
-pub fn safe_encode(hash: u32) -> String {
-    hash.to_string()
-        .bytes()
-        .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)
-        .collect()
-}
-
 struct Field {
     go_name: String,
     go_type: String,
@@ -80,7 +69,7 @@ fn parse(text: &str) -> Types {
 
 /// The hash of `template` (a Deployment's `spec.template` as served), or
 /// `None` when it holds what this does not print as Go would.
-pub fn pod_template_hash(template: &Value, collision_count: Option<i64>) -> Option<String> {
+pub(crate) fn pod_template_hash(template: &Value, collision_count: Option<i64>) -> Option<String> {
     let mut printed = String::new();
     format(&mut printed, "PodTemplateSpec", Some(template), false)?;
     let mut bytes = printed.into_bytes();
@@ -359,9 +348,49 @@ fn parse_quantity(text: &str) -> Option<(i64, i32, &str, &'static str)> {
     Some((result, scale, if canonical { text } else { "" }, format))
 }
 
+/// Go's `rand.SafeEncodeString` alphabet (no vowels, no confusable digits).
+const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// A hash of the same form as the pod-template-hash, for templates
+/// [`pod_template_hash`] cannot print as Go (FNV-32a of the JSON).
+pub(crate) fn json_template_hash(template: &Value, collisions: i64) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
+    let mut feed = |bytes: &[u8]| {
+        for b in bytes {
+            hash ^= u32::from(*b);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+    };
+    feed(template.to_string().as_bytes());
+    if collisions > 0 {
+        feed(collisions.to_string().as_bytes());
+    }
+    safe_encode(hash)
+}
+
+/// apimachinery's `rand.SafeEncodeString` of a hash's decimal form.
+pub(super) fn safe_encode(hash: u32) -> String {
+    hash.to_string()
+        .bytes()
+        .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hashes_use_the_safe_alphabet_and_change_with_the_template() {
+        let a = json_template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 0);
+        let b = json_template_hash(&json!({"spec": {"containers": [{"image": "nginx:2"}]}}), 0);
+        assert_ne!(a, b);
+        assert!(a.bytes().all(|c| SAFE_ALPHABET.contains(&c)));
+        assert_ne!(
+            a,
+            json_template_hash(&json!({"spec": {"containers": [{"image": "nginx:1"}]}}), 1)
+        );
+    }
     use serde_json::json;
 
     /// The template of the Deployment kube-controller-manager v1.32 named

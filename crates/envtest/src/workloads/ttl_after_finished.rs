@@ -9,13 +9,13 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::client::{self, JOBS};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::request::query::{DeleteOptions, Propagation};
 
 /// When the finished Job `ns/name` is due to go; deletes it once it is.
-pub fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
+pub(crate) fn reconcile(app: &App, ns: &str, name: &str) -> ApiResult<Option<Duration>> {
     let Some(job) = client::get(app, JOBS, ns, name) else {
         return Ok(None);
     };

@@ -31,10 +31,13 @@ def main():
             os.path.join(HERE, "kopf_guard_operator.py")]
     try:
         with KopfRunner(args, timeout=60) as runner:
-            kopf_support.wait_for(
-                lambda: admission.read_validating_webhook_configuration(configuration),
-                "Kopf's validating webhook configuration")
-            config = admission.read_validating_webhook_configuration(configuration)
+            # Kopf creates the configuration empty, then patches its webhooks in.
+            def registered():
+                config = admission.read_validating_webhook_configuration(configuration)
+                return config if config.webhooks else None
+
+            config = kopf_support.wait_for(
+                registered, "Kopf's webhooks in its validating webhook configuration")
             client_config = config.webhooks[0].client_config
             assert client_config.url.startswith("https://127.0.0.1:"), client_config
             assert client_config.ca_bundle, "Kopf registers its certificate as the caBundle"

@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Options;
-use crate::context::is_transient;
+use crate::backoff::is_transient;
 use crate::{Project, Shutdown};
 
 /// Where a webhook is called: the Service (name, namespace), if any, and

@@ -17,7 +17,7 @@ const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
 /// Which optional variables an expression may use
 /// (`OptionalVariableDeclarations`).
-pub(super) struct Declared<'a> {
+pub(crate) struct Declared<'a> {
     pub params: bool,
     pub authorizer: bool,
     /// The composited variables declared so far; `None` when the policy
@@ -27,7 +27,7 @@ pub(super) struct Declared<'a> {
 
 /// Compiles `source`, checking that it uses only the variables `declared`
 /// allows. The error is what follows `compilation failed: `.
-pub(super) fn compile(source: &str, declared: &Declared<'_>) -> Result<Compiled, String> {
+pub(crate) fn compile(source: &str, declared: &Declared<'_>) -> Result<Compiled, String> {
     let program = env().compile(source).map_err(|e| e.to_string())?;
     let mut roots = vec!["object", "oldObject", "request", "namespaceObject"];
     if declared.params {
@@ -54,7 +54,7 @@ pub(super) fn compile(source: &str, declared: &Declared<'_>) -> Result<Compiled,
 
 /// One compiled expression.
 #[derive(Debug, Clone)]
-pub(super) struct Compiled {
+pub(crate) struct Compiled {
     program: Arc<Program>,
     /// The composited variables it reads (`variables.<name>`).
     variables: BTreeSet<String>,

@@ -3,14 +3,14 @@
 //! namespace and object selectors, `excludeResourceRules`, then
 //! `resourceRules` with their `resourceNames`, under `matchPolicy:
 //! Equivalent` also on the other versions of the resource. The selectors and
-//! rules are the webhooks' (`crate::admission::matching`).
+//! rules are the webhooks' (`crate::admission::webhook_matching`).
 
 use serde_json::Value;
 
 use crate::admission::attributes::AdmissionAttributes;
 use crate::admission::cluster::ClusterView;
-use crate::admission::config::{Rule, compile_rule, strings};
-use crate::admission::matching::{
+use crate::admission::compiled_webhooks::{Rule, compile_rule, strings};
+use crate::admission::webhook_matching::{
     Invocation, match_namespace, match_object, rule_matches_resource,
 };
 use crate::error::ApiResult;

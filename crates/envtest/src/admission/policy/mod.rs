@@ -29,9 +29,8 @@
 //! - Audit annotations are evaluated (their errors count) but not recorded.
 //! - No runtime cost budget.
 
-mod evaluate;
+pub(crate) mod evaluate;
 mod matching;
-mod validation;
 
 #[cfg(test)]
 mod tests;
@@ -49,10 +48,8 @@ use crate::selectors::LabelSelector;
 use evaluate::{Denial, Input, PolicyCel};
 use matching::MatchResources;
 
-pub use validation::{default_binding, default_policy, validate_binding, validate_policy};
-
 /// What policies need to know about the cluster besides namespace labels.
-pub trait PolicyCluster: ClusterView {
+pub(crate) trait PolicyCluster: ClusterView {
     /// The stored Namespace `name` (for `namespaceObject`).
     fn namespace_object(&self, name: &str) -> Option<Value>;
 
@@ -67,7 +64,7 @@ pub trait PolicyCluster: ClusterView {
 
 /// The scope of a param kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamScope {
+pub(crate) enum ParamScope {
     Namespaced,
     Cluster,
 }
@@ -130,7 +127,9 @@ impl Binding {
                 .filter(|r| r.is_object())
                 .map(|r| MatchResources::compile(Some(r))),
             param_ref,
-            actions: crate::admission::config::strings(binding.pointer("/spec/validationActions")),
+            actions: crate::admission::compiled_webhooks::strings(
+                binding.pointer("/spec/validationActions"),
+            ),
         }
     }
 }
@@ -181,7 +180,7 @@ impl PolicySet {
 /// What admission through the policies came to: the warnings of `Warn`
 /// bindings (sent even when the request is refused) and the verdict.
 #[derive(Debug)]
-pub struct PolicyOutcome {
+pub(crate) struct PolicyOutcome {
     pub warnings: Vec<String>,
     pub result: ApiResult<()>,
 }
@@ -189,7 +188,7 @@ pub struct PolicyOutcome {
 /// The compiled policies the server admits requests through; replaced
 /// whenever a policy or binding changes.
 #[derive(Debug, Default)]
-pub struct PolicyRegistry {
+pub(crate) struct PolicyRegistry {
     set: RwLock<Arc<PolicySet>>,
 }
 
@@ -229,14 +228,14 @@ fn is_policy_resource(attrs: &AdmissionAttributes) -> bool {
 
 impl PolicyRegistry {
     /// Replaces the policies and bindings: every stored one, as stored.
-    pub fn set(&self, policies: &[Value], bindings: &[Value]) {
+    pub(crate) fn set(&self, policies: &[Value], bindings: &[Value]) {
         let set = PolicySet::compile(policies, bindings);
         let mut guard = self.set.write().unwrap_or_else(|e| e.into_inner());
         *guard = Arc::new(set);
     }
 
     /// Whether any policy has a binding.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.snapshot().policies.is_empty()
     }
 
@@ -246,7 +245,11 @@ impl PolicyRegistry {
 
     /// Admits `attrs` (the final object, after the mutating webhooks)
     /// through every bound policy.
-    pub fn admit(&self, attrs: &AdmissionAttributes, cluster: &dyn PolicyCluster) -> PolicyOutcome {
+    pub(crate) fn admit(
+        &self,
+        attrs: &AdmissionAttributes,
+        cluster: &dyn PolicyCluster,
+    ) -> PolicyOutcome {
         let mut outcome = PolicyOutcome {
             warnings: Vec::new(),
             result: Ok(()),

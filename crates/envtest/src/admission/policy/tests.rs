@@ -7,6 +7,9 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::admission::attributes::{GroupVersionKind, GroupVersionResource, Operation};
+use crate::builtin::validation::admission_policies::{
+    default_binding, default_policy, validate_binding, validate_policy,
+};
 
 fn policy(spec: Value) -> Value {
     json!({"metadata": {"name": "p"}, "spec": spec})

@@ -8,7 +8,7 @@ use crate::store::ResKey;
 /// A store with the bootstrap policy and `objects` (plural, namespace, body).
 fn store_with(objects: &[(&str, &str, Value)]) -> Store {
     let store = Store::new(1000);
-    let policy = crate::bootstrap::policy_objects()
+    let policy = crate::bootstrap_policy::policy_objects()
         .into_iter()
         .map(|o| (o.plural, o.namespace, o.body));
     let extra = objects

@@ -10,11 +10,11 @@ mod validation;
 
 use serde_json::{Value, json};
 
-use crate::admission::UserInfo;
 use crate::authz::{self, Attributes};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::store::Store;
+use crate::user::UserInfo;
 pub(crate) use validation::Path;
 
 const GROUP: &str = "certificates.k8s.io";

@@ -7,9 +7,9 @@ use base64::Engine;
 use serde_json::Value;
 use x509_parser::prelude::{FromDer, X509CertificationRequest};
 
-use crate::builtin::validation::gofmt::invalid_raw;
-use crate::builtin::validation::names::{is_dns1123_label, is_dns1123_subdomain};
+use crate::builtin::validation::go_syntax::invalid_raw;
 use crate::error::Cause;
+use crate::name_rules::{is_dns1123_label, is_dns1123_subdomain};
 
 const USAGES: &[&str] = &[
     "any",

@@ -17,15 +17,10 @@ use super::plain::{DeError, StrDe};
 /// does not fit an integer type).
 pub(crate) fn go_json_kind(value: &Value, go_type: &str) -> String {
     match value {
-        Value::Null => "null".into(),
-        Value::Bool(_) => "bool".into(),
         Value::Number(n) if go_type.starts_with("int") || go_type.starts_with("uint") => {
             format!("number {n}")
         }
-        Value::Number(_) => "number".into(),
-        Value::String(_) => "string".into(),
-        Value::Array(_) => "array".into(),
-        Value::Object(_) => "object".into(),
+        other => crate::gofmt::json_kind(other).into(),
     }
 }
 

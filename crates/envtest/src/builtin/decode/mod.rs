@@ -45,7 +45,7 @@ fn round_trip<T: DeserializeOwned + Serialize>(
 /// A kind's typed round trip through its k8s-openapi type, held by its row
 /// in the table of kinds.
 #[derive(Clone, Copy)]
-pub struct Codec {
+pub(super) struct Codec {
     round_trip: fn(&KindInfo, &Value) -> ApiResult<(Value, Report)>,
     type_name: fn() -> &'static str,
     /// Adds the OpenAPI schema of the type (and of every type it refers
@@ -114,7 +114,7 @@ pub(crate) fn decode(kind: &KindInfo, mut obj: Value) -> ApiResult<(Value, Vec<S
     nil_for_absent_lists(&mut out, &obj);
     integral_floats(&mut out);
     normalize::go_zero_values(kind, &mut out);
-    crate::registry::type_meta_first(&mut out);
+    crate::meta::type_meta_first(&mut out);
     Ok((out, report.unknown))
 }
 

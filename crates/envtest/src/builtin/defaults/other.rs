@@ -1,6 +1,7 @@
 //! Defaults of the core, RBAC, admission and apiextensions kinds.
 
-use crate::admission::ConfigurationKind;
+use crate::builtin::validation::admission_policies;
+use crate::builtin::validation::webhook_configurations::{self, ConfigurationKind};
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
@@ -34,10 +35,10 @@ pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
             }
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
-            crate::admission::default_policy(obj);
+            admission_policies::default_policy(obj);
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
-            crate::admission::default_binding(obj);
+            admission_policies::default_binding(obj);
         }
         ("admissionregistration.k8s.io", webhook_kind) => {
             let kind = if webhook_kind == "MutatingWebhookConfiguration" {
@@ -45,7 +46,7 @@ pub(super) fn apply(kind: &KindInfo, obj: &mut Value) {
             } else {
                 ConfigurationKind::Validating
             };
-            crate::admission::default_configuration(kind, obj);
+            webhook_configurations::default_configuration(kind, obj);
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(obj),
         _ => {}

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::column::{AGE, Column, NAME};
 use crate::builtin::KindInfo;
-use crate::table::human_duration;
+use crate::duration::human_duration;
 
 const fn string(name: &'static str, description: &'static str) -> Column {
     (name, "string", "", 0, description)

@@ -44,13 +44,6 @@ pub(crate) fn table<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rows::selector_string;
-
-    #[test]
-    fn selectors_print_like_labels_selector() {
-        let sel = json!({"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [{"key": "c", "operator": "In", "values": ["y", "x"]}]});
-        assert_eq!(selector_string(Some(&sel)), "a=1,b=2,c in (x,y)");
-    }
 
     #[test]
     fn pod_rows_follow_container_states() {

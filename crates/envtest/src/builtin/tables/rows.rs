@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::builtin::KindInfo;
-pub(crate) use crate::table::human_duration;
+use crate::duration::{age, human_duration};
 
 fn timestamp(value: Option<&Value>) -> Option<jiff::Timestamp> {
     value.and_then(Value::as_str).and_then(|s| s.parse().ok())
@@ -11,10 +11,7 @@ fn timestamp(value: Option<&Value>) -> Option<jiff::Timestamp> {
 
 /// `translateTimestampSince`: `<unknown>` for a zero time.
 fn since(value: Option<&Value>, now: jiff::Timestamp) -> String {
-    match timestamp(value) {
-        Some(t) => human_duration(now.as_second() - t.as_second()),
-        None => "<unknown>".into(),
-    }
+    age(value.and_then(Value::as_str), now)
 }
 
 fn s<'a>(obj: &'a Value, pointer: &str) -> &'a str {
@@ -44,52 +41,6 @@ fn format_labels(map: Option<&Value>) -> String {
         .collect();
     pairs.sort();
     pairs.join(",")
-}
-
-/// `metav1.LabelSelectorAsSelector(...).String()`.
-pub(super) fn selector_string(selector: Option<&Value>) -> String {
-    let Some(selector) = selector.filter(|s| !s.is_null()) else {
-        return "<none>".into();
-    };
-    let mut parts: Vec<(String, String)> = Vec::new();
-    for (k, v) in selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        parts.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or(""))));
-    }
-    for expr in selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = s(expr, "/key").to_string();
-        let mut values: Vec<&str> = expr
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        values.sort();
-        let text = match s(expr, "/operator") {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.clone(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => return "<invalid>".into(),
-        };
-        parts.push((key, text));
-    }
-    parts.sort_by(|a, b| a.0.cmp(&b.0));
-    parts
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 fn containers_and_images(obj: &Value, pointer: &str) -> (String, String) {
@@ -475,7 +426,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(obj.pointer("/spec/selector"))),
+                json!(crate::selectors::format_label_selector(
+                    obj.pointer("/spec/selector")
+                )),
             ]
         }
         ("apps", "ReplicaSet") | ("", "ReplicationController") => {
@@ -484,7 +437,7 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
             let selector = if kind.group.is_empty() {
                 format_labels(obj.pointer("/spec/selector"))
             } else {
-                selector_string(obj.pointer("/spec/selector"))
+                crate::selectors::format_label_selector(obj.pointer("/spec/selector"))
             };
             vec![
                 name,
@@ -526,7 +479,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(obj.pointer("/spec/selector"))),
+                json!(crate::selectors::format_label_selector(
+                    obj.pointer("/spec/selector")
+                )),
             ]
         }
         ("batch", "Job") => {
@@ -558,7 +513,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(obj.pointer("/spec/selector"))),
+                json!(crate::selectors::format_label_selector(
+                    obj.pointer("/spec/selector")
+                )),
             ]
         }
         ("batch", "CronJob") => {
@@ -585,7 +542,7 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
                 age,
                 json!(containers),
                 json!(images),
-                json!(selector_string(
+                json!(crate::selectors::format_label_selector(
                     obj.pointer("/spec/jobTemplate/spec/selector")
                 )),
             ]
@@ -647,7 +604,9 @@ pub(super) fn row(kind: &KindInfo, obj: &Value, now: jiff::Timestamp) -> Vec<Val
             let param_ref = match obj.pointer("/spec/paramRef").filter(|v| !v.is_null()) {
                 Some(_) => {
                     let target = match s(obj, "/spec/paramRef/name") {
-                        "" => selector_string(obj.pointer("/spec/paramRef/selector")),
+                        "" => crate::selectors::format_label_selector(
+                            obj.pointer("/spec/paramRef/selector"),
+                        ),
                         name => name.to_string(),
                     };
                     match s(obj, "/spec/paramRef/namespace") {

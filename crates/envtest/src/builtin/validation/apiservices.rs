@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::names::{is_dns1035_label, is_dns1123_subdomain, is_valid_port_num};
 use crate::error::Cause;
+use crate::name_rules::{is_dns1035_label, is_dns1123_subdomain, is_valid_port_num};
 
 fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")

@@ -13,7 +13,7 @@ pub(super) fn priority_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let name = crate::meta::name(obj);
     if old.is_none()
         && name.starts_with("system-")
-        && !crate::bootstrap::is_system_priority_class(name)
+        && !crate::bootstrap_policy::is_system_priority_class(name)
     {
         causes.push(Cause::forbidden(
             "metadata.name",
@@ -151,7 +151,7 @@ impl Limit<'_> {
     }
 
     fn go(&self) -> String {
-        super::gofmt::go_quantity(self.text, &self.shown())
+        super::go_syntax::go_quantity(self.text, &self.shown())
     }
 }
 
@@ -287,7 +287,7 @@ pub(super) fn limit_range(obj: &Value) -> Vec<Cause> {
 pub(super) fn runtime_class(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let handler = obj.get("handler").and_then(Value::as_str).unwrap_or("");
-    for msg in super::names::name_is_dns_label(handler, false) {
+    for msg in crate::name_rules::name_is_dns_label(handler, false) {
         causes.push(Cause::invalid(
             "handler",
             &Value::String(handler.into()),
@@ -313,7 +313,7 @@ pub(super) fn runtime_class(obj: &Value) -> Vec<Cause> {
 pub(super) fn runtime_class_update(obj: &Value, old: &Value) -> Vec<Cause> {
     let handler = obj.get("handler").and_then(Value::as_str).unwrap_or("");
     if Some(handler) != old.get("handler").and_then(Value::as_str) {
-        return vec![super::gofmt::immutable(
+        return vec![super::go_syntax::immutable(
             "handler",
             &crate::gofmt::quote(handler),
         )];
@@ -337,13 +337,13 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             .unwrap_or("")
             != controller
     {
-        causes.push(super::gofmt::immutable(
+        causes.push(super::go_syntax::immutable(
             field,
             &crate::gofmt::quote(controller),
         ));
     }
     if controller.len() > 250 {
-        causes.push(super::gofmt::too_long(field, 250));
+        causes.push(super::go_syntax::too_long(field, 250));
     }
     causes.extend(domain_prefixed_path(field, controller));
     let Some(params) = obj.pointer("/spec/parameters").filter(|p| !p.is_null()) else {
@@ -353,7 +353,7 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or("");
     // validateIngressTypedLocalObjectReference.
     if let Some(group) = params.get("apiGroup").and_then(Value::as_str) {
-        for msg in super::names::is_dns1123_subdomain(group) {
+        for msg in crate::name_rules::is_dns1123_subdomain(group) {
             causes.push(Cause::invalid(
                 format!("{path}.apiGroup"),
                 &Value::String(group.into()),
@@ -368,7 +368,7 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 &format!("{key} is required"),
             ));
         }
-        for msg in super::names::is_valid_path_segment(text(key)) {
+        for msg in crate::name_rules::is_valid_path_segment(text(key)) {
             causes.push(Cause::invalid(
                 format!("{path}.{key}"),
                 &Value::String(text(key).into()),
@@ -385,7 +385,7 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 "`parameters.scope` is set to 'Namespace'",
             )),
             Some(ns) => {
-                for msg in super::names::is_dns1123_label(ns) {
+                for msg in crate::name_rules::is_dns1123_label(ns) {
                     causes.push(Cause::invalid(
                         format!("{path}.namespace"),
                         &Value::String(ns.into()),
@@ -426,7 +426,7 @@ fn domain_prefixed_path(field: &str, value: &str) -> Vec<Cause> {
             "must be a domain-prefixed path (such as \"acme.io/foo\")",
         )];
     };
-    let mut causes: Vec<Cause> = super::names::is_dns1123_subdomain(host)
+    let mut causes: Vec<Cause> = crate::name_rules::is_dns1123_subdomain(host)
         .iter()
         .map(|msg| invalid(host, msg))
         .collect();
@@ -437,7 +437,7 @@ fn domain_prefixed_path(field: &str, value: &str) -> Vec<Cause> {
     if !valid {
         causes.push(invalid(
             path,
-            &super::names::regex_error("must be a valid path", HTTP_PATH_FMT, &[]),
+            &crate::name_rules::regex_error("must be a valid path", HTTP_PATH_FMT, &[]),
         ));
     }
     causes

@@ -5,11 +5,11 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::fields::{dns_label, list, nonnegative, not_found, present, s};
-use super::names::{
-    is_config_map_key, is_env_var_name, is_qualified_name, is_valid_port_name, is_valid_port_num,
-};
 use super::volumes::relative_path;
 use crate::error::Cause;
+use crate::name_rules::{
+    is_config_map_key, is_env_var_name, is_qualified_name, is_valid_port_name, is_valid_port_num,
+};
 use crate::quantity;
 
 pub(super) fn containers(

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::gofmt::invalid_raw;
-use super::names::{is_dns1123_label, is_dns1123_subdomain};
+use super::go_syntax::invalid_raw;
 use crate::error::Cause;
+use crate::name_rules::{is_dns1123_label, is_dns1123_subdomain};
 
 fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")

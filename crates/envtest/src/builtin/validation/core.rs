@@ -3,12 +3,12 @@
 use base64::Engine;
 use serde_json::Value;
 
-use super::gofmt::{self, too_long};
+use super::go_syntax::{self, too_long};
 use super::meta;
-use super::names::{
+use crate::error::Cause;
+use crate::name_rules::{
     is_config_map_key, is_dns1123_subdomain, is_qualified_name, name_is_dns_subdomain,
 };
-use crate::error::Cause;
 
 /// ConfigMap and Secret payloads are limited to 1 MiB.
 const MAX_SECRET_SIZE: usize = 1024 * 1024;
@@ -180,7 +180,7 @@ pub(crate) fn secret_update(obj: &Value, old: &Value) -> Vec<Cause> {
     let mut causes = secret(obj);
     if obj.get("type") != old.get("type") {
         let rendered = gofmt_str(obj.get("type"));
-        causes.push(gofmt::immutable("type", &rendered));
+        causes.push(go_syntax::immutable("type", &rendered));
     }
     causes.extend(immutable_payload(obj, old, &["data"]));
     causes
@@ -192,7 +192,7 @@ fn gofmt_str(value: Option<&Value>) -> String {
 
 pub(crate) fn namespace(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    for finalizer in gofmt::strings(obj.pointer("/spec/finalizers")).unwrap_or_default() {
+    for finalizer in go_syntax::strings(obj.pointer("/spec/finalizers")).unwrap_or_default() {
         for msg in is_qualified_name(&finalizer) {
             causes.push(Cause::invalid(
                 "spec.finalizers",
@@ -439,7 +439,7 @@ pub(crate) fn event_update(obj: &Value, old: &Value, events_api: bool) -> Vec<Ca
                 Some(Value::Number(n)) => n.to_string(),
                 _ => "null".to_string(),
             };
-            causes.push(gofmt::immutable(field, &rendered));
+            causes.push(go_syntax::immutable(field, &rendered));
         }
     }
     causes

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::names::is_dns1123_label;
 use crate::error::{Cause, go_value};
+use crate::name_rules::is_dns1123_label;
 
 pub(super) fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use super::gofmt::{self, invalid_raw, too_long};
-use super::names::{NameRule, is_qualified_name, is_valid_label_value, name_is_dns_label};
+use super::go_syntax::{self, invalid_raw, too_long};
 use crate::error::{Cause, go_value};
+use crate::name_rules::{NameRule, is_qualified_name, is_valid_label_value, name_is_dns_label};
 
 /// Annotations may not exceed 256 KiB in total.
 const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
@@ -75,7 +75,8 @@ fn has_version(api_version: &str) -> bool {
 /// One owner reference as Go's `%#v` prints it.
 fn owner_ref_go(reference: &Value) -> String {
     let field = |key: &str| format!("{:?}", str_at(reference, key));
-    let pointer = |key: &str| gofmt::pointer("bool", reference.get(key).is_none_or(Value::is_null));
+    let pointer =
+        |key: &str| go_syntax::pointer("bool", reference.get(key).is_none_or(Value::is_null));
     format!(
         "v1.OwnerReference{{APIVersion:{}, Kind:{}, Name:{}, UID:{}, Controller:{}, BlockOwnerDeletion:{}}}",
         field("apiVersion"),
@@ -154,7 +155,7 @@ fn owner_references(refs: Option<&Value>, field: &str) -> Vec<Cause> {
 
 fn finalizers(list: Option<&Value>, field: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let Some(items) = gofmt::strings(list) else {
+    let Some(items) = go_syntax::strings(list) else {
         return causes;
     };
     for finalizer in &items {
@@ -169,7 +170,7 @@ fn finalizers(list: Option<&Value>, field: &str) -> Vec<Cause> {
     if items.iter().any(|f| f == "orphan") && items.iter().any(|f| f == "foregroundDeletion") {
         causes.push(invalid_raw(
             field,
-            &gofmt::string_slice(Some(&items)),
+            &go_syntax::string_slice(Some(&items)),
             "finalizer orphan and foregroundDeletion cannot be both set",
         ));
     }
@@ -285,7 +286,7 @@ fn common(meta: &Value) -> Vec<Cause> {
 /// The extra finalizer rule of core kinds: unqualified names must be standard.
 pub(crate) fn kube_finalizer_names(obj: &Value) -> Vec<Cause> {
     let meta = meta_of(obj);
-    gofmt::strings(meta.get("finalizers"))
+    go_syntax::strings(meta.get("finalizers"))
         .unwrap_or_default()
         .iter()
         .enumerate()
@@ -313,8 +314,8 @@ pub(crate) fn object_meta_update(obj: &Value, old: &Value) -> Vec<Cause> {
         .get("deletionTimestamp")
         .is_some_and(|v| !v.is_null())
     {
-        let old_list = gofmt::strings(old_meta.get("finalizers")).unwrap_or_default();
-        let mut extra: Vec<String> = gofmt::strings(meta.get("finalizers"))
+        let old_list = go_syntax::strings(old_meta.get("finalizers")).unwrap_or_default();
+        let mut extra: Vec<String> = go_syntax::strings(meta.get("finalizers"))
             .unwrap_or_default()
             .into_iter()
             .filter(|f| !old_list.contains(f))
@@ -326,7 +327,7 @@ pub(crate) fn object_meta_update(obj: &Value, old: &Value) -> Vec<Cause> {
                 "metadata.finalizers",
                 &format!(
                     "no new finalizers can be added if the object is being deleted, found new finalizers {}",
-                    gofmt::string_slice(Some(&extra))
+                    go_syntax::string_slice(Some(&extra))
                 ),
             ));
         }
@@ -355,7 +356,7 @@ pub(crate) fn object_meta_update(obj: &Value, old: &Value) -> Vec<Cause> {
         let old_value = old_meta.get(key).filter(|v| !v.is_null());
         if new_value != old_value {
             let rendered = new_value.map_or_else(|| "\"\"".to_string(), go_value);
-            causes.push(gofmt::immutable(format!("metadata.{key}"), &rendered));
+            causes.push(go_syntax::immutable(format!("metadata.{key}"), &rendered));
         }
     }
     causes.extend(common(meta));

@@ -1,6 +1,7 @@
 //! Validation of built-in kinds with kube-apiserver's messages, field paths
 //! and order (metadata first, then the kind's own rules).
 
+pub(crate) mod admission_policies;
 mod apiservices;
 mod cluster_kinds;
 mod container;
@@ -8,9 +9,8 @@ mod control_plane;
 mod core;
 mod cron;
 mod fields;
-pub(crate) mod gofmt;
+pub(crate) mod go_syntax;
 pub(crate) mod meta;
-pub(crate) mod names;
 mod pod;
 mod pod_scheduling;
 mod quota_budget;
@@ -20,16 +20,19 @@ pub(crate) mod selector;
 mod service;
 mod storage;
 mod volumes;
+pub(crate) mod webhook_configurations;
+#[cfg(test)]
+mod webhook_configurations_tests;
 mod workloads;
 
-use crate::admission::ConfigurationKind;
 use serde_json::Value;
 
 use super::KindInfo;
 use super::certificates;
-use crate::bootstrap::flowcontrol;
+use crate::bootstrap_policy::flowcontrol;
 use crate::error::Cause;
-use names::NameRule;
+use crate::name_rules::{self as names, NameRule};
+use webhook_configurations::ConfigurationKind;
 
 fn name_rule(kind: &KindInfo) -> NameRule {
     match (kind.group, kind.kind) {
@@ -167,7 +170,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             if let Some(old) = old
                 && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
             {
-                causes.push(gofmt::immutable(
+                causes.push(go_syntax::immutable(
                     "spec.selector",
                     &selector::go_selector(obj.pointer("/spec/selector")),
                 ));
@@ -179,7 +182,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             if let Some(old) = old
                 && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
             {
-                causes.push(gofmt::immutable(
+                causes.push(go_syntax::immutable(
                     "spec.selector",
                     &selector::go_selector(obj.pointer("/spec/selector")),
                 ));
@@ -193,7 +196,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             if let Some(old) = old
                 && obj.pointer("/spec/selector") != old.pointer("/spec/selector")
             {
-                causes.push(gofmt::immutable(
+                causes.push(go_syntax::immutable(
                     "spec.selector",
                     &selector::go_selector(obj.pointer("/spec/selector")),
                 ));
@@ -240,10 +243,10 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             rbac_admission::binding_update(obj, old, false)
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", old) => {
-            crate::admission::validate_policy(obj, old)
+            admission_policies::validate_policy(obj, old)
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", _) => {
-            crate::admission::validate_binding(obj)
+            admission_policies::validate_binding(obj)
         }
         ("admissionregistration.k8s.io", kind_name, old) => {
             let kind = if kind_name == "MutatingWebhookConfiguration" {
@@ -251,7 +254,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             } else {
                 ConfigurationKind::Validating
             };
-            crate::admission::validate_configuration(kind, obj, old)
+            webhook_configurations::validate_configuration(kind, obj, old)
         }
         _ => Vec::new(),
     }

@@ -5,12 +5,12 @@ use serde_json::Value;
 
 use super::container::{containers, host_network_ports};
 use super::fields::{dns_label, list, present, s};
-use super::gofmt::invalid_raw;
+use super::go_syntax::invalid_raw;
 use super::meta::{annotations, labels};
-use super::names::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
 use super::pod_scheduling;
 use super::volumes::volumes;
 use crate::error::Cause;
+use crate::name_rules::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
 
 /// `ValidatePodSpec`: `path` is `spec` or `spec.template.spec`; `pod_name`
 /// is the Pod's own name (none for a template).
@@ -176,7 +176,7 @@ pub(super) fn tolerations(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
                         format!("{idx}.operator"),
                         &format!(
                             "core.Toleration{{Key:{key:?}, Operator:{operator:?}, Value:{value:?}, Effect:{effect:?}, TolerationSeconds:{}}}",
-                            super::gofmt::pointer("int64", !present(toleration, "tolerationSeconds"))
+                            super::go_syntax::pointer("int64", !present(toleration, "tolerationSeconds"))
                         ),
                         "value must be empty when `operator` is 'Exists'",
                     ));

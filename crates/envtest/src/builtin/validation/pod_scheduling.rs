@@ -5,11 +5,11 @@
 use serde_json::Value;
 
 use super::fields::{list, present, s};
-use super::names::{
-    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
-};
 use super::selector;
 use crate::error::Cause;
+use crate::name_rules::{
+    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+};
 
 const NOT_POSITIVE: &str = "must be greater than zero";
 
@@ -291,10 +291,10 @@ pub(super) fn dns_config(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
     };
     let nameservers = list(config, "nameservers");
     if nameservers.len() > 3 {
-        causes.push(super::gofmt::invalid_raw(
+        causes.push(super::go_syntax::invalid_raw(
             format!("{path}.nameservers"),
-            &super::gofmt::string_slice(
-                super::gofmt::strings(config.get("nameservers")).as_deref(),
+            &super::go_syntax::string_slice(
+                super::go_syntax::strings(config.get("nameservers")).as_deref(),
             ),
             "must not have more than 3 nameservers",
         ));

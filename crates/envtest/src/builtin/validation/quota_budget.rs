@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-use super::gofmt::{self, invalid_raw};
-use super::names::is_qualified_name;
+use super::go_syntax::{self, invalid_raw};
 use super::selector;
 use super::workloads::{not_more_than_100_percent, positive_int_or_percent};
 use crate::error::Cause;
+use crate::name_rules::is_qualified_name;
 use crate::quantity;
 
 /// `sets.List(supportedUnhealthyPodEvictionPolicies)`.
@@ -24,10 +24,10 @@ pub(super) fn pod_disruption_budget(obj: &Value) -> Vec<Cause> {
         // The spec struct as %#v prints it: its pointers as addresses.
         let rendered = format!(
             "policy.PodDisruptionBudgetSpec{{MinAvailable:{}, Selector:{}, MaxUnavailable:{}, UnhealthyPodEvictionPolicy:{}}}",
-            gofmt::pointer("intstr.IntOrString", false),
-            gofmt::pointer("v1.LabelSelector", set("selector").is_none()),
-            gofmt::pointer("intstr.IntOrString", false),
-            gofmt::pointer(
+            go_syntax::pointer("intstr.IntOrString", false),
+            go_syntax::pointer("v1.LabelSelector", set("selector").is_none()),
+            go_syntax::pointer("intstr.IntOrString", false),
+            go_syntax::pointer(
                 "policy.UnhealthyPodEvictionPolicyType",
                 set("unhealthyPodEvictionPolicy").is_none()
             ),

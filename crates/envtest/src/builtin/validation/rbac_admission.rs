@@ -2,10 +2,10 @@
 
 use serde_json::Value;
 
-use super::gofmt::{self, invalid_raw};
-use super::names::{is_dns1123_subdomain, is_valid_path_segment};
+use super::go_syntax::{self, invalid_raw};
 use super::selector;
 use crate::error::Cause;
+use crate::name_rules::{is_dns1123_subdomain, is_valid_path_segment};
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -25,7 +25,8 @@ fn policy_rule(rule: &Value, namespaced: bool, path: &str, causes: &mut Vec<Caus
         ));
     }
     if len_of(rule, "nonResourceURLs") > 0 {
-        let urls = gofmt::string_slice(gofmt::strings(rule.get("nonResourceURLs")).as_deref());
+        let urls =
+            go_syntax::string_slice(go_syntax::strings(rule.get("nonResourceURLs")).as_deref());
         if namespaced {
             causes.push(invalid_raw(
                 format!("{path}.nonResourceURLs"),

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::gofmt::{self, invalid_raw};
+use super::go_syntax::{self, invalid_raw};
 use super::pod;
 use super::workloads::{nonnegative, pods_always_restart};
 use crate::error::Cause;
@@ -33,7 +33,7 @@ pub(super) fn validate(obj: &Value) -> Vec<Cause> {
         if !selects {
             causes.push(invalid_raw(
                 "spec.template.metadata.labels",
-                &gofmt::string_map(labels),
+                &go_syntax::string_map(labels),
                 "selector does not match labels in spec.template",
             ));
         }

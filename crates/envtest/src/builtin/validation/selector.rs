@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::meta::labels;
-use super::names::{is_qualified_name, is_valid_label_value};
 use crate::error::Cause;
+use crate::name_rules::{is_qualified_name, is_valid_label_value};
 use crate::selectors::LabelSelector;
 
 /// `ValidateLabelSelector` (nothing for an absent selector).
@@ -134,7 +134,7 @@ pub(crate) fn go_selector(selector: Option<&Value>) -> String {
     let Some(selector) = selector.filter(|s| !s.is_null()) else {
         return "null".to_string();
     };
-    let match_labels = super::gofmt::string_map(selector.get("matchLabels"));
+    let match_labels = super::go_syntax::string_map(selector.get("matchLabels"));
     let expressions = selector
         .get("matchExpressions")
         .and_then(Value::as_array)
@@ -146,8 +146,8 @@ pub(crate) fn go_selector(selector: Option<&Value>) -> String {
                         "v1.LabelSelectorRequirement{{Key:{:?}, Operator:{:?}, Values:{}}}",
                         e.get("key").and_then(Value::as_str).unwrap_or(""),
                         e.get("operator").and_then(Value::as_str).unwrap_or(""),
-                        super::gofmt::string_slice(
-                            super::gofmt::strings(e.get("values")).as_deref()
+                        super::go_syntax::string_slice(
+                            super::go_syntax::strings(e.get("values")).as_deref()
                         )
                     )
                 })

@@ -5,10 +5,12 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
-use super::gofmt::{self, invalid_raw};
+use super::go_syntax::{self, invalid_raw};
 use super::meta::labels;
-use super::names::{is_dns1123_label, is_dns1123_subdomain, is_valid_port_name, is_valid_port_num};
 use crate::error::Cause;
+use crate::name_rules::{
+    is_dns1123_label, is_dns1123_subdomain, is_valid_port_name, is_valid_port_num,
+};
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
@@ -283,11 +285,11 @@ pub(crate) fn service(svc: &Value) -> Vec<Cause> {
 
 fn cluster_ips(spec: &Value, causes: &mut Vec<Cause>) {
     let cluster_ip = s(spec, "clusterIP");
-    let cluster_ips = gofmt::strings(spec.get("clusterIPs")).unwrap_or_default();
+    let cluster_ips = go_syntax::strings(spec.get("clusterIPs")).unwrap_or_default();
     if !cluster_ip.is_empty() && !cluster_ips.is_empty() && cluster_ips[0] != cluster_ip {
         causes.push(invalid_raw(
             "spec.clusterIPs",
-            &gofmt::string_slice(Some(&cluster_ips)),
+            &go_syntax::string_slice(Some(&cluster_ips)),
             "first value must match `clusterIP`",
         ));
     }
@@ -312,7 +314,7 @@ fn cluster_ips(spec: &Value, causes: &mut Vec<Cause>) {
             &["PreferDualStack", "RequireDualStack", "SingleStack"],
         ));
     }
-    for (i, family) in gofmt::strings(spec.get("ipFamilies"))
+    for (i, family) in go_syntax::strings(spec.get("ipFamilies"))
         .unwrap_or_default()
         .iter()
         .enumerate()
@@ -335,12 +337,12 @@ pub(crate) fn service_update(svc: &Value, old: &Value) -> Vec<Cause> {
     let old_spec = old.get("spec").unwrap_or(&empty);
     let needs_ip = |spec: &Value| s(spec, "type") != "ExternalName";
     if needs_ip(spec) && needs_ip(old_spec) {
-        let old_ips = gofmt::strings(old_spec.get("clusterIPs")).unwrap_or_default();
-        let new_ips = gofmt::strings(spec.get("clusterIPs")).unwrap_or_default();
+        let old_ips = go_syntax::strings(old_spec.get("clusterIPs")).unwrap_or_default();
+        let new_ips = go_syntax::strings(spec.get("clusterIPs")).unwrap_or_default();
         if !old_ips.is_empty() && new_ips.first() != old_ips.first() {
             causes.push(invalid_raw(
                 "spec.clusterIPs[0]",
-                &gofmt::string_slice(Some(&new_ips)),
+                &go_syntax::string_slice(Some(&new_ips)),
                 "may not change once set",
             ));
         }

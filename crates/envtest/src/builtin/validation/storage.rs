@@ -8,12 +8,12 @@
 use serde_json::{Map, Value};
 
 use super::fields::{list, present, s};
-use super::gofmt::{self, go_quantity, invalid_raw};
+use super::go_syntax::{self, go_quantity, invalid_raw};
 use super::meta::{annotations, labels};
-use super::names::{is_dns1123_label, is_dns1123_subdomain, name_is_dns_subdomain};
 use super::pod_scheduling::node_selector;
 use super::selector;
 use crate::error::Cause;
+use crate::name_rules::{is_dns1123_label, is_dns1123_subdomain, name_is_dns_subdomain};
 use crate::quantity;
 
 /// `sets.List(supportedAccessModes)`.
@@ -356,7 +356,7 @@ fn immutable_mode(obj: &Value, old: &Value, causes: &mut Vec<Cause>) {
             Some(mode) => crate::gofmt::quote(mode),
             None => "null".into(),
         };
-        causes.push(gofmt::immutable("volumeMode", &rendered));
+        causes.push(go_syntax::immutable("volumeMode", &rendered));
     }
 }
 
@@ -464,7 +464,7 @@ pub(super) fn csi_driver_name(name: &str, field: &str, causes: &mut Vec<Cause>) 
         causes.push(Cause::required(field, ""));
     }
     if name.len() > 63 {
-        causes.push(gofmt::too_long(field, 63));
+        causes.push(go_syntax::too_long(field, 63));
     }
     for msg in is_dns1123_subdomain(&name.to_lowercase()) {
         causes.push(invalid_str(field, name, &msg));
@@ -718,13 +718,13 @@ pub(super) fn volume_update(obj: &Value, old: &Value) -> Vec<Cause> {
             None => "null".into(),
             Some(a) => format!(
                 "core.VolumeNodeAffinity{{Required:{}}}",
-                gofmt::pointer(
+                go_syntax::pointer(
                     "core.NodeSelector",
                     a.get("required").is_none_or(Value::is_null)
                 )
             ),
         };
-        causes.push(gofmt::immutable("nodeAffinity", &rendered));
+        causes.push(go_syntax::immutable("nodeAffinity", &rendered));
     }
     if spec.get("volumeAttributesClassName") != old_spec.get("volumeAttributesClassName") {
         causes.push(Cause::forbidden(

@@ -5,9 +5,9 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::fields::{dns_label, list, present, s};
-use super::names::name_is_dns_subdomain;
 use super::storage;
 use crate::error::Cause;
+use crate::name_rules::name_is_dns_subdomain;
 use crate::quantity;
 
 /// `ValidateVolumes`; returns the names of the valid volumes. `pod_name` is

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::gofmt::{self, invalid_raw};
+use super::go_syntax::{self, invalid_raw};
 use super::pod;
 use super::selector::{self, Selects, go_selector};
 use crate::builtin::prepare::{JOB_NAME_LABELS, JOB_UID_LABELS};
@@ -32,7 +32,7 @@ fn template_labels(spec: &Value) -> Option<&Value> {
 fn mismatch(spec: &Value) -> Cause {
     invalid_raw(
         "spec.template.metadata.labels",
-        &gofmt::string_map(template_labels(spec)),
+        &go_syntax::string_map(template_labels(spec)),
         "`selector` does not match template `labels`",
     )
 }
@@ -463,7 +463,7 @@ pub(crate) fn daemon_set(obj: &Value) -> Vec<Cause> {
         },
         other => {
             let rolling = strategy.get("rollingUpdate").is_none_or(Value::is_null);
-            let pointer = gofmt::pointer("apps.RollingUpdateDaemonSet", rolling);
+            let pointer = go_syntax::pointer("apps.RollingUpdateDaemonSet", rolling);
             causes.push(Cause::new(
                 "FieldValueNotSupported",
                 "spec.updateStrategy",
@@ -574,7 +574,7 @@ pub(crate) fn job(obj: &Value, require_prefixed: bool) -> Vec<Cause> {
                 )),
                 Some(actual) if actual != want => causes.push(invalid_raw(
                     format!("spec.template.metadata.labels[{key}]"),
-                    &gofmt::string_map(template_meta.get("labels")),
+                    &go_syntax::string_map(template_meta.get("labels")),
                     &format!("must be '{want}'"),
                 )),
                 Some(_) => {}
@@ -634,7 +634,7 @@ pub(crate) fn job_update(obj: &Value, old: &Value) -> Vec<Cause> {
         ),
     ] {
         if obj.pointer(pointer) != old.pointer(pointer) {
-            causes.push(gofmt::immutable(field, &rendered));
+            causes.push(go_syntax::immutable(field, &rendered));
         }
     }
     causes

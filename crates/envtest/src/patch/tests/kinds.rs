@@ -6,7 +6,7 @@ use crate::typeinfo::{ListType, TypeInfo};
 /// Containers by name, ports by (port, protocol), env by name, conditions by
 /// type, label selectors and object references atomic; everything else atomic
 /// lists and granular maps.
-pub struct TranscriptKinds;
+pub(super) struct TranscriptKinds;
 
 fn keys(names: &[&str]) -> ListType {
     ListType::Map(names.iter().map(|s| s.to_string()).collect())

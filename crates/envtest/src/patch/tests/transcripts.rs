@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-pub fn load(file: &str) -> Value {
+pub(super) fn load(file: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/transcripts")
         .join(file);
@@ -14,7 +14,7 @@ pub fn load(file: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
 
-pub fn steps(file: &str) -> Vec<Value> {
+pub(super) fn steps(file: &str) -> Vec<Value> {
     match load(file).get("steps") {
         Some(Value::Array(steps)) => steps.clone(),
         _ => panic!("{file} has no steps"),
@@ -22,7 +22,7 @@ pub fn steps(file: &str) -> Vec<Value> {
 }
 
 /// The step named `name` (by prefix) of `file`.
-pub fn step(file: &str, name_prefix: &str) -> Value {
+pub(super) fn step(file: &str, name_prefix: &str) -> Value {
     steps(file)
         .into_iter()
         .find(|s| {
@@ -38,12 +38,12 @@ const FAKE_UID_PREFIX: &str = "00000000-0000-4000-8000-";
 /// `<uid:N>` placeholders become real-looking UUIDs (the real server writes
 /// UUIDs into `k:{"uid":...}` keys with Go's JSON escaping, which a `<` in
 /// the placeholder would change).
-pub fn with_fake_uids(v: &Value) -> Value {
+pub(super) fn with_fake_uids(v: &Value) -> Value {
     map_strings(v, &|s| replace_uid_placeholders(s))
 }
 
 /// The inverse of [`with_fake_uids`].
-pub fn with_uid_placeholders(v: &Value) -> Value {
+pub(super) fn with_uid_placeholders(v: &Value) -> Value {
     map_strings(v, &|s| restore_uid_placeholders(s))
 }
 
@@ -104,7 +104,7 @@ fn restore_uid_placeholders(s: &str) -> String {
 }
 
 /// A managedFields list as recorded: entry times become `<time>`.
-pub fn normalise_managed_fields(list: &Value) -> Value {
+pub(super) fn normalise_managed_fields(list: &Value) -> Value {
     let mut out = with_uid_placeholders(list);
     if let Some(items) = out.as_array_mut() {
         for item in items {
@@ -118,13 +118,13 @@ pub fn normalise_managed_fields(list: &Value) -> Value {
     out
 }
 
-pub fn managed_fields(obj: &Value) -> Value {
+pub(super) fn managed_fields(obj: &Value) -> Value {
     obj.pointer("/metadata/managedFields")
         .cloned()
         .unwrap_or(Value::Null)
 }
 
-pub fn set_managed_fields(obj: &mut Value, list: Value) {
+pub(super) fn set_managed_fields(obj: &mut Value, list: Value) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         if list.is_null() {
             meta.remove("managedFields");
@@ -135,7 +135,7 @@ pub fn set_managed_fields(obj: &mut Value, list: Value) {
 }
 
 /// Each entry's `fieldsV1` serialised, to check key order too.
-pub fn fields_v1_texts(list: &Value) -> Vec<String> {
+pub(super) fn fields_v1_texts(list: &Value) -> Vec<String> {
     list.as_array()
         .map(|items| {
             items

@@ -449,7 +449,7 @@ fn package(group: &str) -> Option<&'static str> {
 const MAGIC: &[u8] = b"k8s\0";
 
 /// Decodes a Kubernetes protobuf body into the JSON object it encodes.
-pub fn decode(body: &[u8]) -> Result<Value, String> {
+pub(crate) fn decode(body: &[u8]) -> Result<Value, String> {
     let envelope = body.strip_prefix(MAGIC).ok_or(
         "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
     )?;

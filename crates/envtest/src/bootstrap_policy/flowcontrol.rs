@@ -7,11 +7,11 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub const GROUP: &str = "flowcontrol.apiserver.k8s.io";
-pub const FLOW_SCHEMAS: &str = "flowschemas";
-pub const PRIORITY_LEVELS: &str = "prioritylevelconfigurations";
+pub(crate) const GROUP: &str = "flowcontrol.apiserver.k8s.io";
+pub(crate) const FLOW_SCHEMAS: &str = "flowschemas";
+pub(crate) const PRIORITY_LEVELS: &str = "prioritylevelconfigurations";
 /// Marks the objects the producer may put back when they are changed.
-pub const AUTO_UPDATE: &str = "apf.kubernetes.io/autoupdate-spec";
+pub(crate) const AUTO_UPDATE: &str = "apf.kubernetes.io/autoupdate-spec";
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -52,7 +52,7 @@ struct SchemaDef {
 }
 
 /// One object of the configuration.
-pub struct Bootstrapped {
+pub(crate) struct Bootstrapped {
     /// `flowschemas` or `prioritylevelconfigurations`.
     pub plural: &'static str,
     pub mandatory: bool,
@@ -60,7 +60,7 @@ pub struct Bootstrapped {
 }
 
 impl Bootstrapped {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         crate::meta::name(&self.body)
     }
 }
@@ -119,7 +119,7 @@ fn flow_schema(def: SchemaDef) -> Value {
 static CONFIGURATION: LazyLock<Vec<Bootstrapped>> = LazyLock::new(parse);
 
 /// Every object, priority levels first, mandatory before suggested.
-pub fn configuration() -> &'static [Bootstrapped] {
+pub(crate) fn configuration() -> &'static [Bootstrapped] {
     &CONFIGURATION
 }
 
@@ -156,7 +156,7 @@ fn parse() -> Vec<Bootstrapped> {
 /// The fixed spec of a mandatory object that validation holds writes to:
 /// the `exempt` and `catch-all` FlowSchemas and the `catch-all` priority
 /// level (the `exempt` level's shares may be tuned, as on v1.32).
-pub fn fixed_spec(plural: &str, name: &str) -> Option<Value> {
+pub(crate) fn fixed_spec(plural: &str, name: &str) -> Option<Value> {
     if (plural, name) == (PRIORITY_LEVELS, "exempt") {
         return None;
     }

@@ -1,35 +1,36 @@
 //! kube-apiserver's API Priority and Fairness controllers: the config
-//! producer keeps the bootstrap configuration (`bootstrap::flowcontrol`) in
+//! producer keeps the bootstrap configuration (`bootstrap_policy::flowcontrol`) in
 //! place, and the config consumer reports on every FlowSchema whether the
 //! priority level it names exists (the `Dangling` condition). envtest does
 //! not queue or reject requests by this configuration.
 
 use serde_json::{Value, json};
 
-use super::{modify, resource_for};
+use super::{modify_without_admission, resource_for};
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
-use crate::api::{App, WriteCtx};
-use crate::bootstrap::flowcontrol::{
+use crate::app::App;
+use crate::bootstrap_policy::flowcontrol::{
     AUTO_UPDATE, FLOW_SCHEMAS, GROUP, PRIORITY_LEVELS, configuration,
 };
 use crate::meta;
 use crate::store::Event;
 
 /// The managers kube-apiserver writes these objects as.
-pub const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
+pub(crate) const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
 const CONSUMER: &str = "api-priority-and-fairness-config-consumer-v1";
 
 fn key(plural: &str) -> String {
     format!("{GROUP}/{plural}")
 }
 
-pub fn concerns(ev: &Event) -> bool {
+pub(crate) fn concerns(ev: &Event) -> bool {
     *ev.resource == *key(FLOW_SCHEMAS) || *ev.resource == *key(PRIORITY_LEVELS)
 }
 
 /// Creates what is missing, puts back what was changed where the producer
 /// may, and brings every FlowSchema's `Dangling` condition up to date.
-pub fn sync(app: &App) {
+pub(crate) fn sync(app: &App) {
     for object in configuration() {
         let Some(res) = resource_for(app, &key(object.plural)) else {
             continue;
@@ -53,7 +54,7 @@ pub fn sync(app: &App) {
         let spec = object.body.get("spec");
         if (object.mandatory || auto_update) && stored.get("spec") != spec {
             let spec = spec.cloned().unwrap_or_default();
-            let _ = modify(app, &res, "", name, None, PRODUCER, |obj| {
+            let _ = modify_without_admission(app, &res, "", name, None, PRODUCER, |obj| {
                 obj["spec"] = spec.clone();
                 true
             });
@@ -81,9 +82,10 @@ fn report_dangling(app: &App) {
             continue;
         }
         let name = meta::name(&schema).to_string();
-        let _ = modify(app, &schemas, "", &name, Some("status"), CONSUMER, |obj| {
-            set_condition(obj, &wanted)
-        });
+        let _ =
+            modify_without_admission(app, &schemas, "", &name, Some("status"), CONSUMER, |obj| {
+                set_condition(obj, &wanted)
+            });
     }
 }
 

@@ -10,8 +10,8 @@ use super::attributes::{AdmissionAttributes, GroupVersionResource, Operation, co
 use super::cluster::ClusterView;
 #[cfg(test)]
 use super::cluster::EmptyCluster;
-use super::config::{Rule, Scope, Webhook};
-use super::errors::{internal_error, namespace_not_found};
+use super::compiled_webhooks::{Rule, Scope, Webhook};
+use super::webhook_errors::{internal_error, namespace_not_found};
 use crate::error::ApiResult;
 use crate::selectors::LabelSelector;
 
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn equivalent_versions_are_tried_under_match_policy_equivalent_only() {
-        use crate::admission::config::{HookSet, HookType};
+        use crate::admission::compiled_webhooks::{HookSet, HookType};
         let rules = serde_json::json!([{"operations": ["CREATE"], "apiGroups": ["g.io"],
                                         "apiVersions": ["v1"], "resources": ["ws"]}]);
         let set = HookSet::compile(

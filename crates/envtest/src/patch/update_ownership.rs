@@ -23,7 +23,7 @@ fn without_managed_fields(obj: &Value) -> Value {
 
 /// Writes `managed` into `obj.metadata.managedFields` (removing the field
 /// when no manager is left).
-pub fn store(obj: &mut Value, encoded: Option<Value>) {
+pub(super) fn store(obj: &mut Value, encoded: Option<Value>) {
     let Some(map) = obj.as_object_mut() else {
         return;
     };
@@ -63,7 +63,7 @@ fn starting_managers(req: &UpdateRequest<'_>, new: &Value) -> Managed {
 }
 
 /// What [`super::record_update`] does; `Err` leaves the stored managedFields.
-pub fn record(req: &UpdateRequest<'_>, new: &mut Value) -> Result<(), String> {
+pub(super) fn record(req: &UpdateRequest<'_>, new: &mut Value) -> Result<(), String> {
     if !new.is_object() {
         return Err("the new object is not an object".to_string());
     }
@@ -98,7 +98,7 @@ pub fn record(req: &UpdateRequest<'_>, new: &mut Value) -> Result<(), String> {
 
 /// Others lose what changed under them and what was removed; the writer
 /// gains what it added or changed.
-pub fn apply_update(managers: &mut Managed, cmp: &Comparison, req: &UpdateRequest<'_>) {
+pub(super) fn apply_update(managers: &mut Managed, cmp: &Comparison, req: &UpdateRequest<'_>) {
     managers.take_from_others(None, &cmp.changed().union(&cmp.removed));
     let gained = cmp.changed().difference(&managed::strip_set());
     if !gained.is_empty() {

@@ -15,31 +15,57 @@ use std::str::FromStr;
 /// A controller of kube-controller-manager that envtest simulates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Controller {
+    /// `garbage-collector-controller`: deletes the dependents of deleted owners.
     GarbageCollector,
+    /// `namespace-controller`: empties and finishes terminating Namespaces.
     Namespace,
+    /// `serviceaccount-controller`: the `default` ServiceAccount of every Namespace.
     ServiceAccount,
+    /// `serviceaccount-token-controller`: the tokens of ServiceAccount token Secrets.
     ServiceAccountToken,
+    /// `root-ca-certificate-publisher-controller`: the `kube-root-ca.crt` ConfigMap of every Namespace.
     RootCaCertificatePublisher,
+    /// `clusterrole-aggregation-controller`: the rules of aggregated ClusterRoles.
     ClusterRoleAggregation,
+    /// `validatingadmissionpolicy-status-controller`: the type checks in ValidatingAdmissionPolicies' status.
     ValidatingAdmissionPolicyStatus,
+    /// `disruption-controller`: PodDisruptionBudgets' status.
     Disruption,
+    /// `resourcequota-controller`: ResourceQuotas' usage.
     ResourceQuota,
+    /// `deployment-controller`: ReplicaSets of Deployments, rollouts.
     Deployment,
+    /// `replicaset-controller`: Pods of ReplicaSets.
     ReplicaSet,
+    /// `replicationcontroller-controller`: Pods of ReplicationControllers.
     ReplicationController,
+    /// `statefulset-controller`: Pods and claims of StatefulSets.
     StatefulSet,
+    /// `daemonset-controller`: a Pod of each DaemonSet on every eligible Node.
     DaemonSet,
+    /// `job-controller`: Pods and completion of Jobs.
     Job,
+    /// `cronjob-controller`: Jobs of CronJobs on their schedule.
     CronJob,
+    /// `ttl-after-finished-controller`: deletes finished Jobs after their TTL.
     TtlAfterFinished,
+    /// `horizontal-pod-autoscaler-controller`: HorizontalPodAutoscalers' status.
     HorizontalPodAutoscaler,
+    /// `endpoints-controller`: Endpoints of Services.
     Endpoints,
+    /// `endpointslice-controller`: EndpointSlices of Services.
     EndpointSlice,
+    /// `persistentvolume-binder-controller`: binds claims to volumes.
     PersistentVolumeBinder,
+    /// `persistentvolumeclaim-protection-controller`: the finalizer of claims in use.
     PersistentVolumeClaimProtection,
+    /// `persistentvolume-protection-controller`: the finalizer of bound volumes.
     PersistentVolumeProtection,
+    /// `node-lifecycle-controller`: Node conditions, taints and the Pods of failed Nodes.
     NodeLifecycle,
+    /// `taint-eviction-controller`: deletes Pods that do not tolerate a `NoExecute` taint.
     TaintEviction,
+    /// `pod-garbage-collector-controller`: deletes orphaned and terminated Pods.
     PodGarbageCollector,
 }
 
@@ -223,7 +249,7 @@ fn is_known(name: &str) -> bool {
 }
 
 /// Every name kube-controller-manager v1.32 lists, sorted as its `--help` sorts them.
-pub fn known_names() -> Vec<&'static str> {
+pub(crate) fn known_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = Controller::ALL.iter().map(|c| c.name()).collect();
     names.extend(NOT_SIMULATED.iter().map(|(name, _)| *name));
     names.sort_unstable();
@@ -278,10 +304,12 @@ impl Controllers {
         ])
     }
 
+    /// Whether `controller` runs.
     pub fn is_on(&self, controller: Controller) -> bool {
         self.on.contains(&controller)
     }
 
+    /// Whether no controller runs.
     pub fn is_empty(&self) -> bool {
         self.on.is_empty()
     }

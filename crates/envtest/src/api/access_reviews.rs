@@ -6,14 +6,14 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Attributes, Decision, Rule, authorize, visit_rules};
-use crate::admission::UserInfo;
+use crate::authz::{Attributes, Decision, Rule, authorize, visit_rules};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::Resource;
 use crate::store::Store;
+use crate::user::UserInfo;
 
 /// Whether `res` is one of the reviews this module answers.
-pub fn is_review(res: &Resource) -> bool {
+pub(crate) fn is_review(res: &Resource) -> bool {
     matches!(
         (res.group.as_str(), res.kind.as_str()),
         ("authentication.k8s.io", "SelfSubjectReview" | "TokenReview")
@@ -23,7 +23,7 @@ pub fn is_review(res: &Resource) -> bool {
 
 /// Answers the review `body` POSTed to `res` (in namespace `ns` for a
 /// LocalSubjectAccessReview) by `requester`.
-pub fn answer(
+pub(crate) fn answer(
     store: &Store,
     res: &Resource,
     ns: &str,

@@ -1,6 +1,6 @@
 //! Simulated Nodes, registered as a kubelet registers its Node: the Node
 //! object with its status (capacity, allocatable, conditions, addresses,
-//! nodeInfo: [`crate::nodes::Registration`]), then a Lease in
+//! nodeInfo: [`crate::node_status::Registration`]), then a Lease in
 //! `kube-node-lease` renewed as a heartbeat. The node lifecycle controller
 //! keeps the condition taints in step (`node.kubernetes.io/not-ready` goes
 //! once the Node reports Ready).
@@ -12,27 +12,27 @@ use serde_json::{Value, json};
 
 use super::client::{self, KUBELET, LEASES, NAMESPACES, NODES};
 use super::config::NodeSpec;
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
 /// Marks a Node whose kubelet the simulation plays.
-pub const SIMULATED: &str = "envtest.opctl.dev/simulated";
+pub(crate) const SIMULATED: &str = "envtest.opctl.dev/simulated";
 /// How a simulated Node's kubelet behaves: `running` (the default),
 /// `not-ready` (it posts `Ready=False` and starts no Pods) or `stopped` (it
 /// posts nothing and moves no Pod, as when its machine is unreachable).
-pub const KUBELET_MODE: &str = "envtest.opctl.dev/kubelet";
+pub(crate) const KUBELET_MODE: &str = "envtest.opctl.dev/kubelet";
 
 /// What [`KUBELET_MODE`] asks of a simulated kubelet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KubeletMode {
+pub(crate) enum KubeletMode {
     Running,
     NotReady,
     Stopped,
 }
 
 /// The mode a Node's annotation asks for (anything else is `running`).
-pub fn kubelet_mode(node: &Value) -> KubeletMode {
+pub(crate) fn kubelet_mode(node: &Value) -> KubeletMode {
     let mode = meta::metadata(node)
         .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(KUBELET_MODE))
@@ -44,12 +44,12 @@ pub fn kubelet_mode(node: &Value) -> KubeletMode {
     }
 }
 /// The namespace of the kubelets' heartbeat Leases.
-pub const LEASE_NAMESPACE: &str = "kube-node-lease";
+pub(crate) const LEASE_NAMESPACE: &str = "kube-node-lease";
 const LEASE_SECONDS: i64 = 40;
 const ZONES: &[&str] = &["zone-a", "zone-b", "zone-c"];
 
 /// Whether the simulation plays this Node's kubelet.
-pub fn is_simulated(node: &Value) -> bool {
+pub(crate) fn is_simulated(node: &Value) -> bool {
     meta::metadata(node)
         .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(SIMULATED))
@@ -58,7 +58,7 @@ pub fn is_simulated(node: &Value) -> bool {
 }
 
 /// The `index`th Node's internal address (from 172.18.0.2, as kind numbers its nodes).
-pub fn node_ip(index: usize) -> String {
+pub(crate) fn node_ip(index: usize) -> String {
     format!("172.18.{}.{}", (index + 2) / 256, (index + 2) % 256)
 }
 
@@ -111,12 +111,12 @@ fn node_object(spec: &NodeSpec, index: usize) -> Value {
 }
 
 /// The `index`th Node's Pod range (10.244.<index+1>.0/24).
-pub fn pod_cidr(index: usize) -> String {
+pub(crate) fn pod_cidr(index: usize) -> String {
     format!("10.244.{}.0/24", index + 1)
 }
 
 /// Registers every Node of `specs` with its status and first Lease.
-pub async fn register_all(app: &App, specs: &[NodeSpec]) -> ApiResult<()> {
+pub(crate) async fn register_all(app: &App, specs: &[NodeSpec]) -> ApiResult<()> {
     if specs.is_empty() {
         return Ok(());
     }
@@ -133,7 +133,7 @@ async fn ensure_lease_namespace(app: &App) -> ApiResult<()> {
     }
     let ns =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}});
-    match client::create_object(app, NAMESPACES, "", ns, crate::controllers::APISERVER).await {
+    match client::create_object(app, NAMESPACES, "", ns, crate::api::APISERVER).await {
         Ok(_) => Ok(()),
         Err(e) if e.code == 409 => Ok(()),
         Err(e) => Err(e),
@@ -144,15 +144,15 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
     client::create_object(app, NODES, "", node_object(spec, index), KUBELET).await?;
     // Then the first status post: this machine's capacity and addresses,
     // and Ready once its runtime is up (at once, unless asked otherwise).
-    let registration = crate::nodes::Registration {
+    let registration = crate::node_status::Registration {
         cpu: spec.cpu.clone(),
         memory: spec.memory.clone(),
         pods: spec.pods.to_string(),
         internal_ip: node_ip(index),
-        ..crate::nodes::Registration::default()
+        ..crate::node_status::Registration::default()
     };
     let now = meta::now_rfc3339();
-    client::modify(
+    client::modify_with_admission(
         app,
         NODES,
         "",
@@ -162,7 +162,7 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
         |node| {
             node["status"] = json!({});
             registration.register(node, &now);
-            crate::nodes::set_ready(node, spec.ready, &now);
+            crate::node_status::set_ready(node, spec.ready, &now);
             true
         },
     )
@@ -171,13 +171,21 @@ async fn register(app: &App, spec: &NodeSpec, index: usize) -> ApiResult<()> {
 }
 
 /// Creates or renews the Node's heartbeat Lease.
-pub async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
+pub(crate) async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
     let now = micro_time();
     if client::get(app, LEASES, LEASE_NAMESPACE, node).is_some() {
-        return client::modify(app, LEASES, LEASE_NAMESPACE, node, None, KUBELET, |lease| {
-            lease["spec"]["renewTime"] = json!(now);
-            true
-        })
+        return client::modify_with_admission(
+            app,
+            LEASES,
+            LEASE_NAMESPACE,
+            node,
+            None,
+            KUBELET,
+            |lease| {
+                lease["spec"]["renewTime"] = json!(now);
+                true
+            },
+        )
         .await;
     }
     let Some(owner) = client::get(app, NODES, "", node) else {
@@ -206,7 +214,7 @@ pub async fn renew_lease(app: &App, node: &str) -> ApiResult<()> {
 }
 
 /// Renews the Leases of every simulated Node.
-pub async fn heartbeat(app: &App) {
+pub(crate) async fn heartbeat(app: &App) {
     for node in client::list(app, NODES, None) {
         if is_simulated(&node)
             && !meta::is_deleting(&node)
@@ -218,7 +226,7 @@ pub async fn heartbeat(app: &App) {
 }
 
 /// The InternalIP of a Node, and its Pod range.
-pub fn addresses(node: &Value) -> (String, String) {
+pub(crate) fn addresses(node: &Value) -> (String, String) {
     let ip = meta::get_path(node, &["status", "addresses"])
         .and_then(Value::as_array)
         .and_then(|a| {
@@ -233,7 +241,7 @@ pub fn addresses(node: &Value) -> (String, String) {
 }
 
 /// Now as a MicroTime (`2006-01-02T15:04:05.000000Z`).
-pub fn micro_time() -> String {
+pub(crate) fn micro_time() -> String {
     chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.6fZ")
         .to_string()

@@ -6,16 +6,24 @@
 use serde_json::{Value, json};
 
 use super::{CONTROLLER_MANAGER, resource_for};
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
+use crate::meta;
 
 /// Records a Warning about `involved` (an ObjectReference) from `component`.
-pub fn record_warning(app: &App, component: &str, involved: Value, reason: &str, message: &str) {
+pub(crate) fn record_warning(
+    app: &App,
+    component: &str,
+    involved: Value,
+    reason: &str,
+    message: &str,
+) {
     record(app, component, involved, "Warning", reason, message);
 }
 
 /// Records an Event of `kind` (`Normal` or `Warning`) about `involved` from `component`.
-pub fn record(
+pub(crate) fn record(
     app: &App,
     component: &str,
     involved: Value,
@@ -28,7 +36,7 @@ pub fn record(
 
 /// [`record`] from a component on a host (a kubelet on its Node): the
 /// source's `host`, which is also `reportingInstance`.
-pub fn record_from_host(
+pub(crate) fn record_from_host(
     app: &App,
     component: &str,
     host: &str,
@@ -80,4 +88,20 @@ pub fn record_from_host(
         input,
         &WriteCtx::internal(CONTROLLER_MANAGER),
     );
+}
+
+/// A reference to `obj` for an Event's `involvedObject`.
+pub(crate) fn reference(obj: &Value) -> Value {
+    let mut r = json!({
+        "apiVersion": obj.get("apiVersion").cloned().unwrap_or(Value::Null),
+        "kind": obj.get("kind").cloned().unwrap_or(Value::Null),
+        "name": meta::name(obj),
+        "uid": meta::uid(obj),
+        "resourceVersion": meta::resource_version(obj),
+    });
+    let ns = meta::namespace(obj);
+    if !ns.is_empty() {
+        r["namespace"] = json!(ns);
+    }
+    r
 }

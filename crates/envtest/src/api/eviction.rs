@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use super::APISERVER;
 use super::pod_object::{check_preconditions, set_pod_condition};
 use super::update_steps::{Change, Fail, update_once};
-use super::{App, WriteCtx, Written, not_found};
+use super::{WriteCtx, Written, not_found};
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::meta;
 use crate::registry::Resource;
@@ -91,7 +92,7 @@ fn still_processing(pdb_name: &str) -> ApiError {
 }
 
 /// Evicts Pod `name` with `options` (see the module documentation).
-pub async fn evict(
+pub(crate) async fn evict(
     app: &App,
     pods: &Resource,
     ns: &str,

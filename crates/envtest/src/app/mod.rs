@@ -3,20 +3,24 @@
 
 use std::sync::{Arc, Mutex};
 
+mod store_view;
+
 use crate::admission::WebhookRegistry;
 use crate::builtin;
 use crate::registry::SharedRegistry;
 use crate::store::Store;
 
+pub(crate) use store_view::StoreView;
+
 /// The server's state: storage, served resources, allocators and webhooks.
-pub struct App {
+pub(crate) struct App {
     pub store: Arc<Store>,
     pub registry: SharedRegistry,
     /// The stored admission webhook configurations, ready to call.
     pub webhooks: WebhookRegistry,
     /// The stored ValidatingAdmissionPolicies with their bindings, compiled.
     pub policies: crate::admission::PolicyRegistry,
-    /// Serialises [`super::admit::refresh_configurations`], so that the last refresh
+    /// Serialises `api::admit::refresh_configurations`, so that the last refresh
     /// always hands over the newest stored configurations.
     pub(crate) webhook_refresh: Mutex<()>,
     pub allocator: Mutex<builtin::Allocator>,
@@ -25,7 +29,7 @@ pub struct App {
     /// Set when the server stops: open watches end so connections can close.
     pub closing: tokio::sync::watch::Sender<bool>,
     /// Which of kube-controller-manager's controllers run.
-    pub controllers: crate::controllers::selection::Controllers,
+    pub controllers: crate::controller_selection::Controllers,
     /// The request counters `/metrics` serves.
     pub metrics: crate::metrics::Metrics,
     /// Signs and checks the ServiceAccount tokens this server issues.
@@ -48,7 +52,7 @@ pub struct App {
 
 impl App {
     /// See [`App::root_ca`].
-    pub fn root_ca_pem(&self) -> String {
+    pub(crate) fn root_ca_pem(&self) -> String {
         self.root_ca
             .read()
             .map(|pem| pem.clone())
@@ -56,15 +60,15 @@ impl App {
     }
 
     /// A server state whose watches and reads of the past reach back `history` changes.
-    pub fn new(history: usize) -> App {
+    pub(crate) fn new(history: usize) -> App {
         App::with_history(history, history)
     }
 
     /// Watches resume through the last `watch_history` changes; lists at an
     /// older resourceVersion reach back `read_history` (see [`Store::with_windows`]).
-    pub fn with_history(watch_history: usize, read_history: usize) -> App {
+    pub(crate) fn with_history(watch_history: usize, read_history: usize) -> App {
         let store = Arc::new(Store::with_windows(watch_history, read_history));
-        let cluster = Arc::new(super::store_view::StoreView::new(Arc::clone(&store)));
+        let cluster = Arc::new(StoreView::new(Arc::clone(&store)));
         App {
             store,
             registry: SharedRegistry::new(crate::registry::Registry::new(Vec::new())),
@@ -74,7 +78,7 @@ impl App {
             allocator: Mutex::new(builtin::Allocator::default()),
             server_address: std::sync::RwLock::new(String::new()),
             closing: tokio::sync::watch::Sender::new(false),
-            controllers: crate::controllers::selection::Controllers::default(),
+            controllers: crate::controller_selection::Controllers::default(),
             metrics: crate::metrics::Metrics::default(),
             tokens: crate::tokens::Signer::new(),
             faults: crate::faults::Faults::default(),

@@ -20,16 +20,16 @@ use serde_json::{Value, json};
 use super::client::{
     self, CONTROLLER_MANAGER, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS, STORAGECLASSES,
 };
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 use crate::quantity::from_json;
 use crate::selectors::LabelSelector;
 
 /// The provisioner of the simulated volumes.
-pub const PROVISIONER: &str = "envtest.opctl.dev/simulated";
+pub(crate) const PROVISIONER: &str = "envtest.opctl.dev/simulated";
 /// The StorageClass created at start, marked default.
-pub const DEFAULT_CLASS: &str = "standard";
+pub(crate) const DEFAULT_CLASS: &str = "standard";
 const DEFAULT_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 const BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 const BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
@@ -41,7 +41,7 @@ const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 const HOST_ROOT: &str = "/var/lib/opctl-envtest/volumes";
 
 /// Creates the default StorageClass `standard` unless a class of that name exists.
-pub async fn ensure_default_class(app: &App) -> ApiResult<()> {
+pub(crate) async fn ensure_default_class(app: &App) -> ApiResult<()> {
     if client::get(app, STORAGECLASSES, "", DEFAULT_CLASS).is_some() {
         return Ok(());
     }
@@ -64,7 +64,7 @@ pub async fn ensure_default_class(app: &App) -> ApiResult<()> {
 }
 
 /// The claims a Pod mounts.
-pub fn claims_of(pod: &Value) -> Vec<String> {
+pub(crate) fn claims_of(pod: &Value) -> Vec<String> {
     meta::get_path(pod, &["spec", "volumes"])
         .and_then(Value::as_array)
         .into_iter()
@@ -77,7 +77,7 @@ pub fn claims_of(pod: &Value) -> Vec<String> {
         .collect()
 }
 
-pub fn is_bound(claim: &Value) -> bool {
+pub(crate) fn is_bound(claim: &Value) -> bool {
     client::str_at(claim, &["status", "phase"]) == "Bound"
 }
 
@@ -138,7 +138,7 @@ fn claim_ref(claim: &Value) -> Value {
 /// The persistentvolume controller's look at claim `ns/name`: binds it,
 /// or leaves it to its class's provisioner (the simulated one provisions
 /// when `simulated_provisioner`).
-pub async fn reconcile_claim(
+pub(crate) async fn reconcile_claim(
     app: &App,
     ns: &str,
     name: &str,
@@ -281,7 +281,7 @@ async fn annotate_provisioner(
     node: &str,
 ) -> ApiResult<()> {
     let (ns, claim_name) = (meta::namespace(claim), meta::name(claim));
-    client::modify(
+    client::modify_with_admission(
         app,
         PERSISTENTVOLUMECLAIMS,
         ns,
@@ -405,7 +405,7 @@ async fn bind(app: &App, claim: &Value, pv: &Value) -> ApiResult<()> {
     let by_controller = meta::get_path(pv, &["spec", "claimRef"]).is_none_or(Value::is_null);
     if by_controller || ref_uid.is_empty() {
         let cref = claim_ref(claim);
-        client::modify(
+        client::modify_with_admission(
             app,
             PERSISTENTVOLUMES,
             "",
@@ -427,7 +427,7 @@ async fn bind(app: &App, claim: &Value, pv: &Value) -> ApiResult<()> {
         .await?;
     }
     if client::str_at(pv, &["status", "phase"]) != "Bound" {
-        client::modify(
+        client::modify_with_admission(
             app,
             PERSISTENTVOLUMES,
             "",
@@ -440,7 +440,7 @@ async fn bind(app: &App, claim: &Value, pv: &Value) -> ApiResult<()> {
     }
     let (ns, name) = (meta::namespace(claim), meta::name(claim));
     let pre_bound = !client::str_at(claim, &["spec", "volumeName"]).is_empty();
-    client::modify(
+    client::modify_with_admission(
         app,
         PERSISTENTVOLUMECLAIMS,
         ns,
@@ -471,7 +471,7 @@ async fn bind(app: &App, claim: &Value, pv: &Value) -> ApiResult<()> {
         .cloned()
         .unwrap_or_default();
     let modes = access_modes(pv);
-    client::modify(
+    client::modify_with_admission(
         app,
         PERSISTENTVOLUMECLAIMS,
         ns,
@@ -500,7 +500,7 @@ fn set_phase(pv: &mut Value, phase: &str) -> bool {
 }
 
 /// A volume's side: Available when unclaimed, reclaimed when its claim is gone.
-pub async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
+pub(crate) async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
     let Some(pv) = client::get(app, PERSISTENTVOLUMES, "", name) else {
         return Ok(());
     };
@@ -511,7 +511,7 @@ pub async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
     let ref_name = client::str_at(&pv, &["spec", "claimRef", "name"]);
     if ref_name.is_empty() {
         if client::str_at(&pv, &["status", "phase"]) != "Available" {
-            client::modify(
+            client::modify_with_admission(
                 app,
                 PERSISTENTVOLUMES,
                 "",
@@ -535,7 +535,7 @@ pub async fn reconcile_volume(app: &App, name: &str) -> ApiResult<()> {
     }
     // Released first (the pv-protection finalizer holds a Bound volume),
     // then reclaimed: deleted when it was provisioned here with `Delete`.
-    client::modify(
+    client::modify_with_admission(
         app,
         PERSISTENTVOLUMES,
         "",

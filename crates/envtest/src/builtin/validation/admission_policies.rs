@@ -10,15 +10,15 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::evaluate::{Declared, compile};
-use crate::admission::validation::{invalid_raw, set_default, strings, text, validate_rule};
-use crate::builtin::validation::names::{
+use super::selector;
+use super::webhook_configurations::{invalid_raw, set_default, strings, text, validate_rule};
+use crate::admission::policy::evaluate::{Declared, compile};
+use crate::error::Cause;
+use crate::gofmt::quote;
+use crate::name_rules::{
     is_dns1035_label, is_dns1123_subdomain, is_qualified_name, is_valid_path_segment,
     name_is_dns_subdomain,
 };
-use crate::builtin::validation::selector;
-use crate::error::Cause;
-use crate::gofmt::quote;
 
 /// Most `auditAnnotations` a policy may have.
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
@@ -64,7 +64,7 @@ fn default_match_resources(resources: &mut Map<String, Value>) {
 /// The v1 defaults of a policy: `failurePolicy: Fail`, and in
 /// `matchConstraints` `matchPolicy: Equivalent`, empty selectors and rule
 /// `scope: "*"`.
-pub fn default_policy(policy: &mut Value) {
+pub(crate) fn default_policy(policy: &mut Value) {
     let Some(spec) = policy.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -78,7 +78,7 @@ pub fn default_policy(policy: &mut Value) {
 }
 
 /// The v1 defaults of a binding: those of its `matchResources`, if any.
-pub fn default_binding(binding: &mut Value) {
+pub(crate) fn default_binding(binding: &mut Value) {
     if let Some(resources) = binding
         .pointer_mut("/spec/matchResources")
         .and_then(Value::as_object_mut)
@@ -108,7 +108,7 @@ fn not_supported(
 }
 
 /// Validates a policy (`old` on update), returning the causes of a 422.
-pub fn validate_policy(policy: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(crate) fn validate_policy(policy: &Value, old: Option<&Value>) -> Vec<Cause> {
     let empty = json!({});
     let spec = present(policy, "spec").unwrap_or(&empty);
     let name = policy
@@ -525,7 +525,7 @@ fn validate_audit_annotation(
 }
 
 /// Validates a binding, returning the causes of a 422.
-pub fn validate_binding(binding: &Value) -> Vec<Cause> {
+pub(crate) fn validate_binding(binding: &Value) -> Vec<Cause> {
     let empty = json!({});
     let spec = present(binding, "spec").unwrap_or(&empty);
     let mut causes = Vec::new();

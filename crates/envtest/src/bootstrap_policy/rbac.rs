@@ -44,7 +44,7 @@ struct BindingDef {
 
 /// One object of the policy: its resource (`clusterroles`, ...), namespace
 /// (empty for cluster-scoped ones) and body.
-pub struct PolicyObject {
+pub(crate) struct PolicyObject {
     pub plural: &'static str,
     pub namespace: String,
     pub body: Value,
@@ -52,7 +52,7 @@ pub struct PolicyObject {
 
 /// Every object of the bootstrap policy, in the order kube-apiserver creates
 /// them: ClusterRoles, ClusterRoleBindings, Roles, RoleBindings.
-pub fn policy_objects() -> Vec<PolicyObject> {
+pub(crate) fn policy_objects() -> Vec<PolicyObject> {
     // The file is part of the binary and checked by a unit test.
     let policy: Policy = match serde_saphyr::from_str(include_str!("rbac-policy.yaml")) {
         Ok(policy) => policy,

@@ -6,8 +6,9 @@
 use serde_json::{Map, Value, json};
 
 use super::pod_object::{check_preconditions, set_pod_condition};
-use super::{App, WriteCtx, Written, not_found};
+use super::{WriteCtx, Written, not_found};
 use crate::admission::{AdmissionAttributes, GroupVersionKind, GroupVersionResource, Operation};
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::meta;
 use crate::registry::Resource;
@@ -93,7 +94,7 @@ async fn admit(
 /// POST `pods/<name>/binding`: sets `spec.nodeName` and the PodScheduled
 /// condition of an unassigned Pod (the node need not exist); 409 when the
 /// Pod is assigned already or being deleted.
-pub async fn bind(
+pub(crate) async fn bind(
     app: &App,
     pods: &Resource,
     ns: &str,
@@ -124,7 +125,7 @@ pub async fn bind(
         } else {
             format!("[{}]", problems.join(", "))
         };
-        return Err(super::internal_no_reason(&message));
+        return Err(ApiError::internal_no_reason(&message));
     }
     let target = Target {
         ns,
@@ -193,8 +194,8 @@ pub async fn bind(
 }
 
 /// POST `pods/<name>/eviction`: deletes the Pod when that disrupts nothing
-/// its PodDisruptionBudget protects (see [`super::disruption`]).
-pub async fn evict(
+/// its PodDisruptionBudget protects (see [`super::eviction`]).
+pub(crate) async fn evict(
     app: &App,
     pods: &Resource,
     ns: &str,
@@ -236,7 +237,7 @@ pub async fn evict(
         .is_some_and(|d| !d.is_empty());
     if ctx.opts.dry_run && !body_dry_run && body_options.is_some_and(|o| o.get("dryRun").is_some())
     {
-        return Err(super::internal_no_reason(
+        return Err(ApiError::internal_no_reason(
             "Non-matching dry-run options in request and content: [All] and []",
         ));
     }
@@ -248,5 +249,5 @@ pub async fn evict(
         kind: GroupVersionKind::new("policy", "v1", "Eviction"),
     };
     admit(app, pods, target, body, ctx).await?;
-    super::disruption::evict(app, pods, ns, name, options).await
+    super::eviction::evict(app, pods, ns, name, options).await
 }

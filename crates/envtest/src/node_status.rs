@@ -12,9 +12,9 @@ use serde_json::{Map, Value, json};
 
 /// Taints of the node lifecycle controller (`NoSchedule`; the first two
 /// also `NoExecute`).
-pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
-pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
-pub const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+pub(crate) const NOT_READY: &str = "node.kubernetes.io/not-ready";
+pub(crate) const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+pub(crate) const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 const MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
 const DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
 const PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
@@ -58,7 +58,7 @@ fn has_taint(taints: &[Value], key: &str, effect: &str) -> bool {
 /// The TaintNodesByCondition admission plugin: every new Node starts
 /// NotReady for the scheduler until the lifecycle controller has seen its
 /// conditions.
-pub fn admit_create(node: &mut Value) {
+pub(crate) fn admit_create(node: &mut Value) {
     if let Some(taints) = taints_mut(node)
         && !has_taint(taints, NOT_READY, "NoSchedule")
     {
@@ -91,7 +91,7 @@ fn desired_taints(node: &Value) -> Vec<&'static str> {
 }
 
 /// The status of a node's Ready condition (`None` when it has none).
-pub fn ready_status(node: &Value) -> Option<&str> {
+pub(crate) fn ready_status(node: &Value) -> Option<&str> {
     node.pointer("/status/conditions")
         .and_then(Value::as_array)?
         .iter()
@@ -116,7 +116,7 @@ fn desired_no_execute(node: &Value) -> Option<&'static str> {
 /// `not-ready` or `unreachable` taint (with its `timeAdded`), added or
 /// removed to match the node; other taints are left alone. Returns whether
 /// anything changed.
-pub fn condition_taints(node: &mut Value) -> bool {
+pub(crate) fn condition_taints(node: &mut Value) -> bool {
     let desired = desired_taints(node);
     let desired_no_execute = desired_no_execute(node);
     let key_of = |t: &Value| t.get("key").and_then(Value::as_str).map(str::to_owned);
@@ -169,7 +169,7 @@ pub fn condition_taints(node: &mut Value) -> bool {
 
 /// What a kubelet reports about its machine when it registers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Registration {
+pub(crate) struct Registration {
     pub cpu: String,
     pub memory: String,
     pub ephemeral_storage: String,
@@ -207,7 +207,7 @@ impl Registration {
     /// The labels and status a kubelet writes into the Node it registers,
     /// added where `node` leaves them out (what the node already says wins).
     /// The node is not Ready yet: its runtime has not reported.
-    pub fn register(&self, node: &mut Value, now: &str) {
+    pub(crate) fn register(&self, node: &mut Value, now: &str) {
         let name = crate::meta::name(node).to_string();
         let Some(root) = node.as_object_mut() else {
             return;
@@ -333,7 +333,7 @@ fn machine_id(seed: &str) -> String {
 
 /// A kubelet's heartbeat: the `Ready` condition set to `ready` (its
 /// transition time moves only when the status does).
-pub fn set_ready(node: &mut Value, ready: bool, now: &str) {
+pub(crate) fn set_ready(node: &mut Value, ready: bool, now: &str) {
     let (status, reason, message) = if ready {
         ("True", "KubeletReady", "kubelet is posting ready status")
     } else {

@@ -13,19 +13,19 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::conditions::compile_error;
+use crate::admission::conditions::compile_error;
 use crate::error::Cause;
 
 /// Which of the two configuration kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigurationKind {
+pub(crate) enum ConfigurationKind {
     Mutating,
     Validating,
 }
 
 impl ConfigurationKind {
     #[cfg(test)]
-    pub fn kind(self) -> &'static str {
+    pub(crate) fn kind(self) -> &'static str {
         match self {
             ConfigurationKind::Mutating => "MutatingWebhookConfiguration",
             ConfigurationKind::Validating => "ValidatingWebhookConfiguration",
@@ -43,7 +43,7 @@ pub(super) fn set_default(map: &mut Map<String, Value>, field: &str, value: Valu
 /// `failurePolicy: Fail`, `matchPolicy: Equivalent`, `namespaceSelector: {}`,
 /// `objectSelector: {}`, `timeoutSeconds: 10`, `reinvocationPolicy: Never`
 /// (mutating), rule `scope: "*"`, service `port: 443`.
-pub fn default_configuration(kind: ConfigurationKind, configuration: &mut Value) {
+pub(crate) fn default_configuration(kind: ConfigurationKind, configuration: &mut Value) {
     let Some(hooks) = configuration
         .get_mut("webhooks")
         .and_then(Value::as_array_mut)
@@ -76,7 +76,7 @@ pub fn default_configuration(kind: ConfigurationKind, configuration: &mut Value)
 
 #[cfg(test)]
 /// The 422 for a configuration that failed [`validate_configuration`].
-pub fn invalid_configuration(
+pub(crate) fn invalid_configuration(
     kind: ConfigurationKind,
     name: &str,
     causes: Vec<Cause>,
@@ -154,7 +154,7 @@ fn options(new: &Value, old: Option<&Value>) -> Options {
 }
 
 /// Validates a configuration (`old` on update), returning the causes of a 422.
-pub fn validate_configuration(
+pub(crate) fn validate_configuration(
     kind: ConfigurationKind,
     new: &Value,
     old: Option<&Value>,

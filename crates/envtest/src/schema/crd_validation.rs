@@ -188,7 +188,7 @@ fn go_versions(versions: &[Value]) -> String {
 /// kube-apiserver does on create and update: names, scope, versions (exactly one
 /// storage version), schemas structural, subresources, printer columns.
 /// Returns the causes of a 422 (empty when valid).
-pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(crate) fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     into_causes(crd_errors(crd, old))
 }
 

@@ -10,18 +10,19 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{APISERVER, modify, resource_for};
+use super::{APISERVER, modify_without_admission, resource_for};
+use crate::api::WriteCtx;
 use crate::api::create::{Input, create_internal};
-use crate::api::{App, WriteCtx};
+use crate::app::App;
 use crate::meta;
 use crate::store::Event;
 
-pub const KEY: &str = "apiregistration.k8s.io/apiservices";
+pub(crate) const KEY: &str = "apiregistration.k8s.io/apiservices";
 const GROUP: &str = "apiregistration.k8s.io";
 const SERVICES: &str = "services";
 /// How the autoregister controller marks the APIServices it owns: `onstart`
 /// (built-in groups, written once) or `true` (kept in step with CRDs).
-pub const MANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
+pub(crate) const MANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
 
 /// kube-apiserver's `apiVersionPriorities`: (group priority, version priority).
 fn builtin_priority(group: &str, version: &str) -> Option<(i64, i64)> {
@@ -103,7 +104,7 @@ fn served(app: &App) -> Vec<(String, String, bool)> {
 }
 
 /// At start: the APIService of every built-in group version.
-pub fn register_builtin(app: &App) {
+pub(crate) fn register_builtin(app: &App) {
     for (group, version, custom) in served(app) {
         if custom {
             continue;
@@ -123,7 +124,7 @@ fn stored(app: &App) -> Vec<Arc<Value>> {
 }
 
 /// Whether a change concerns the APIServices: CRDs, APIServices, Services.
-pub fn concerns(ev: &Event) -> bool {
+pub(crate) fn concerns(ev: &Event) -> bool {
     matches!(
         &*ev.resource,
         KEY | SERVICES | "apiextensions.k8s.io/customresourcedefinitions"
@@ -132,7 +133,7 @@ pub fn concerns(ev: &Event) -> bool {
 
 /// Keeps the CRD groups' APIServices in step and the availability of the
 /// APIServices that name a Service.
-pub fn sync(app: &App) {
+pub(crate) fn sync(app: &App) {
     let existing = stored(app);
     let wanted: BTreeSet<String> = served(app)
         .into_iter()
@@ -167,9 +168,10 @@ pub fn sync(app: &App) {
         }
         if let Some(service) = apiservice.pointer("/spec/service").filter(|s| !s.is_null()) {
             let condition = availability(app, apiservice, service);
-            let _ = modify(app, &res, "", name, Some("status"), APISERVER, |obj| {
-                set_available(obj, &condition)
-            });
+            let _ =
+                modify_without_admission(app, &res, "", name, Some("status"), APISERVER, |obj| {
+                    set_available(obj, &condition)
+                });
         }
     }
 }

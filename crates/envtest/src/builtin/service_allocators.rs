@@ -31,7 +31,7 @@ struct Holding {
 
 /// Cluster IPs and node ports handed out to Services.
 #[derive(Debug)]
-pub struct Allocator {
+pub(crate) struct Allocator {
     ips: HashMap<u32, String>,
     ports: HashMap<i64, String>,
     held: HashMap<String, Holding>,
@@ -93,7 +93,11 @@ impl Allocator {
     /// before `validate`; as in kube-apiserver, its causes are reported alone.
     /// The server must call [`Allocator::release_service`] when the Service is
     /// deleted or its creation fails after allocation.
-    pub fn allocate_service(&mut self, svc: &mut Value, dry_run: bool) -> Result<(), Vec<Cause>> {
+    pub(crate) fn allocate_service(
+        &mut self,
+        svc: &mut Value,
+        dry_run: bool,
+    ) -> Result<(), Vec<Cause>> {
         let owner = owner_of(svc);
         let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {
             return Ok(());
@@ -335,7 +339,7 @@ impl Allocator {
     }
 
     /// Frees what a deleted Service held.
-    pub fn release_service(&mut self, svc: &Value) {
+    pub(crate) fn release_service(&mut self, svc: &Value) {
         self.commit(&owner_of(svc), Holding::default());
     }
 }

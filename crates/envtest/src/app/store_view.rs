@@ -13,14 +13,14 @@ use crate::store::{ResKey, Store};
 
 /// What the webhooks see of the cluster: namespace labels and Services, read
 /// from the store (each look-up takes the store lock briefly).
-pub struct StoreView {
+pub(crate) struct StoreView {
     store: Arc<Store>,
     pub(crate) namespaces: ResKey,
     services: ResKey,
 }
 
 impl StoreView {
-    pub fn new(store: Arc<Store>) -> StoreView {
+    pub(crate) fn new(store: Arc<Store>) -> StoreView {
         StoreView {
             store,
             namespaces: Arc::from("namespaces"),

@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::WriteCtx;
 use super::update_steps::{Change, Fail, update_once};
-use super::{App, WriteCtx};
+use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::quantity::{self, Quantity};

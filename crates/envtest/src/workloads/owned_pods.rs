@@ -8,12 +8,12 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::client::{self, CONTROLLER_MANAGER, PODS};
-use crate::api::App;
+use crate::app::App;
 use crate::error::ApiResult;
 use crate::meta;
 
 /// The Pods in `ns` whose controller is the object with `uid`.
-pub fn owned(app: &App, ns: &str, uid: &str) -> Vec<Arc<Value>> {
+pub(crate) fn owned(app: &App, ns: &str, uid: &str) -> Vec<Arc<Value>> {
     client::list(app, PODS, Some(ns))
         .into_iter()
         .filter(|p| {
@@ -25,21 +25,21 @@ pub fn owned(app: &App, ns: &str, uid: &str) -> Vec<Arc<Value>> {
         .collect()
 }
 
-pub fn phase(pod: &Value) -> &str {
+pub(crate) fn phase(pod: &Value) -> &str {
     client::str_at(pod, &["status", "phase"])
 }
 
 /// Neither finished nor being deleted (controller.IsPodActive).
-pub fn is_active(pod: &Value) -> bool {
+pub(crate) fn is_active(pod: &Value) -> bool {
     !meta::is_deleting(pod) && !matches!(phase(pod), "Succeeded" | "Failed")
 }
 
-pub fn is_ready(pod: &Value) -> bool {
+pub(crate) fn is_ready(pod: &Value) -> bool {
     client::condition_true(pod, "Ready")
 }
 
 /// Ready for at least `min_ready` (`None` when it is); else how long until it will be.
-pub fn available_in(pod: &Value, min_ready: i64) -> Option<Duration> {
+pub(crate) fn available_in(pod: &Value, min_ready: i64) -> Option<Duration> {
     if !is_ready(pod) {
         return Some(Duration::MAX);
     }
@@ -62,7 +62,7 @@ pub fn available_in(pod: &Value, min_ready: i64) -> Option<Duration> {
 
 /// A Pod from `template` controlled by `owner` (not yet named), with
 /// `labels` and `annotations` added to the template's.
-pub fn from_template(
+pub(crate) fn from_template(
     owner: &Value,
     template: &Value,
     extra_labels: &Map<String, Value>,
@@ -107,7 +107,7 @@ pub fn from_template(
 
 /// Creates `pod` for `owner`, recording the controller's event: `created`
 /// words the success from the Pod's name.
-pub async fn create(
+pub(crate) async fn create(
     app: &App,
     owner: &Value,
     pod: Value,
@@ -138,7 +138,7 @@ pub async fn create(
 
 /// Creates a Pod from `template` controlled by `owner`, named `generate_name`
 /// plus a random suffix, with `labels` added to the template's.
-pub async fn create_from_template(
+pub(crate) async fn create_from_template(
     app: &App,
     owner: &Value,
     template: &Value,
@@ -156,7 +156,7 @@ pub async fn create_from_template(
 }
 
 /// Deletes a Pod its controller no longer wants, with the controller's event.
-pub fn delete(app: &App, owner: &Value, pod: &Value) -> ApiResult<()> {
+pub(crate) fn delete(app: &App, owner: &Value, pod: &Value) -> ApiResult<()> {
     client::delete(
         app,
         PODS,
@@ -178,7 +178,7 @@ pub fn delete(app: &App, owner: &Value, pod: &Value) -> ApiResult<()> {
 /// Which Pods go first when there are too many (controller.ActivePods'
 /// order): unassigned before assigned, Pending before Running, not ready
 /// before ready, newer before older.
-pub fn deletion_order(pods: &mut [Arc<Value>]) {
+pub(crate) fn deletion_order(pods: &mut [Arc<Value>]) {
     let rank = |p: &Value| {
         let assigned = !client::str_at(p, &["spec", "nodeName"]).is_empty();
         let phase_rank = match phase(p) {
@@ -196,7 +196,7 @@ pub fn deletion_order(pods: &mut [Arc<Value>]) {
 }
 
 /// Writes an integer status field as Go's `omitempty` does: absent when 0.
-pub fn set_count(status: &mut Map<String, Value>, field: &str, value: i64) {
+pub(crate) fn set_count(status: &mut Map<String, Value>, field: &str, value: i64) {
     if value == 0 {
         status.remove(field);
     } else {

@@ -5,10 +5,10 @@
 
 use std::net::SocketAddr;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::create;
-use crate::api::App;
+use crate::app::App;
 
 const SCHEDULING: &str = "scheduling.k8s.io";
 /// The name of the Service, Endpoints and EndpointSlice of the server.
@@ -16,42 +16,8 @@ const KUBERNETES: &str = "kubernetes";
 /// The first address of the Service range, which the allocator keeps for it.
 const KUBERNETES_CLUSTER_IP: &str = "10.96.0.1";
 
-/// `system-cluster-critical` and `system-node-critical`, with kube-apiserver's
-/// values and descriptions.
-pub(super) fn priority_classes() -> Vec<Value> {
-    [
-        (
-            "system-cluster-critical",
-            2_000_000_000,
-            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
-        ),
-        (
-            "system-node-critical",
-            2_000_001_000,
-            "Used for system critical pods that must not be moved from their current node.",
-        ),
-    ]
-    .into_iter()
-    .map(|(name, value, description)| {
-        json!({
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-            "description": description,
-        })
-    })
-    .collect()
-}
-
-/// Names kube-apiserver reserves: a PriorityClass whose name starts with
-/// `system-` must be one of these.
-pub fn is_system_priority_class(name: &str) -> bool {
-    matches!(name, "system-cluster-critical" | "system-node-critical")
-}
-
 pub(super) fn create_priority_classes(app: &App) -> anyhow::Result<()> {
-    for class in priority_classes() {
+    for class in crate::bootstrap_policy::priority_classes() {
         create(app, SCHEDULING, "v1", "priorityclasses", "", class)?;
     }
     Ok(())

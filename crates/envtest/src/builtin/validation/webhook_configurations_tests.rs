@@ -1,6 +1,6 @@
 //! Tests of configuration defaulting and validation messages.
 
-use super::validation::*;
+use super::webhook_configurations::*;
 use crate::error::Cause;
 use serde_json::{Value, json};
 
