@@ -164,6 +164,17 @@ pub(crate) fn is_valid_label_value(value: &str) -> Vec<String> {
     errs
 }
 
+/// A name that a path could mistake for `.` or `..` (apimachinery's
+/// `hasChDirPrefix` checks).
+fn relative_path_error(value: &str) -> Option<String> {
+    match value {
+        "." => Some("must not be '.'".to_string()),
+        ".." => Some("must not be '..'".to_string()),
+        _ if value.starts_with("..") => Some("must not start with '..'".to_string()),
+        _ => None,
+    }
+}
+
 pub(crate) fn is_config_map_key(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 253 {
@@ -176,13 +187,7 @@ pub(crate) fn is_config_map_key(value: &str) -> Vec<String> {
             &["key.name", "KEY_NAME", "key-name"],
         ));
     }
-    if value == "." {
-        errs.push("must not be '.'".to_string());
-    } else if value == ".." {
-        errs.push("must not be '..'".to_string());
-    } else if value.starts_with("..") {
-        errs.push("must not start with '..'".to_string());
-    }
+    errs.extend(relative_path_error(value));
     errs
 }
 
@@ -195,13 +200,7 @@ pub(crate) fn is_env_var_name(value: &str) -> Vec<String> {
             &["my.env-name", "MY_ENV.NAME", "MyEnvName1"],
         ));
     }
-    if value == "." {
-        errs.push("must not be '.'".to_string());
-    } else if value == ".." {
-        errs.push("must not be '..'".to_string());
-    } else if value.starts_with("..") {
-        errs.push("must not start with '..'".to_string());
-    }
+    errs.extend(relative_path_error(value));
     errs
 }
 

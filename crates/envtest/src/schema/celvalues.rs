@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::formats;
 use super::node::Schema;
 
-const RESERVED: &[&str] = &[
+/// CEL's reserved words: not identifiers (cel-spec, "Syntax").
+pub(crate) const RESERVED_WORDS: &[&str] = &[
     "true",
     "false",
     "null",
@@ -40,7 +41,7 @@ pub(crate) fn escape(name: &str) -> Option<String> {
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
-    if RESERVED.contains(&name) {
+    if RESERVED_WORDS.contains(&name) {
         return Some(format!("__{name}__"));
     }
     if name

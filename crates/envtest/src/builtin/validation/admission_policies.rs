@@ -19,34 +19,12 @@ use crate::name_rules::{
     is_dns1035_label, is_dns1123_subdomain, is_qualified_name, is_valid_path_segment,
     name_is_dns_subdomain,
 };
+use crate::schema::celvalues::RESERVED_WORDS;
 
 /// Most `auditAnnotations` a policy may have.
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
 /// Longest `valueExpression` of an audit annotation.
 const MAX_VALUE_EXPRESSION_BYTES: usize = 5 * 1024;
-const CEL_RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
 fn default_match_resources(resources: &mut Map<String, Value>) {
     set_default(resources, "matchPolicy", json!("Equivalent"));
@@ -249,7 +227,9 @@ fn is_cel_identifier(name: &str) -> bool {
     let starts = chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    starts && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !CEL_RESERVED.contains(&name)
+    starts
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !RESERVED_WORDS.contains(&name)
 }
 
 /// A compile error as the field error kube-apiserver reports.
