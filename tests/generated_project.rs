@@ -31,25 +31,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use common::{build_env, opctl_ok, project_dir, snapshot};
+use common::{build_env, cargo, opctl_ok, project_dir, snapshot};
 
 const PROJECT: &str = "opctl-build-check";
-
-fn cargo(dir: &Path, args: &[&str]) -> (bool, String) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let out = Command::new(cargo)
-        .args(args)
-        .current_dir(dir)
-        .envs(build_env())
-        .output()
-        .expect("cargo runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
 
 /// Deserializes `doc` as `K` and checks that nothing was lost or misplaced:
 /// serialising it again gives the same document.

@@ -14,9 +14,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::{build_env, opctl_ok, project_dir};
+use common::{cargo, opctl_ok, project_dir};
 
 /// The project name the lock in templates/ is made with (its two packages
 /// are renamed for each project).
@@ -123,22 +122,6 @@ const EVERY_OPTION: &[&[&str]] = &[
     ],
     &["edit", "--helm"],
 ];
-
-fn cargo(dir: &Path, args: &[&str]) -> (bool, String) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let out = Command::new(cargo)
-        .args(args)
-        .current_dir(dir)
-        .envs(build_env())
-        .output()
-        .expect("cargo runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
 
 fn cargo_ok(dir: &Path, args: &[&str]) -> String {
     let (ok, out) = cargo(dir, args);

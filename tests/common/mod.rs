@@ -116,6 +116,24 @@ pub fn build_env() -> [(&'static str, std::ffi::OsString); 2] {
     ]
 }
 
+/// Runs cargo in a generated or reference project (with [`build_env`]):
+/// whether it succeeded, and what it printed on stdout and stderr.
+pub fn cargo(dir: &Path, args: &[&str]) -> (bool, String) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(args)
+        .current_dir(dir)
+        .envs(build_env())
+        .output()
+        .expect("cargo runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
 /// The workspace's target directory, shared with generated projects' builds.
 pub fn shared_target_dir() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
