@@ -10,9 +10,11 @@
 //!    a cluster's API server across a network answers.
 //! 2. **First list of a trimmed cache**: the manager's peak heap while a
 //!    trimmed cache of 1,000 Pods (500 of them waiting, with the statuses
-//!    envtest's workload simulation gives them) fills, by page size. The
-//!    API server runs in a child process (this program again), so that
-//!    only the manager's allocations are counted.
+//!    envtest's workload simulation gives them) fills, by page size, and
+//!    while a projection of the same fields (`Projected<Pod, PodView>`)
+//!    fills in kube's pages of 500. The API server runs in a child process
+//!    (this program again), so that only the manager's allocations are
+//!    counted.
 //! 3. **Events**: the heap kube's `events::Recorder` keeps after one event
 //!    about each of 1,000 objects, against `Context::publish`.
 //!
@@ -33,12 +35,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
-use opctl_runtime::{Context, Manager, WatchScope};
+use opctl_runtime::{Cached, Context, Manager, Projected, Projection, Scope, WatchScope};
+use serde::{Deserialize, Deserializer};
 
 use support::{PROJECT, Widget, admin, config_of, eventually, http_get, options, start};
 use widgets::Writes;
@@ -223,7 +227,104 @@ fn trim(pod: &mut Pod) {
     });
 }
 
-/// 2. The peak heap of the first list of a trimmed cache, by page size.
+// The views' fields are held, not read: the cache's cost is what is measured.
+
+/// The same fields of a Pod as [`trim`] keeps, as a projection.
+#[derive(Clone, Debug, Deserialize)]
+#[allow(dead_code)]
+struct PodView {
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: Option<SpecView>,
+    #[serde(default)]
+    status: Option<StatusView>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[allow(dead_code)]
+struct SpecView {
+    #[serde(default)]
+    containers: Vec<ContainerView>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[allow(dead_code)]
+struct ContainerView {
+    name: String,
+    #[serde(default)]
+    image: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[allow(dead_code)]
+struct StatusView {
+    #[serde(default)]
+    phase: Option<String>,
+    #[serde(default, rename = "conditions", deserialize_with = "ready")]
+    ready: bool,
+}
+
+fn ready<'de, D: Deserializer<'de>>(conditions: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    struct Condition {
+        #[serde(rename = "type")]
+        type_: String,
+        status: String,
+    }
+    let conditions = Option::<Vec<Condition>>::deserialize(conditions)?;
+    let mut conditions = conditions.iter().flatten();
+    Ok(conditions.any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+impl Projection for PodView {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// The manager heap while the cache `cache` makes fills: its peak and what
+/// is left once filled, above the start, and the time to fill.
+async fn first_list<K>(
+    config: &kube::Config,
+    cache: impl Fn(&Scope) -> Cached<K> + Send + 'static,
+) -> (usize, usize, Duration)
+where
+    K: opctl_runtime::Cacheable,
+    K::Scope: opctl_runtime::ApiScope,
+{
+    let options = options(&[]);
+    let probes = options.health_probe_bind_address;
+    let manager = Manager::with_config(PROJECT, options, WatchScope::AllNamespaces, config.clone())
+        .expect("a manager");
+    let shutdown = manager.context().shutdown.clone();
+    let manager = manager.with_controller(
+        "pods",
+        move |scope| (cache(scope).controller(), ()),
+        |_: Arc<K>, _: Arc<()>| async { Ok::<_, kube::Error>(Action::await_change()) },
+    );
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let started = Instant::now();
+    let running = tokio::spawn(manager.run());
+    eventually(Duration::from_secs(60), "the cache to fill", || async {
+        http_get(probes, "/readyz")
+            .await
+            .is_some_and(|(s, _)| s == 200)
+    })
+    .await;
+    let took = started.elapsed();
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let filled = CURRENT.load(Ordering::Relaxed).saturating_sub(base);
+    shutdown.trigger();
+    running.await.expect("joined").expect("stopped");
+    (peak, filled, took)
+}
+
+/// 2. The peak heap of the first list of a trimmed cache, by page size,
+/// and of a projection.
 async fn trimmed_first_list() {
     let kubeconfig =
         std::env::temp_dir().join(format!("runtime-bench-{}.yaml", std::process::id()));
@@ -250,42 +351,13 @@ async fn trimmed_first_list() {
     // 499 stands for kube's default of 500 (which the runtime replaces by
     // its own for trimmed caches).
     for page in [499u32, 200, 100, 50, 20] {
-        let options = options(&[]);
-        let probes = options.health_probe_bind_address;
-        let manager =
-            Manager::with_config(PROJECT, options, WatchScope::AllNamespaces, config.clone())
-                .expect("a manager");
-        let shutdown = manager.context().shutdown.clone();
         let selected = watcher::Config::default()
             .labels("app=bench")
             .page_size(page);
-        let manager = manager.with_controller(
-            "pods",
-            move |scope| {
-                (
-                    scope
-                        .cache_trimmed::<Pod>(selected.clone(), trim)
-                        .controller(),
-                    (),
-                )
-            },
-            |_: Arc<Pod>, _: Arc<()>| async { Ok::<_, kube::Error>(Action::await_change()) },
-        );
-        let base = CURRENT.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
-        let started = Instant::now();
-        let running = tokio::spawn(manager.run());
-        eventually(Duration::from_secs(60), "the cache to fill", || async {
-            http_get(probes, "/readyz")
-                .await
-                .is_some_and(|(s, _)| s == 200)
+        let (peak, filled, took) = first_list(&config, move |scope| {
+            scope.cache_trimmed::<Pod>(selected.clone(), trim)
         })
         .await;
-        let took = started.elapsed();
-        let peak = PEAK.load(Ordering::Relaxed) - base;
-        let filled = CURRENT.load(Ordering::Relaxed).saturating_sub(base);
-        shutdown.trigger();
-        running.await.expect("joined").expect("stopped");
         println!(
             "  page size {page:>3}: peak {:>5.1} MiB above the start, {:>5.1} MiB once filled, {:>5.2} s",
             mib(peak),
@@ -293,6 +365,17 @@ async fn trimmed_first_list() {
             took.as_secs_f64()
         );
     }
+    let selected = watcher::Config::default().labels("app=bench");
+    let (peak, filled, took) = first_list(&config, move |scope| {
+        scope.cache::<Projected<Pod, PodView>>(selected.clone())
+    })
+    .await;
+    println!(
+        "  projection, pages of 500: peak {:>5.1} MiB above the start, {:>5.1} MiB once filled, {:>5.2} s",
+        mib(peak),
+        mib(filled),
+        took.as_secs_f64()
+    );
     drop(server.stdin.take());
     let _ = server.wait();
     let _ = std::fs::remove_file(&kubeconfig);

@@ -2,7 +2,8 @@
 //! (a list, then a watch, kept in a store) per kind and watched scope, set
 //! up by a controller's `setup` through its [`Scope`]. Stored objects drop
 //! `managedFields` and `kubectl apply`'s copy of the object, and children
-//! are best cached as metadata only ([`Scope::cache_metadata`]): memory then
+//! are best cached as metadata only ([`Scope::cache_metadata`]), or as
+//! the few fields a reconcile reads ([`crate::Projected`]): memory then
 //! grows with the number of objects, not the size of their bodies.
 
 use std::fmt::Debug;
@@ -124,7 +125,9 @@ impl Scope {
     }
 
     /// [`Scope::cache`], keeping of each object only what `trim` leaves:
-    /// for kinds whose bodies a reconcile needs only a part of. The first
+    /// for kinds whose bodies a reconcile needs only a part of (a
+    /// [`crate::Projected`] cache keeps less: the trimmed object is still
+    /// k8s-openapi's whole struct, and is decoded whole first). The first
     /// list comes in pages of 50 objects unless `config`
     /// sets another page size than kube's default, since each page is
     /// decoded whole before its objects are trimmed.

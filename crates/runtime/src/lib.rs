@@ -9,7 +9,8 @@
 //!   a Lease under `--leader-elect` and stops gracefully on SIGTERM, with
 //!   the flags of [`Options`];
 //! - caches ([`Scope::cache`], [`Scope::cache_trimmed`],
-//!   [`Scope::cache_metadata`]) that reconciles read instead of the API
+//!   [`Scope::cache_metadata`], and of a [`Projection`] the project
+//!   defines, [`Projected`]) that reconciles read instead of the API
 //!   server, and a [`Controller`] built from them;
 //! - writes that write only what differs and remember what they wrote
 //!   until the caches show it ([`Context::apply_owned`],
@@ -80,6 +81,7 @@ mod metrics;
 mod metrics_auth;
 mod options;
 mod project;
+mod projection;
 mod readiness;
 mod self_signed;
 mod shutdown;
@@ -94,5 +96,6 @@ pub use controller::Controller;
 pub use manager::Manager;
 pub use options::{LogFormat, Options};
 pub use project::Project;
+pub use projection::{Projected, Projection};
 pub use shutdown::Shutdown;
 pub use writes::Batch;

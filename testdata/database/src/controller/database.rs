@@ -40,7 +40,7 @@ use database::api::zalando::v1::{Database, DatabasePhase, DatabaseStatus, Databa
 use database::manager::{self, Controller, Manager, Scope, conditions, find};
 
 use children::Desired;
-use pod_health::PodHealth;
+use pod_health::{CachedPod, PodHealth};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -86,8 +86,8 @@ pub struct Context {
     /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
     /// The Pods' metadata and the part of their status that tells their
-    /// health (see [`pod_health::trim`]).
-    pods: Store<Pod>,
+    /// health (see [`pod_health::PodView`]).
+    pods: Store<CachedPod>,
     services: Store<PartialObjectMeta<Service>>,
     secrets: Store<PartialObjectMeta<Secret>>,
 }
@@ -119,7 +119,7 @@ fn setup(scope: &Scope) -> (Controller<Database>, Context) {
     let owned = watcher::Config::default()
         .labels(&children::managed_selector())
         .any_semantic();
-    let pods = scope.cache_trimmed::<Pod>(owned.clone(), pod_health::trim);
+    let pods = scope.cache::<CachedPod>(owned.clone());
     let services = scope.cache_metadata::<Service>(owned.clone());
     let secrets = scope.cache_metadata::<Secret>(owned);
     let context = Context {
@@ -394,7 +394,7 @@ async fn ensure_children(desired: &Desired, ctx: &Context) -> Result<Progress, E
     let current = pod.as_deref().filter(|pod| {
         desired.controls(*pod) && children::type_of(*pod) == Some(desired.type_.as_str())
     });
-    progress.health = pod_health::health(&desired.name, current);
+    progress.health = pod_health::health(&desired.name, current.map(|pod| &**pod));
     progress.pod_created = match current {
         Some(pod) => pod.metadata.creation_timestamp.clone(),
         None => Some(Time(k8s_openapi::jiff::Timestamp::now())),

@@ -14,24 +14,27 @@
 //! one leaves the Pods as they are.
 //!
 //! Cache first: the SidecarSets and the Pods are counted from the manager's
-//! caches, and each cached Pod keeps only what the counts need (labels, the
-//! injection annotation, its containers' names and images, its phase and
-//! Ready condition). The status is written only when a count or condition
-//! changes: recounting costs no request.
+//! caches, and each cached Pod holds only what the counts need ([`PodView`]:
+//! its metadata, its containers' names and images, its phase and whether it
+//! is Ready), decoded straight from the API server's JSON. The status is
+//! written only when a count or condition changes: recounting costs no
+//! request.
 
 use std::borrow::Borrow;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::core::ParseExpressionError;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
+use serde::{Deserialize, Deserializer};
 
 use sidecarset::api::apps::v1alpha1::{SidecarSet, SidecarSetStatus, injected_sidecar_sets};
-use sidecarset::manager::{self, Controller, Manager, Scope, conditions};
+use sidecarset::manager::{self, Controller, Manager, Projected, Projection, Scope, conditions};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -46,8 +49,70 @@ const NAME: &str = "sidecar_set";
 pub struct Context {
     /// Client, events and shutdown shared by the manager.
     pub manager: manager::Context,
-    /// Every Pod, trimmed to what the counts need.
-    pods: Store<Pod>,
+    /// Every Pod, as much of it as the counts need.
+    pods: Store<CachedPod>,
+}
+
+/// A cached Pod: a Pod as [`PodView`] sees it.
+type CachedPod = Projected<Pod, PodView>;
+
+/// Of a Pod, what the counts and the concerned SidecarSets need: its
+/// metadata (labels, the injection annotation, deletion), its containers'
+/// names and images, its phase and whether it is Ready. serde skips the
+/// rest while decoding.
+#[derive(Clone, Debug, Default, Deserialize)]
+struct PodView {
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: Option<SpecView>,
+    #[serde(default)]
+    status: Option<StatusView>,
+}
+
+impl Projection for PodView {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+struct SpecView {
+    #[serde(default)]
+    containers: Vec<ContainerView>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+struct ContainerView {
+    name: String,
+    #[serde(default)]
+    image: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+struct StatusView {
+    #[serde(default)]
+    phase: Option<String>,
+    /// The Ready condition is True (of the conditions, the one read).
+    #[serde(default, rename = "conditions", deserialize_with = "ready_condition")]
+    ready: bool,
+}
+
+/// Whether a Pod's `conditions` hold `Ready` with status `True` (what the
+/// kubelet reports).
+fn ready_condition<'de, D: Deserializer<'de>>(conditions: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    struct Condition {
+        #[serde(rename = "type")]
+        type_: String,
+        status: String,
+    }
+    let conditions = Option::<Vec<Condition>>::deserialize(conditions)?;
+    let mut conditions = conditions.iter().flatten();
+    Ok(conditions.any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// Why a reconcile failed; it is retried with backoff.
@@ -64,11 +129,11 @@ pub fn register(manager: Manager) -> Manager {
 }
 
 /// Sets up the controller: the SidecarSets, and the Pods of every
-/// namespace (trimmed), whose changes reconcile the SidecarSets they
-/// concern.
+/// namespace (as [`PodView`]s), whose changes reconcile the SidecarSets
+/// they concern.
 fn setup(scope: &Scope) -> (Controller<SidecarSet>, Context) {
     let everything = watcher::Config::default().any_semantic();
-    let pods = scope.cache_trimmed::<Pod>(everything.clone(), trim);
+    let pods = scope.cache::<CachedPod>(everything.clone());
     let context = Context {
         manager: scope.context().clone(),
         pods: pods.store(),
@@ -81,43 +146,11 @@ fn setup(scope: &Scope) -> (Controller<SidecarSet>, Context) {
     (controller, context)
 }
 
-/// Keeps of a Pod what the counts and the concerned SidecarSets need.
-fn trim(pod: &mut Pod) {
-    let containers = pod.spec.as_ref().map(|spec| {
-        let containers = spec.containers.iter();
-        let containers = containers.map(|c| Container {
-            name: c.name.clone(),
-            image: c.image.clone(),
-            ..Container::default()
-        });
-        containers.collect()
-    });
-    pod.spec = containers.map(|containers| PodSpec {
-        containers,
-        ..PodSpec::default()
-    });
-    pod.status = pod.status.take().map(|status| PodStatus {
-        phase: status.phase,
-        conditions: status.conditions.map(|conditions| {
-            let ready = conditions.into_iter().filter(|c| c.type_ == "Ready");
-            ready
-                .map(|c| PodCondition {
-                    type_: c.type_,
-                    status: c.status,
-                    ..PodCondition::default()
-                })
-                .collect()
-        }),
-        ..PodStatus::default()
-    });
-    pod.metadata.owner_references = None;
-}
-
 /// The SidecarSets whose counts a change of `pod` may change: those that
 /// select it now, and those its annotation says were injected into it (it
 /// may have just left their selector, or been deleted).
 fn concerned_sidecar_sets(
-    pod: &Pod,
+    pod: &CachedPod,
     sidecar_sets: &[Arc<SidecarSet>],
 ) -> Vec<ObjectRef<SidecarSet>> {
     let injected = injected_sidecar_sets(pod);
@@ -152,13 +185,15 @@ struct Counts {
 }
 
 /// Counts `pods` (those the selector matched) for `object`.
-fn count<P: Borrow<Pod>>(object: &SidecarSet, pods: &[P]) -> Counts {
+fn count<P: Borrow<CachedPod>>(object: &SidecarSet, pods: &[P]) -> Counts {
     let mut counts = Counts::default();
     for pod in pods.iter().map(Borrow::borrow).filter(|pod| is_active(pod)) {
         if !object.selects(pod.labels()) {
             continue;
         }
-        let updated = object.is_injected_into(pod);
+        let containers = pod.spec.iter().flat_map(|spec| spec.containers.iter());
+        let updated =
+            object.is_carried_by(containers.map(|c| (c.name.as_str(), c.image.as_deref())));
         let ready = is_ready(pod);
         counts.matched += 1;
         counts.updated += i32::from(updated);
@@ -170,7 +205,7 @@ fn count<P: Borrow<Pod>>(object: &SidecarSet, pods: &[P]) -> Counts {
 
 /// The status of `object` for the Pods its selector matched, or the error of
 /// a selector that cannot be read.
-fn status_for<P: Borrow<Pod>>(
+fn status_for<P: Borrow<CachedPod>>(
     object: &SidecarSet,
     pods: Result<&[P], &ParseExpressionError>,
 ) -> SidecarSetStatus {
@@ -221,18 +256,14 @@ fn status_for<P: Borrow<Pod>>(
 }
 
 /// Whether `pod` counts: neither finished nor being deleted.
-fn is_active(pod: &Pod) -> bool {
+fn is_active(pod: &PodView) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
 }
 
-/// Whether `pod`'s `Ready` condition is `True` (what the kubelet reports).
-fn is_ready(pod: &Pod) -> bool {
-    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_deref());
-    let conditions = conditions.unwrap_or_default();
-    conditions
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
+/// Whether `pod`'s `Ready` condition is `True`.
+fn is_ready(pod: &PodView) -> bool {
+    pod.status.as_ref().is_some_and(|status| status.ready)
 }
 
 #[cfg(test)]
@@ -257,7 +288,7 @@ mod tests {
 
     /// A Pod labelled `app`, with or without the `log` sidecar at `image`,
     /// ready or not, in `phase`.
-    fn pod(app: &str, log_image: Option<&str>, ready: bool, phase: &str) -> Pod {
+    fn pod(app: &str, log_image: Option<&str>, ready: bool, phase: &str) -> CachedPod {
         let mut containers = vec![serde_json::json!({"name": "app", "image": "nginx"})];
         if let Some(image) = log_image {
             containers.push(serde_json::json!({"name": "log", "image": image}));
@@ -305,6 +336,42 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_pod_decodes_into_what_the_counts_need() {
+        let pod: CachedPod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "labels": {"app": "web"}},
+            "spec": {
+                "containers": [
+                    {"name": "app", "image": "nginx", "ports": [{"containerPort": 80}]},
+                    {"name": "log", "image": "fluentd:2", "args": ["-v"]},
+                ],
+                "nodeName": "node-1",
+            },
+            "status": {
+                "phase": "Running",
+                "podIP": "10.0.0.1",
+                "conditions": [
+                    {"type": "PodScheduled", "status": "True"},
+                    {"type": "Ready", "status": "True"},
+                ],
+            },
+        }))
+        .expect("a Pod");
+        let containers = &pod.spec.as_ref().expect("a spec").containers;
+        assert_eq!(containers[1].image.as_deref(), Some("fluentd:2"));
+        assert!(is_ready(&pod) && is_active(&pod));
+        let counts = count(&sidecar_set("log", "fluentd:2"), &[pod]);
+        assert_eq!(
+            counts,
+            Counts {
+                matched: 1,
+                updated: 1,
+                ready: 1,
+                updated_ready: 1
+            }
+        );
+    }
+
+    #[test]
     fn a_pod_being_deleted_is_not_counted() {
         let set = sidecar_set("log", "fluentd:2");
         let mut deleting = pod("web", Some("fluentd:2"), true, "Running");
@@ -343,7 +410,7 @@ mod tests {
             message,
             "all 1 matched Pods carry the current sidecars and are ready"
         );
-        let status = status_for::<Pod>(&set, Ok(&[]));
+        let status = status_for::<CachedPod>(&set, Ok(&[]));
         let (ready, reason, message) = ready_condition(&status);
         assert_eq!((ready, reason), ("True", "NoMatchingPods"));
         assert_eq!(message, "no Pod matches the selector");
@@ -360,7 +427,7 @@ mod tests {
     fn an_unreadable_selector_counts_nothing_and_says_why() {
         let set = sidecar_set("log", "fluentd:2");
         let err = ParseExpressionError("Invalid expression operator".to_owned());
-        let status = status_for::<Pod>(&set, Err(&err));
+        let status = status_for::<CachedPod>(&set, Err(&err));
         assert_eq!(status.matched_pods, 0);
         let (ready, reason, message) = ready_condition(&status);
         assert_eq!((ready, reason), ("False", "InvalidSelector"));
@@ -386,7 +453,7 @@ mod tests {
         let mut other: SidecarSet = (*sets[2]).clone();
         other.spec.selector.match_labels = Some([("app".to_owned(), "api".to_owned())].into());
         let sets = vec![sets[0].clone(), sets[1].clone(), Arc::new(other)];
-        let names = |pod: &Pod| -> Vec<String> {
+        let names = |pod: &CachedPod| -> Vec<String> {
             concerned_sidecar_sets(pod, &sets)
                 .into_iter()
                 .map(|r| r.name)

@@ -1,9 +1,106 @@
 //! What a Database's Pod says about its database server, read from the
 //! status its kubelet reports: ready, still starting, or failing in a way
 //! that needs someone's hand (a crash loop, an image that cannot be
-//! pulled). The Pod cache keeps only what this module reads ([`trim`]).
+//! pulled). The Pod cache holds of each Pod only what this module and the
+//! reconcile read, decoded straight into [`PodView`] (a projection: the
+//! rest of the Pod is skipped while decoding, never held).
 
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use opctl_runtime::{Projected, Projection};
+use serde::{Deserialize, Deserializer};
+
+/// A cached Pod: a Pod as [`PodView`] sees it.
+pub type CachedPod = Projected<k8s_openapi::api::core::v1::Pod, PodView>;
+
+/// Of a Pod, its metadata (which the reconcile compares with the desired
+/// Pod) and the parts of its status that tell its health.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PodView {
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub status: Option<PodStatusView>,
+}
+
+impl Projection for PodView {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// The health of a Pod in its status.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodStatusView {
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The Ready condition is True (of the conditions, the one read).
+    #[serde(default, rename = "conditions", deserialize_with = "ready_condition")]
+    pub ready: bool,
+    #[serde(default)]
+    pub init_container_statuses: Vec<ContainerView>,
+    #[serde(default)]
+    pub container_statuses: Vec<ContainerView>,
+}
+
+/// The health of one container in its Pod's status.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerView {
+    pub name: String,
+    #[serde(default)]
+    pub image: String,
+    #[serde(default)]
+    pub ready: bool,
+    #[serde(default)]
+    pub state: StateView,
+    #[serde(default)]
+    pub last_state: StateView,
+}
+
+/// A container's state: why it waits, and how it last ended.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct StateView {
+    #[serde(default)]
+    pub waiting: Option<WaitingView>,
+    #[serde(default)]
+    pub terminated: Option<TerminatedView>,
+}
+
+/// Why a container waits.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct WaitingView {
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// How a container ended.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminatedView {
+    #[serde(default)]
+    pub exit_code: i32,
+}
+
+/// Whether a Pod's `conditions` hold `Ready` with status `True`.
+fn ready_condition<'de, D: Deserializer<'de>>(conditions: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    struct Condition {
+        #[serde(rename = "type")]
+        type_: String,
+        status: String,
+    }
+    let conditions = Option::<Vec<Condition>>::deserialize(conditions)?;
+    let mut conditions = conditions.iter().flatten();
+    Ok(conditions.any(|c| c.type_ == "Ready" && c.status == "True"))
+}
 
 /// The state of a Database's server, as its Pod shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,7 +130,7 @@ pub const POD_FAILED: &str = "PodFailed";
 
 /// The health of the server in `pod` (named `name`), or
 /// [`PodHealth::Starting`] when the cache has no Pod yet.
-pub fn health(name: &str, pod: Option<&Pod>) -> PodHealth {
+pub fn health(name: &str, pod: Option<&PodView>) -> PodHealth {
     let Some(status) = pod.and_then(|pod| pod.status.as_ref()) else {
         return PodHealth::Starting;
     };
@@ -44,16 +141,11 @@ pub fn health(name: &str, pod: Option<&Pod>) -> PodHealth {
             message: format!("Pod {name} failed: {why}"),
         };
     }
-    if is_ready(status) {
+    if status.ready {
         return PodHealth::Ready;
     }
-    let containers = status.container_statuses.iter().flatten();
-    for container in status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .chain(containers)
-    {
+    let containers = status.container_statuses.iter();
+    for container in status.init_container_statuses.iter().chain(containers) {
         if let Some(failing) = failing(name, container) {
             return failing;
         }
@@ -61,22 +153,14 @@ pub fn health(name: &str, pod: Option<&Pod>) -> PodHealth {
     PodHealth::Starting
 }
 
-fn is_ready(status: &PodStatus) -> bool {
-    let mut conditions = status.conditions.iter().flatten();
-    conditions.any(|condition| condition.type_ == "Ready" && condition.status == "True")
-}
-
 /// Why `container` (of Pod `name`) keeps its Pod from being Ready, if it
 /// is failing rather than starting.
-fn failing(name: &str, container: &ContainerStatus) -> Option<PodHealth> {
-    let state = container.state.as_ref();
-    let waiting = state.and_then(|state| state.waiting.as_ref());
+fn failing(name: &str, container: &ContainerView) -> Option<PodHealth> {
+    let waiting = container.state.waiting.as_ref();
     let waiting_reason = waiting.and_then(|waiting| waiting.reason.as_deref());
     let image = &container.image;
-    let crashed_before = container.last_state.as_ref().is_some_and(|last| {
-        let terminated = last.terminated.as_ref();
-        terminated.is_some_and(|terminated| terminated.exit_code != 0)
-    });
+    let terminated = container.last_state.terminated.as_ref();
+    let crashed_before = terminated.is_some_and(|terminated| terminated.exit_code != 0);
     match waiting_reason {
         Some("ErrImagePull" | "ImagePullBackOff" | "InvalidImageName") => {
             Some(PodHealth::Failing {
@@ -106,7 +190,7 @@ fn failing(name: &str, container: &ContainerStatus) -> Option<PodHealth> {
     }
 }
 
-fn crash_loop(name: &str, container: &ContainerStatus) -> PodHealth {
+fn crash_loop(name: &str, container: &ContainerView) -> PodHealth {
     PodHealth::Failing {
         reason: CRASH_LOOP,
         message: format!(
@@ -116,53 +200,12 @@ fn crash_loop(name: &str, container: &ContainerStatus) -> PodHealth {
     }
 }
 
-/// Keeps of a cached Pod only what [`health`] reads and what a reconcile
-/// compares (its metadata): a Database's cache then costs little per Pod.
-pub fn trim(pod: &mut Pod) {
-    pod.spec = None;
-    if let Some(status) = pod.status.as_mut() {
-        let ready = status.conditions.take().map(|conditions| {
-            let ready = conditions.into_iter().filter(|c| c.type_ == "Ready");
-            ready.map(bare_condition).collect()
-        });
-        *status = PodStatus {
-            phase: status.phase.take(),
-            reason: status.reason.take(),
-            conditions: ready,
-            container_statuses: status.container_statuses.take().map(bare_containers),
-            init_container_statuses: status.init_container_statuses.take().map(bare_containers),
-            ..PodStatus::default()
-        };
-    }
-}
-
-fn bare_condition(condition: PodCondition) -> PodCondition {
-    PodCondition {
-        type_: condition.type_,
-        status: condition.status,
-        ..PodCondition::default()
-    }
-}
-
-fn bare_containers(statuses: Vec<ContainerStatus>) -> Vec<ContainerStatus> {
-    statuses
-        .into_iter()
-        .map(|status| ContainerStatus {
-            name: status.name,
-            image: status.image,
-            ready: status.ready,
-            state: status.state,
-            last_state: status.last_state,
-            ..ContainerStatus::default()
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn pod(status: serde_json::Value) -> Pod {
+    /// A Pod with `status`, as the cache holds it.
+    fn pod(status: serde_json::Value) -> CachedPod {
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": "orders"},
             "spec": {"containers": [{"name": "mongo", "image": "mongo:4.0"}]},
@@ -255,8 +298,21 @@ mod tests {
     }
 
     #[test]
-    fn trimming_keeps_what_health_reads() {
-        let mut crashing = pod(serde_json::json!({
+    fn of_the_conditions_only_ready_counts() {
+        let scheduled = pod(serde_json::json!({
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "False", "reason": "ContainersNotReady"},
+            ],
+        }));
+        assert!(!scheduled.status.as_ref().expect("a status").ready);
+        assert_eq!(health("orders", Some(&scheduled)), PodHealth::Starting);
+    }
+
+    #[test]
+    fn the_cache_holds_what_health_reads_of_a_whole_pod() {
+        let crashing = pod(serde_json::json!({
             "phase": "Running",
             "podIP": "10.0.0.1",
             "conditions": [
@@ -265,16 +321,27 @@ mod tests {
             ],
             "containerStatuses": [container(
                 serde_json::json!({"waiting": {"reason": "CrashLoopBackOff"}}),
-                serde_json::json!({"terminated": {"exitCode": 1}}),
+                serde_json::json!({"terminated": {"exitCode": 1, "reason": "Error"}}),
                 false,
             )],
         }));
-        let before = health("orders", Some(&crashing));
-        trim(&mut crashing);
-        assert_eq!(health("orders", Some(&crashing)), before);
-        assert_eq!(crashing.spec, None);
-        let status = crashing.status.expect("a status");
-        assert_eq!(status.pod_ip, None);
-        assert_eq!(status.conditions.map(|c| c.len()), Some(1));
+        assert_eq!(crashing.metadata.name.as_deref(), Some("orders"));
+        let status = crashing.status.as_ref().expect("a status");
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert_eq!(
+            status.container_statuses[0]
+                .last_state
+                .terminated
+                .as_ref()
+                .map(|t| t.exit_code),
+            Some(1)
+        );
+        assert_eq!(
+            health("orders", Some(&crashing)),
+            PodHealth::Failing {
+                reason: CRASH_LOOP,
+                message: "Pod orders: container mongo keeps exiting with an error".to_owned(),
+            }
+        );
     }
 }

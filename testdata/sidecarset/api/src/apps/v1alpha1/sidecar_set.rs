@@ -131,17 +131,32 @@ impl SidecarSet {
     pub fn is_injected_into(&self, pod: &Pod) -> bool {
         let containers = pod.spec.as_ref().map(|s| s.containers.as_slice());
         let containers = containers.unwrap_or_default();
-        self.spec.containers.iter().all(|sidecar| {
+        self.is_carried_by(
             containers
                 .iter()
-                .any(|c| c.name == sidecar.name && c.image == sidecar.image)
+                .map(|c| (c.name.as_str(), c.image.as_deref())),
+        )
+    }
+
+    /// Whether a Pod with `containers` (name, image) carries this
+    /// SidecarSet's current sidecars (see [`SidecarSet::is_injected_into`]):
+    /// for a Pod known by those two fields only, as the controller caches it.
+    pub fn is_carried_by<'a>(
+        &self,
+        containers: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone,
+    ) -> bool {
+        self.spec.containers.iter().all(|sidecar| {
+            let mut containers = containers.clone();
+            containers
+                .any(|(name, image)| name == sidecar.name && image == sidecar.image.as_deref())
         })
     }
 }
 
-/// The SidecarSets named in a Pod's [`INJECTED_ANNOTATION`].
-pub fn injected_sidecar_sets(pod: &Pod) -> Vec<&str> {
-    let annotations = pod.metadata.annotations.as_ref();
+/// The SidecarSets named in a Pod's [`INJECTED_ANNOTATION`] (of a whole Pod
+/// or of a cached view of one).
+pub fn injected_sidecar_sets(pod: &impl kube::Resource) -> Vec<&str> {
+    let annotations = pod.meta().annotations.as_ref();
     let value = annotations.and_then(|a| a.get(INJECTED_ANNOTATION));
     let names = value.map(|v| v.split(',').map(str::trim).filter(|n| !n.is_empty()));
     names.map(Iterator::collect).unwrap_or_default()
