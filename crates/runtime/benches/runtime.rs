@@ -367,7 +367,7 @@ async fn trimmed_first_list() {
     }
     let selected = watcher::Config::default().labels("app=bench");
     let (peak, filled, took) = first_list(&config, move |scope| {
-        scope.cache::<Projected<Pod, PodView>>(selected.clone())
+        scope.cache_projected::<Pod, PodView>(selected.clone())
     })
     .await;
     println!(

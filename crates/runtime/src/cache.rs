@@ -3,7 +3,7 @@
 //! up by a controller's `setup` through its [`Scope`]. Stored objects drop
 //! `managedFields` and `kubectl apply`'s copy of the object, and children
 //! are best cached as metadata only ([`Scope::cache_metadata`]), or as
-//! the few fields a reconcile reads ([`crate::Projected`]): memory then
+//! the few fields a reconcile reads ([`Scope::cache_projected`]): memory then
 //! grows with the number of objects, not the size of their bodies.
 
 use std::fmt::Debug;
@@ -20,6 +20,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::Context;
+use crate::projection::{Projected, Projection};
 
 /// The annotation `kubectl apply` keeps the last applied object in: no
 /// reconcile reads it, so caches drop it.
@@ -125,8 +126,8 @@ impl Scope {
     }
 
     /// [`Scope::cache`], keeping of each object only what `trim` leaves:
-    /// for kinds whose bodies a reconcile needs only a part of (a
-    /// [`crate::Projected`] cache keeps less: the trimmed object is still
+    /// for kinds whose bodies a reconcile needs only a part of
+    /// ([`Scope::cache_projected`] keeps less: the trimmed object is still
     /// k8s-openapi's whole struct, and is decoded whole first). The first
     /// list comes in pages of 50 objects unless `config`
     /// sets another page size than kube's default, since each page is
@@ -143,6 +144,23 @@ impl Scope {
         let config = trimmed_page_size(config);
         let events = watcher(self.api::<K>(), config);
         Cached::new(events, trim, &self.context)
+    }
+
+    /// A cache of the objects of `K` in this scope that `config` selects,
+    /// each decoded straight into the projection `P`: the few fields of
+    /// `K` a reconcile reads (see [`crate::Projection`]). The first list
+    /// comes in pages of 50 objects unless `config` sets another page size
+    /// than kube's default: kube holds a page's whole response body while
+    /// it decodes it.
+    pub fn cache_projected<K, P>(&self, config: watcher::Config) -> Cached<Projected<K, P>>
+    where
+        K: Resource<DynamicType = ()> + Send + Sync + 'static,
+        K::Scope: ApiScope,
+        P: Projection,
+    {
+        let config = trimmed_page_size(config);
+        let events = watcher(self.api::<Projected<K, P>>(), config);
+        Cached::new(events, |_| {}, &self.context)
     }
 
     /// A cache of the metadata (names, labels, annotations, owners,

@@ -20,7 +20,8 @@ use serde::{Deserialize, Deserializer};
 /// The fields of an object that a controller reads: a struct of the
 /// project's deriving `Deserialize`, with the object's `metadata` and the
 /// parts of its body it needs, named as in the object's JSON (serde
-/// ignores the others). Cache it as [`Projected`]`<K, Self>`.
+/// ignores the others). Cache it with [`crate::Scope::cache_projected`],
+/// as [`Projected`]`<K, Self>`.
 ///
 /// ```
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -40,7 +40,7 @@ use database::api::zalando::v1::{Database, DatabasePhase, DatabaseStatus, Databa
 use database::manager::{self, Controller, Manager, Scope, conditions, find};
 
 use children::Desired;
-use pod_health::{CachedPod, PodHealth};
+use pod_health::{CachedPod, PodHealth, PodView};
 
 // What this controller may do; `opctl manifests` turns these lines into
 // config/rbac/role.yaml.
@@ -119,7 +119,7 @@ fn setup(scope: &Scope) -> (Controller<Database>, Context) {
     let owned = watcher::Config::default()
         .labels(&children::managed_selector())
         .any_semantic();
-    let pods = scope.cache::<CachedPod>(owned.clone());
+    let pods = scope.cache_projected::<Pod, PodView>(owned.clone());
     let services = scope.cache_metadata::<Service>(owned.clone());
     let secrets = scope.cache_metadata::<Secret>(owned);
     let context = Context {

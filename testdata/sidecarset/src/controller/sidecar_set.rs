@@ -133,7 +133,7 @@ pub fn register(manager: Manager) -> Manager {
 /// they concern.
 fn setup(scope: &Scope) -> (Controller<SidecarSet>, Context) {
     let everything = watcher::Config::default().any_semantic();
-    let pods = scope.cache::<CachedPod>(everything.clone());
+    let pods = scope.cache_projected::<Pod, PodView>(everything.clone());
     let context = Context {
         manager: scope.context().clone(),
         pods: pods.store(),
