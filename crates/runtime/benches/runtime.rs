@@ -11,8 +11,8 @@
 //! 2. **First list of a trimmed cache**: the manager's peak heap while a
 //!    trimmed cache of 1,000 Pods (500 of them waiting, with the statuses
 //!    envtest's workload simulation gives them) fills, by page size, and
-//!    while a projection of the same fields (`Projected<Pod, PodView>`)
-//!    fills in kube's pages of 500. The API server runs in a child process
+//!    while a projection of the same fields (`Projected<Pod, PodView>`,
+//!    `Scope::cache_projected`) fills in its pages of 50. The API server runs in a child process
 //!    (this program again), so that only the manager's allocations are
 //!    counted.
 //! 3. **Events**: the heap kube's `events::Recorder` keeps after one event
@@ -41,7 +41,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
-use opctl_runtime::{Cached, Context, Manager, Projected, Projection, Scope, WatchScope};
+use opctl_runtime::{Cached, Context, Manager, Projection, Scope, WatchScope};
 use serde::{Deserialize, Deserializer};
 
 use support::{PROJECT, Widget, admin, config_of, eventually, http_get, options, start};
@@ -323,8 +323,7 @@ where
     (peak, filled, took)
 }
 
-/// 2. The peak heap of the first list of a trimmed cache, by page size,
-/// and of a projection.
+/// 2. The peak heap of the first list of a trimmed cache, and a projected one.
 async fn trimmed_first_list() {
     let kubeconfig =
         std::env::temp_dir().join(format!("runtime-bench-{}.yaml", std::process::id()));
@@ -371,7 +370,7 @@ async fn trimmed_first_list() {
     })
     .await;
     println!(
-        "  projection, pages of 500: peak {:>5.1} MiB above the start, {:>5.1} MiB once filled, {:>5.2} s",
+        "  projection, pages of 50: peak {:>5.1} MiB above the start, {:>5.1} MiB once filled, {:>5.2} s",
         mib(peak),
         mib(filled),
         took.as_secs_f64()
