@@ -18,7 +18,9 @@
 //! 3. **Events**: the heap kube's `events::Recorder` keeps after one event
 //!    about each of 1,000 objects, against `Context::publish`.
 //!
-//! `cargo bench -p opctl-runtime --bench runtime`
+//! `cargo bench -p opctl-runtime --bench runtime` (all three), or name the
+//! parts: `cargo bench -p opctl-runtime --bench runtime -- first-list`
+//! (`backlog`, `first-list`, `events`).
 
 #[path = "../tests/envtest/support.rs"]
 #[allow(dead_code)]
@@ -92,10 +94,23 @@ fn main() {
         // SAFETY: set before any thread reads the environment.
         unsafe { std::env::set_var("RUST_LOG", "warn") };
     }
+    // Parts named on the command line only (`-- first-list`, say); cargo
+    // passes `--bench` itself.
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with("--"))
+        .collect();
+    let wanted = |part: &str| named.is_empty() || named.iter().any(|name| name == part);
     runtime.block_on(async {
-        backlog().await;
-        trimmed_first_list().await;
-        events().await;
+        if wanted("backlog") {
+            backlog().await;
+        }
+        if wanted("first-list") {
+            trimmed_first_list().await;
+        }
+        if wanted("events") {
+            events().await;
+        }
     });
 }
 
