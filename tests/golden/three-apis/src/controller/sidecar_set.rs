@@ -64,7 +64,10 @@ pub fn register(manager: Manager) -> Manager {
 /// ```
 ///
 /// and write them with `ctx.manager.apply_owned`, which skips a child whose
-/// cached metadata shows it current.
+/// cached metadata shows it current. A reconcile that reads more of a
+/// child than its metadata (a Pod's status, say) caches a projection:
+/// `scope.cache_projected::<Pod, PodView>(..)`, with `PodView` a struct of
+/// the metadata and the fields it reads (`manager::Projection`).
 fn setup(scope: &Scope) -> (Controller<SidecarSet>, Context) {
     let config = watcher::Config::default().any_semantic();
     let objects = scope.cache::<SidecarSet>(config);

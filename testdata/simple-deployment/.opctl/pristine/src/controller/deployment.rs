@@ -49,8 +49,9 @@ pub fn register(manager: Manager) -> Manager {
 
 /// Sets up the controller for one watched scope: the caches reconciles read
 /// and what triggers a reconcile. To own children, cache their metadata
-/// (`scope.cache_metadata`), keep its store in the [`Context`] and pass
-/// the cache to `Controller::owns`.
+/// (`scope.cache_metadata`, or `scope.cache_projected` for the few fields
+/// of them a reconcile reads: `manager::Projection`), keep its store in
+/// the [`Context`] and pass the cache to `Controller::owns`.
 fn setup(scope: &Scope) -> (Controller<Deployment>, Context) {
     let config = watcher::Config::default().any_semantic();
     let objects = scope.cache::<Deployment>(config);
