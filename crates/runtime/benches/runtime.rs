@@ -44,7 +44,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
 use opctl_runtime::{Cached, Context, Manager, Projection, Scope, WatchScope};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 use support::{PROJECT, Widget, admin, config_of, eventually, http_get, options, start};
 use widgets::Writes;
@@ -275,20 +275,12 @@ struct ContainerView {
 struct StatusView {
     #[serde(default)]
     phase: Option<String>,
-    #[serde(default, rename = "conditions", deserialize_with = "ready")]
+    #[serde(
+        default,
+        rename = "conditions",
+        deserialize_with = "opctl_runtime::ready_from_conditions"
+    )]
     ready: bool,
-}
-
-fn ready<'de, D: Deserializer<'de>>(conditions: D) -> Result<bool, D::Error> {
-    #[derive(Deserialize)]
-    struct Condition {
-        #[serde(rename = "type")]
-        type_: String,
-        status: String,
-    }
-    let conditions = Option::<Vec<Condition>>::deserialize(conditions)?;
-    let mut conditions = conditions.iter().flatten();
-    Ok(conditions.any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 impl Projection for PodView {

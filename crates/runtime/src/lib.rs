@@ -96,6 +96,6 @@ pub use controller::Controller;
 pub use manager::Manager;
 pub use options::{LogFormat, Options};
 pub use project::Project;
-pub use projection::{Projected, Projection};
+pub use projection::{Projected, Projection, ready_from_conditions};
 pub use shutdown::Shutdown;
 pub use writes::Batch;

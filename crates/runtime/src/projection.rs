@@ -172,6 +172,36 @@ where
     }
 }
 
+/// Reads an object's `conditions` (a list of `type`/`status` pairs, as
+/// Pods, Nodes and most kinds report them) as whether the `Ready` one is
+/// `True`: for a projection that keeps that answer, not the list.
+///
+/// ```
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize)]
+/// struct Status {
+///     #[serde(default, rename = "conditions", deserialize_with = "opctl_runtime::ready_from_conditions")]
+///     ready: bool,
+/// }
+///
+/// let status: Status = serde_json::from_str(r#"{"conditions": [
+///     {"type": "PodScheduled", "status": "True"},
+///     {"type": "Ready", "status": "False"}]}"#).unwrap();
+/// assert!(!status.ready);
+/// ```
+pub fn ready_from_conditions<'de, D: Deserializer<'de>>(conditions: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    struct Condition {
+        #[serde(rename = "type")]
+        type_: String,
+        status: String,
+    }
+    let conditions = Option::<Vec<Condition>>::deserialize(conditions)?;
+    let mut conditions = conditions.iter().flatten();
+    Ok(conditions.any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::apps::v1::Deployment;
@@ -238,6 +268,31 @@ mod tests {
         assert_eq!(web.meta().labels.as_ref().unwrap()["app"], "web");
         assert_eq!(web.spec.as_ref().unwrap().replicas, Some(3));
         assert!(idle.spec.is_none());
+    }
+
+    #[test]
+    fn the_ready_condition_is_read_as_a_bool() {
+        #[derive(Deserialize)]
+        struct Status {
+            #[serde(
+                default,
+                rename = "conditions",
+                deserialize_with = "ready_from_conditions"
+            )]
+            ready: bool,
+        }
+        let read = |json: &str| serde_json::from_str::<Status>(json).unwrap().ready;
+        assert!(read(
+            r#"{"conditions": [{"type": "Ready", "status": "True"}]}"#
+        ));
+        assert!(!read(
+            r#"{"conditions": [{"type": "Ready", "status": "Unknown"}]}"#
+        ));
+        assert!(!read(
+            r#"{"conditions": [{"type": "Initialized", "status": "True"}]}"#
+        ));
+        assert!(!read(r#"{"conditions": null}"#));
+        assert!(!read("{}"));
     }
 
     #[test]

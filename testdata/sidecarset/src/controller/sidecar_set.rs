@@ -31,7 +31,7 @@ use kube::core::ParseExpressionError;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 use sidecarset::api::apps::v1alpha1::{SidecarSet, SidecarSetStatus, injected_sidecar_sets};
 use sidecarset::manager::{self, Controller, Manager, Projected, Projection, Scope, conditions};
@@ -97,22 +97,12 @@ struct StatusView {
     #[serde(default)]
     phase: Option<String>,
     /// The Ready condition is True (of the conditions, the one read).
-    #[serde(default, rename = "conditions", deserialize_with = "ready_condition")]
+    #[serde(
+        default,
+        rename = "conditions",
+        deserialize_with = "manager::ready_from_conditions"
+    )]
     ready: bool,
-}
-
-/// Whether a Pod's `conditions` hold `Ready` with status `True` (what the
-/// kubelet reports).
-fn ready_condition<'de, D: Deserializer<'de>>(conditions: D) -> Result<bool, D::Error> {
-    #[derive(Deserialize)]
-    struct Condition {
-        #[serde(rename = "type")]
-        type_: String,
-        status: String,
-    }
-    let conditions = Option::<Vec<Condition>>::deserialize(conditions)?;
-    let mut conditions = conditions.iter().flatten();
-    Ok(conditions.any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// Why a reconcile failed; it is retried with backoff.

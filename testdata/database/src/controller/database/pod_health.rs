@@ -7,7 +7,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use opctl_runtime::{Projected, Projection};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 /// A cached Pod: a Pod as [`PodView`] sees it.
 pub type CachedPod = Projected<k8s_openapi::api::core::v1::Pod, PodView>;
@@ -40,7 +40,11 @@ pub struct PodStatusView {
     #[serde(default)]
     pub reason: Option<String>,
     /// The Ready condition is True (of the conditions, the one read).
-    #[serde(default, rename = "conditions", deserialize_with = "ready_condition")]
+    #[serde(
+        default,
+        rename = "conditions",
+        deserialize_with = "opctl_runtime::ready_from_conditions"
+    )]
     pub ready: bool,
     #[serde(default)]
     pub init_container_statuses: Vec<ContainerView>,
@@ -87,19 +91,6 @@ pub struct WaitingView {
 pub struct TerminatedView {
     #[serde(default)]
     pub exit_code: i32,
-}
-
-/// Whether a Pod's `conditions` hold `Ready` with status `True`.
-fn ready_condition<'de, D: Deserializer<'de>>(conditions: D) -> Result<bool, D::Error> {
-    #[derive(Deserialize)]
-    struct Condition {
-        #[serde(rename = "type")]
-        type_: String,
-        status: String,
-    }
-    let conditions = Option::<Vec<Condition>>::deserialize(conditions)?;
-    let mut conditions = conditions.iter().flatten();
-    Ok(conditions.any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// The state of a Database's server, as its Pod shows it.
