@@ -444,12 +444,12 @@ fn a_damaged_project_file() {
     // A layout this opctl does not know is not damage: another opctl made it.
     std::fs::write(
         &project,
-        good.replace("layout: opctl.rs/v3", "layout: someone-else/v3"),
+        good.replace("layout: opctl.rs/v4", "layout: someone-else/v4"),
     )
     .expect("write");
     let line = refused(&dir, &["manifests"]);
     assert!(
-        line.contains("\"someone-else/v3\", which this opctl does not know"),
+        line.contains("\"someone-else/v4\", which this opctl does not know"),
         "{line}"
     );
     assert!(

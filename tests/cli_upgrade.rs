@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{opctl, opctl_fails, opctl_ok, project_dir, snapshot};
+use common::{build_env, opctl, opctl_bin, opctl_fails, opctl_ok, project_dir, snapshot};
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -235,4 +235,114 @@ fn outside_a_project_upgrade_says_where_to_run() {
     let (_tmp, dir) = project_dir("empty");
     let err = opctl_fails(&dir, &["upgrade"]);
     assert!(err.contains("not an opctl project root"), "{err}");
+}
+
+/// Runs an opctl command that builds the API crate (in the target directory
+/// the tests share) and returns its stdout; fails the test unless it succeeds.
+fn opctl_building(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(opctl_bin())
+        .args(args)
+        .envs(build_env())
+        .current_dir(dir)
+        .output()
+        .expect("opctl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "opctl {args:?}:\n{stdout}\n{stderr}");
+    stdout
+}
+
+/// A project of the layout before this one (`opctl.rs/v3`), whose CRD
+/// generator serialized the CRDs itself and whose API crate did not depend
+/// on opctl-runtime, upgrades with one command: the generator is rewritten,
+/// `api/Cargo.toml` gains the dependency through the merge (keeping the
+/// user's edit there), and the CRDs come out the same.
+#[test]
+fn a_v3_project_upgrades_to_the_generator_printing_through_the_runtime() {
+    let (_tmp, dir) = project_dir("v3");
+    opctl_ok(&dir, &["init", "--domain", "example.com"]);
+    opctl_ok(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "web",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+        ],
+    );
+    let crd_file = "config/crd/bases/web.example.com_guestbooks.yaml";
+    opctl_building(&dir, &["manifests"]);
+    let crd = read(&dir, crd_file);
+    // As opctl made it with the layout v3.
+    edit(
+        &dir,
+        "PROJECT",
+        "layout: opctl.rs/v4",
+        "layout: opctl.rs/v3",
+    );
+    edit(
+        &dir,
+        "api/src/crdgen.rs",
+        "    opctl_runtime::crdgen::print(&crds()?)?;\n",
+        "    let crds = crds()?;\n    let mut out = std::io::stdout().lock();\n    \
+         serde_json::to_writer(&mut out, &crds)?;\n    std::io::Write::flush(&mut out)?;\n",
+    );
+    as_older_template(
+        &dir,
+        "api/Cargo.toml",
+        "opctl-runtime = { version = \"0.1\", default-features = false }\n",
+        "",
+    );
+    // Its copy of the runtime was 0.1.0, which had no `crdgen`.
+    edit(
+        &dir,
+        ".opctl/runtime/Cargo.toml",
+        &format!("version = \"{}\"", env!("OPCTL_RUNTIME_VERSION")),
+        "version = \"0.1.0\"",
+    );
+    std::fs::remove_file(dir.join(".opctl/runtime/src/crdgen.rs")).expect("rm");
+    // The user's edit in api/Cargo.toml.
+    edit(
+        &dir,
+        "api/Cargo.toml",
+        "publish = false\n",
+        "publish = false\n# Kept out of crates.io by our release policy.\n",
+    );
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by the previous opctl"]);
+
+    let err = opctl_fails(&dir, &["manifests"]);
+    assert!(err.contains("run `opctl upgrade`"), "{err}");
+
+    let plan = opctl_ok(&dir, &["upgrade", "--dry-run"]).stdout;
+    for line in [
+        "merged       api/Cargo.toml",
+        "updated      api/src/crdgen.rs",
+        "updated      .opctl/runtime/Cargo.toml",
+        "created      .opctl/runtime/src/crdgen.rs",
+    ] {
+        assert!(plan.contains(line), "{line}:\n{plan}");
+    }
+    assert!(!plan.contains("CONFLICT"), "{plan}");
+    let upgraded = opctl_building(&dir, &["upgrade"]);
+    assert!(upgraded.contains("Upgraded."), "{upgraded}");
+    assert!(read(&dir, "PROJECT").contains("layout: opctl.rs/v4"));
+    let api = read(&dir, "api/Cargo.toml");
+    assert!(
+        api.contains("opctl-runtime = { version = \"0.1\", default-features = false }"),
+        "{api}"
+    );
+    assert!(
+        api.contains("# Kept out of crates.io by our release policy."),
+        "the user's line stays:\n{api}"
+    );
+    assert!(read(&dir, "api/src/crdgen.rs").contains("opctl_runtime::crdgen::print"));
+    assert_eq!(read(&dir, crd_file), crd, "the same CRD");
+    let again = opctl_ok(&dir, &["upgrade", "--dry-run"]).stdout;
+    assert!(again.contains("up to date"), "{again}");
 }

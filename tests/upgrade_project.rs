@@ -122,7 +122,7 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
 
     let out = run(&dir, opctl_bin(), &["upgrade"]);
     assert!(out.contains("Upgraded."), "{out}");
-    assert!(read(&dir, "PROJECT").contains("layout: opctl.rs/v3"));
+    assert!(read(&dir, "PROJECT").contains("layout: opctl.rs/v4"));
     assert!(!dir.join("src/api").exists() && !dir.join("src/crdgen.rs").exists());
     let manager = std::fs::read_dir(dir.join("src/manager")).expect("src/manager");
     let manager: Vec<String> = manager

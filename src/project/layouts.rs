@@ -62,6 +62,15 @@ const MIGRATIONS: &[Migration] = &[
             "src/manager/webhook/self_signed.rs",
         ],
     },
+    Migration {
+        // v4: the CRD generator prints through opctl-runtime (`crdgen`), which
+        // the API crate takes without the runtime's `manager` feature; no
+        // file moves, api/Cargo.toml gains the dependency in the merge.
+        from: "opctl.rs/v3",
+        to: "opctl.rs/v4",
+        moves: &[],
+        removed: &[],
+    },
 ];
 
 /// The layouts this opctl upgrades from, oldest first (without the current one).
@@ -136,7 +145,7 @@ mod tests {
         assert_eq!(old_path(LAYOUT, "api/src/lib.rs"), "api/src/lib.rs");
         assert_eq!(
             older_layouts().collect::<Vec<_>>(),
-            ["opctl.rs/v1", "opctl.rs/v2"]
+            ["opctl.rs/v1", "opctl.rs/v2", "opctl.rs/v3"]
         );
     }
 
@@ -150,5 +159,14 @@ mod tests {
         // A v1 project goes through both steps.
         assert_eq!(removed, super::removed("opctl.rs/v1"));
         assert!(super::removed(LAYOUT).is_empty());
+    }
+
+    #[test]
+    fn a_v3_project_keeps_every_file_where_it_is() {
+        assert!(removed("opctl.rs/v3").is_empty());
+        for path in ["api/src/crdgen.rs", "api/Cargo.toml", "src/manager/mod.rs"] {
+            assert_eq!(old_path("opctl.rs/v3", path), path);
+        }
+        assert_eq!(chain("opctl.rs/v3").map(|steps| steps.len()), Some(1));
     }
 }

@@ -62,40 +62,78 @@
 //! subjectaccessreviews (with `--metrics-secure`, the default), and `list`,
 //! `watch` and `update` on the webhook configurations (and CRDs, when it
 //! converts) with `--webhook-self-signed`.
+//!
+//! Everything above is the default feature `manager`. Without it
+//! (`default-features = false`) the crate is only [`crdgen`], on
+//! k8s-openapi and serde_json: what a project's API crate takes for its CRD
+//! generator.
 
 // Every bare `pub` item is public API (and listed in public-api.txt).
 #![deny(unreachable_pub, missing_docs)]
 
+#[cfg(feature = "manager")]
 mod backoff;
+#[cfg(feature = "manager")]
 mod cache;
+#[cfg(feature = "manager")]
 mod client;
+#[cfg(feature = "manager")]
 pub mod conditions;
+#[cfg(feature = "manager")]
 mod context;
+#[cfg(feature = "manager")]
 mod controller;
+pub mod crdgen;
+#[cfg(feature = "manager")]
 mod events;
+#[cfg(feature = "manager")]
 mod expectations;
+#[cfg(feature = "manager")]
 mod http;
+#[cfg(feature = "manager")]
 mod leader;
+#[cfg(feature = "manager")]
 mod manager;
+#[cfg(feature = "manager")]
 mod metrics;
+#[cfg(feature = "manager")]
 mod metrics_auth;
+#[cfg(feature = "manager")]
 mod options;
+#[cfg(feature = "manager")]
 mod project;
+#[cfg(feature = "manager")]
 mod projection;
+#[cfg(feature = "manager")]
 mod readiness;
+#[cfg(feature = "manager")]
 mod self_signed;
+#[cfg(feature = "manager")]
 mod shutdown;
+#[cfg(feature = "manager")]
 mod telemetry;
+#[cfg(feature = "manager")]
 mod tls;
+#[cfg(feature = "manager")]
 pub mod webhook;
+#[cfg(feature = "manager")]
 mod writes;
 
+#[cfg(feature = "manager")]
 pub use cache::{ApiScope, Cacheable, Cached, Scope, find};
+#[cfg(feature = "manager")]
 pub use context::{Context, WatchScope};
+#[cfg(feature = "manager")]
 pub use controller::Controller;
+#[cfg(feature = "manager")]
 pub use manager::Manager;
+#[cfg(feature = "manager")]
 pub use options::{LogFormat, Options};
+#[cfg(feature = "manager")]
 pub use project::Project;
+#[cfg(feature = "manager")]
 pub use projection::{Projected, Projection, ready_from_conditions};
+#[cfg(feature = "manager")]
 pub use shutdown::Shutdown;
+#[cfg(feature = "manager")]
 pub use writes::Batch;
