@@ -46,7 +46,10 @@ fn children_cpu() -> Duration {
 }
 
 /// Runs `program args` in `dir` with `target` as CARGO_TARGET_DIR; fails on
-/// a non-zero exit.
+/// a non-zero exit. Cargo runs with its defaults, as a user's does: a
+/// CARGO_INCREMENTAL of the caller's (which CI and the test suite set to 0
+/// to save disk) is not passed on, so that the project's own crates and the
+/// floor's are built incrementally, as `cargo build` does in the dev profile.
 fn run(dir: &Path, target: &Path, program: &str, args: &[&str]) -> Cost {
     let cpu = children_cpu();
     let started = Instant::now();
@@ -54,6 +57,7 @@ fn run(dir: &Path, target: &Path, program: &str, args: &[&str]) -> Cost {
         .args(args)
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
+        .env_remove("CARGO_INCREMENTAL")
         .output()
         .unwrap_or_else(|err| panic!("{program} {args:?}: {err}"));
     let wall = started.elapsed();
