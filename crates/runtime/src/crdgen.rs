@@ -29,7 +29,7 @@ pub fn print(crds: &[CustomResourceDefinition]) -> io::Result<()> {
     write(&mut io::stdout().lock(), crds)
 }
 
-/// Writes `crds` to `out` as [`print`] does (not generic, so that its
+/// Writes `crds` to `out` as [`print()`] does (not generic, so that its
 /// code is compiled in this crate and not in the generator).
 pub fn write(out: &mut dyn Write, crds: &[CustomResourceDefinition]) -> io::Result<()> {
     serde_json::to_writer(&mut *out, crds)?;
