@@ -95,3 +95,81 @@ async fn a_metadata_cache_receives_only_metadata() {
         "metadata only: {metadata} bytes, whole: {whole} bytes"
     );
 }
+
+/// A trimmed metadata cache holds what its trim leaves: the labels that
+/// selected the objects are gone from every object a reconcile is handed,
+/// their owners' names and resource versions are not.
+#[tokio::test]
+async fn a_trimmed_metadata_cache_keeps_what_the_trim_leaves() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let env = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(super::support::admin(&env).await, "default");
+    for n in 0..10 {
+        let mut object = ConfigMap::default();
+        object.metadata.name = Some(format!("trimmed-{n}"));
+        object.metadata.labels = Some([("bench".to_owned(), "trimmed".to_owned())].into());
+        object.metadata.annotations = Some([("kept".to_owned(), "yes".to_owned())].into());
+        api.create(&PostParams::default(), &object)
+            .await
+            .expect("created");
+    }
+    let options = options(&[]);
+    let manager = Manager::with_config(
+        PROJECT,
+        options,
+        WatchScope::AllNamespaces,
+        super::support::config_of(&env).await,
+    )
+    .expect("a manager");
+    let shutdown = manager.context().shutdown.clone();
+    let (seen, labelled) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (counted, counted_labels) = (seen.clone(), labelled.clone());
+    let selected = watcher::Config::default().labels("bench=trimmed");
+    let manager = manager.with_controller(
+        "trimmed",
+        move |scope| {
+            let cache = scope.cache_metadata_trimmed::<ConfigMap>(selected.clone(), |object| {
+                object.metadata.labels = None;
+            });
+            (
+                cache.controller(),
+                (counted.clone(), counted_labels.clone()),
+            )
+        },
+        |object: Arc<PartialObjectMeta<ConfigMap>>,
+         counts: Arc<(Arc<AtomicUsize>, Arc<AtomicUsize>)>| async move {
+            counts.0.fetch_add(1, Ordering::SeqCst);
+            let meta = &object.metadata;
+            let kept = meta.resource_version.is_some()
+                && meta
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a["kept"] == "yes");
+            if meta.labels.is_some() || !kept {
+                counts.1.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok::<_, kube::Error>(Action::await_change())
+        },
+    );
+    let running = tokio::spawn(manager.run());
+    eventually(
+        Duration::from_secs(20),
+        "a reconcile of every object",
+        || {
+            let seen = seen.clone();
+            async move { seen.load(Ordering::SeqCst) >= 10 }
+        },
+    )
+    .await;
+    shutdown.trigger();
+    running
+        .await
+        .expect("joined")
+        .expect("the manager stops cleanly");
+    assert_eq!(
+        labelled.load(Ordering::SeqCst),
+        0,
+        "reconciles saw labels, or lost what the trim keeps"
+    );
+}
