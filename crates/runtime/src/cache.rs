@@ -178,42 +178,6 @@ impl Scope {
         let events = watcher(self.api::<PartialObjectMeta<K>>(), config);
         Cached::new(events, |_| {}, &self.context)
     }
-
-    /// [`Scope::cache_metadata`], keeping of each object's metadata only
-    /// what `trim` leaves: for a cache of many children whose labels (say)
-    /// a reconcile never reads, since each labels or annotations map costs
-    /// a B-tree node (about half a KiB) and its strings per object. Keep
-    /// the owner references (they trigger the owner's reconcile), and
-    /// whatever the project's writes compare, such as the desired-hash
-    /// annotation of [`Context::apply_owned`].
-    ///
-    /// ```no_run
-    /// # fn setup(scope: &opctl_runtime::Scope) {
-    /// use k8s_openapi::api::core::v1::Service;
-    /// use kube::runtime::watcher;
-    ///
-    /// // The Services this operator owns, without their labels.
-    /// let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=guestbook");
-    /// let services = scope.cache_metadata_trimmed::<Service>(owned, |service| {
-    ///     service.metadata.labels = None;
-    /// });
-    /// # drop(services);
-    /// # }
-    /// ```
-    ///
-    /// [`Context::apply_owned`]: crate::Context::apply_owned
-    pub fn cache_metadata_trimmed<K>(
-        &self,
-        config: watcher::Config,
-        trim: impl FnMut(&mut PartialObjectMeta<K>) + Send + 'static,
-    ) -> Cached<PartialObjectMeta<K>>
-    where
-        K: Cacheable,
-        K::Scope: ApiScope,
-    {
-        let events = watcher(self.api::<PartialObjectMeta<K>>(), config);
-        Cached::new(events, trim, &self.context)
-    }
 }
 
 /// `config` with [`TRIMMED_PAGE_SIZE`] if it keeps kube's default page size.

@@ -9,8 +9,7 @@
 //!   a Lease under `--leader-elect` and stops gracefully on SIGTERM, with
 //!   the flags of [`Options`];
 //! - caches ([`Scope::cache`], [`Scope::cache_trimmed`],
-//!   [`Scope::cache_metadata`], [`Scope::cache_metadata_trimmed`], and
-//!   [`Scope::cache_projected`] of a
+//!   [`Scope::cache_metadata`], and [`Scope::cache_projected`] of a
 //!   [`Projection`] the project defines) that reconciles read instead of the API
 //!   server, and a [`Controller`] built from them;
 //! - writes that write only what differs and remember what they wrote

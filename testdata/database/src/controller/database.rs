@@ -120,10 +120,8 @@ fn setup(scope: &Scope) -> (Controller<Database>, Context) {
         .labels(&children::managed_selector())
         .any_semantic();
     let pods = scope.cache_projected::<Pod, PodView>(owned.clone());
-    // Nothing reads a Service's or Secret's labels (they are owned by uid,
-    // and written whole): dropped, about half a KiB per child.
-    let services = scope.cache_metadata_trimmed::<Service>(owned.clone(), drop_labels);
-    let secrets = scope.cache_metadata_trimmed::<Secret>(owned, drop_labels);
+    let services = scope.cache_metadata::<Service>(owned.clone());
+    let secrets = scope.cache_metadata::<Secret>(owned);
     let context = Context {
         manager: scope.context().clone(),
         pods: pods.store(),
@@ -137,11 +135,6 @@ fn setup(scope: &Scope) -> (Controller<Database>, Context) {
         .owns(services)
         .owns(secrets);
     (controller, context)
-}
-
-/// Drops the labels of a cached child's metadata (see [`setup`]).
-fn drop_labels<K>(child: &mut PartialObjectMeta<K>) {
-    child.metadata.labels = None;
 }
 
 /// Brings the cluster in line with one Database, as cached: called on every
