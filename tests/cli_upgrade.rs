@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{build_env, opctl, opctl_bin, opctl_fails, opctl_ok, project_dir, snapshot};
+use common::{opctl, opctl_bin, opctl_fails, opctl_ok, project_dir, run_built, snapshot};
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -237,21 +237,6 @@ fn outside_a_project_upgrade_says_where_to_run() {
     assert!(err.contains("not an opctl project root"), "{err}");
 }
 
-/// Runs an opctl command that builds the API crate (in the target directory
-/// the tests share) and returns its stdout; fails the test unless it succeeds.
-fn opctl_building(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(opctl_bin())
-        .args(args)
-        .envs(build_env())
-        .current_dir(dir)
-        .output()
-        .expect("opctl runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "opctl {args:?}:\n{stdout}\n{stderr}");
-    stdout
-}
-
 /// A project of the layout before this one (`opctl.rs/v3`), whose CRD
 /// generator serialized the CRDs itself and whose API crate did not depend
 /// on opctl-runtime, upgrades with one command: the generator is rewritten,
@@ -275,7 +260,7 @@ fn a_v3_project_upgrades_to_the_generator_printing_through_the_runtime() {
         ],
     );
     let crd_file = "config/crd/bases/web.example.com_guestbooks.yaml";
-    opctl_building(&dir, &["manifests"]);
+    run_built(&dir, opctl_bin(), &["manifests"]);
     let crd = read(&dir, crd_file);
     // As opctl made it with the layout v3.
     edit(
@@ -329,7 +314,7 @@ fn a_v3_project_upgrades_to_the_generator_printing_through_the_runtime() {
         assert!(plan.contains(line), "{line}:\n{plan}");
     }
     assert!(!plan.contains("CONFLICT"), "{plan}");
-    let upgraded = opctl_building(&dir, &["upgrade"]);
+    let upgraded = run_built(&dir, opctl_bin(), &["upgrade"]);
     assert!(upgraded.contains("Upgraded."), "{upgraded}");
     assert!(read(&dir, "PROJECT").contains("layout: opctl.rs/v4"));
     let api = read(&dir, "api/Cargo.toml");

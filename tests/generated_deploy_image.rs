@@ -15,26 +15,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::{build_env, opctl_bin, opctl_ok, project_dir, snapshot};
-
-/// Runs `program args` in `dir` with the shared target directory; its output.
-fn run(dir: &Path, program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .envs(build_env())
-        .output()
-        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{program} {args:?}:\n{text}");
-    text
-}
+use common::{opctl_bin, opctl_ok, project_dir, run_built, snapshot};
 
 fn read(dir: &Path, path: &str) -> String {
     std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -95,7 +77,7 @@ fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
             "--programmatic-validation",
         ],
     );
-    run(&dir, opctl_bin(), &["manifests"]);
+    run_built(&dir, opctl_bin(), &["manifests"]);
     let crd = read(&dir, "config/crd/bases/cache.example.com_memcacheds.yaml");
     for field in ["default: 11211", "maximum: 5.0", "minimum: 1.0"] {
         assert!(crd.contains(field), "{field}:\n{crd}");
@@ -103,15 +85,15 @@ fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
     let role = read(&dir, "config/rbac/role.yaml");
     assert!(role.contains("  - deployments\n"), "{role}");
     let before = snapshot(&dir);
-    run(&dir, opctl_bin(), &["manifests"]);
+    run_built(&dir, opctl_bin(), &["manifests"]);
     assert_eq!(
         snapshot(&dir),
         before,
         "a second opctl manifests changed files"
     );
 
-    run(&dir, "cargo", &["fmt", "--all", "--check"]);
-    run(
+    run_built(&dir, "cargo", &["fmt", "--all", "--check"]);
+    run_built(
         &dir,
         "cargo",
         &[
@@ -124,7 +106,7 @@ fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
         ],
     );
     let opctl = format!("OPCTL={}", opctl_bin());
-    let unit = run(&dir, "make", &["test", &opctl]);
+    let unit = run_built(&dir, "make", &["test", &opctl]);
     for test in [
         "controller::memcached::tests::the_deployment_runs_the_image_with_the_size_and_is_owned ... ok",
         "controller::memcached::tests::the_status_follows_the_rollout ... ok",
@@ -136,7 +118,7 @@ fn a_project_that_deploys_an_image_builds_and_passes_its_e2e_tests() {
     ] {
         assert!(unit.contains(test), "{test}:\n{unit}");
     }
-    let e2e = run(&dir, "make", &["test-e2e", &opctl]);
+    let e2e = run_built(&dir, "make", &["test-e2e", &opctl]);
     for test in [
         "a_memcached_runs_its_deployment_and_follows_its_size ... ok",
         "a_busybox_runs_its_deployment_and_follows_its_size ... ok",

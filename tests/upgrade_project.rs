@@ -13,7 +13,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{build_env, opctl_bin, project_dir, snapshot};
+use common::{opctl_bin, project_dir, run_built, snapshot};
 
 /// The old project and where each hand change lives after the upgrade.
 const OLD_PROJECT: &str = "testdata/upgrade/memcached";
@@ -44,23 +44,6 @@ fn git(dir: &Path, args: &[&str]) {
         .output()
         .expect("git runs");
     assert!(out.status.success(), "git {args:?}: {out:?}");
-}
-
-/// Runs `program args` in `dir` with the shared target directory; its output.
-fn run(dir: &Path, program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .envs(build_env())
-        .output()
-        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{program} {args:?}:\n{text}");
-    text
 }
 
 /// The version of each package of a lock file that has one version only.
@@ -102,7 +85,7 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
         "{err}"
     );
 
-    let plan = run(&dir, opctl_bin(), &["upgrade", "--dry-run"]);
+    let plan = run_built(&dir, opctl_bin(), &["upgrade", "--dry-run"]);
     for line in [
         format!("removed      {TYPES_BEFORE}"),
         "removed      src/crdgen.rs".to_owned(),
@@ -120,7 +103,7 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
     assert!(plan.contains(&format!(" {TYPES}\n")), "{plan}");
     assert!(!plan.contains("CONFLICT"), "{plan}");
 
-    let out = run(&dir, opctl_bin(), &["upgrade"]);
+    let out = run_built(&dir, opctl_bin(), &["upgrade"]);
     assert!(out.contains("Upgraded."), "{out}");
     assert!(read(&dir, "PROJECT").contains("layout: opctl.rs/v4"));
     assert!(!dir.join("src/api").exists() && !dir.join("src/crdgen.rs").exists());
@@ -145,7 +128,7 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
         crd.contains("size:"),
         "the CRD has the hand-written field:\n{crd}"
     );
-    let again = run(&dir, opctl_bin(), &["upgrade", "--dry-run"]);
+    let again = run_built(&dir, opctl_bin(), &["upgrade", "--dry-run"]);
     assert!(again.contains("up to date"), "{again}");
     // The lock moved to the versions this opctl tested, for every package
     // the scaffold has; cargo accepts it as it is.
@@ -166,8 +149,8 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
         "the new provider is locked"
     );
 
-    run(&dir, "cargo", &["fmt", "--all", "--check"]);
-    run(
+    run_built(&dir, "cargo", &["fmt", "--all", "--check"]);
+    run_built(
         &dir,
         "cargo",
         &[
@@ -181,8 +164,8 @@ fn an_old_layout_is_upgraded_and_keeps_its_hand_changes() {
         ],
     );
     let opctl = format!("OPCTL={}", opctl_bin());
-    run(&dir, "make", &["test", &opctl]);
-    let e2e = run(&dir, "make", &["test-e2e", &opctl]);
+    run_built(&dir, "make", &["test", &opctl]);
+    let e2e = run_built(&dir, "make", &["test-e2e", &opctl]);
     assert!(
         e2e.contains("the_validating_webhook_of_memcached_v1alpha1_is_called ... ok"),
         "{e2e}"

@@ -134,6 +134,25 @@ pub fn cargo(dir: &Path, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// Runs `program args` in `dir` with [`build_env`] (opctl commands that
+/// build, make, cargo): fails the test unless it succeeds; what it printed
+/// on stdout and stderr.
+pub fn run_built(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .envs(build_env())
+        .output()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{program} {args:?}:\n{text}");
+    text
+}
+
 /// The workspace's target directory, shared with generated projects' builds.
 pub fn shared_target_dir() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
