@@ -247,10 +247,13 @@ macro_rules! reference_project {
     };
 }
 
-/// A free local port.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free local port");
-    listener.local_addr().expect("its address").port()
+/// `N` free local ports, distinct from each other: every port is held
+/// until all are picked (a port released at once can be picked again).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [std::net::TcpListener; N] = std::array::from_fn(|_| {
+        std::net::TcpListener::bind("127.0.0.1:0").expect("a free local port")
+    });
+    listeners.map(|listener| listener.local_addr().expect("its address").port())
 }
 
 /// What the database README says for a real cluster, and what its e2e
@@ -304,15 +307,16 @@ if E2E_USE_EXISTING_CLUSTER=true cargo test --locked --test e2e -- --ignored \
 fi
 grep -F "the cluster has no Service database-system/database-webhook-service" "$SCRATCH/missing.log"
 "#;
+    let [webhook, health, metrics] = free_ports();
     let out = Command::new(opctl_bin())
         .args(["envtest", "run", "--", "bash", "-c", script])
         .current_dir(&dir)
         .envs(build_env())
         .env("OPCTL", opctl_bin())
         .env("SCRATCH", &scratch)
-        .env("WEBHOOK_PORT", free_port().to_string())
-        .env("HEALTH_PORT", free_port().to_string())
-        .env("METRICS_PORT", free_port().to_string())
+        .env("WEBHOOK_PORT", webhook.to_string())
+        .env("HEALTH_PORT", health.to_string())
+        .env("METRICS_PORT", metrics.to_string())
         .output()
         .expect("opctl runs");
     let text = format!(

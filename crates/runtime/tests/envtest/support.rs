@@ -85,10 +85,23 @@ pub async fn admin(env: &Envtest) -> kube::Client {
     kube::Client::try_from(config_of(env).await).expect("a client")
 }
 
-/// A free port on the loopback interface.
+/// A free port on the loopback interface that no other call in this test
+/// process has returned: the port is released at once, so two calls (for
+/// one manager's endpoints, or for tests running side by side) could
+/// otherwise be given the same one.
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("an address").port()
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = listener.local_addr().expect("an address").port();
+        let mut given = GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if given.insert(port) {
+            return port;
+        }
+    }
 }
 
 /// Manager options from command-line arguments, with free ports for the

@@ -119,8 +119,7 @@ impl Manager {
     /// [`Manager::start_as`] as the replica `name` (its POD_NAME: its
     /// identity in leader election and as the reporter of events).
     pub fn start_replica(name: &str, user: Option<&str>, args: &[&str]) -> Manager {
-        let health = free_local_address();
-        let metrics = free_local_address();
+        let [health, metrics] = free_local_addresses();
         let binary = env!("CARGO_BIN_EXE_database");
         let mut command = Command::new(binary);
         command
@@ -130,15 +129,17 @@ impl Manager {
             Some(user) => command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user),
             None => command.env_remove("KUBE_RS_DEBUG_IMPERSONATE_USER"),
         };
+        command
+            .arg(format!("--health-probe-bind-address={health}"))
+            .arg(format!("--metrics-bind-address={metrics}"))
+            .arg("--metrics-secure=false");
         // Installs the conversion webhook's Service and CRD patch, pointed
-        // at this manager, unless the caller runs it without webhooks.
+        // at this manager (on a port its command line does not name yet),
+        // unless the caller runs it without webhooks.
         if !args.contains(&"--enable-webhooks=false") {
             webhooks::serve_locally(&mut command);
         }
         let mut process = command
-            .arg(format!("--health-probe-bind-address={health}"))
-            .arg(format!("--metrics-bind-address={metrics}"))
-            .arg("--metrics-secure=false")
             .args(args)
             .stderr(Stdio::piped())
             .spawn()
@@ -204,9 +205,12 @@ fn echo_log(process: &mut Child) {
     });
 }
 
-pub fn free_local_address() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
-    listener.local_addr().expect("the port's address")
+/// `N` free local addresses, distinct from each other: every port is held
+/// until all are picked (a port released at once can be picked again).
+pub fn free_local_addresses<const N: usize>() -> [SocketAddr; N] {
+    let listeners: [TcpListener; N] =
+        std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").expect("a free local port"));
+    listeners.map(|listener| listener.local_addr().expect("the port's address"))
 }
 
 /// A minimal HTTP/1.0 GET: the status code and body, or None if the

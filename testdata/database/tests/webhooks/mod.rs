@@ -77,10 +77,7 @@ pub fn serve_locally(command: &mut Command) {
         command.arg("--enable-webhooks=false");
         return;
     }
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free local port")
-        .port();
+    let port = free_port_not_on(command);
     // One directory per test run: each manager writes a new certificate into it.
     let cert_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("{NAME_PREFIX}webhook-certs-{}", std::process::id()));
@@ -89,6 +86,25 @@ pub fn serve_locally(command: &mut Command) {
         .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
         .arg(format!("--webhook-cert-dir={}", cert_dir.display()))
         .arg("--webhook-self-signed");
+}
+
+/// A free local port that no address already on `command` uses: each port
+/// is free when picked but released at once, so the manager's probe and
+/// metrics ports, picked the same way, can have been given this one too.
+fn free_port_not_on(command: &Command) -> u16 {
+    let taken: Vec<String> = command
+        .get_args()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free local port")
+            .port();
+        if !taken.iter().any(|arg| arg.ends_with(&format!(":{port}"))) {
+            return port;
+        }
+    }
 }
 
 /// Runs `work` on a runtime of its own, in a thread of its own (the tests

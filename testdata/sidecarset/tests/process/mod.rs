@@ -28,8 +28,7 @@ impl Manager {
     /// Starts `command` with free local ports for the probes and metrics
     /// and waits until /readyz says ok.
     pub fn spawn(mut command: Command) -> Manager {
-        let health = free_local_address();
-        let metrics = free_local_address();
+        let [health, metrics] = free_local_addresses_besides(&command);
         let mut process = command
             .arg(format!("--health-probe-bind-address={health}"))
             .arg(format!("--metrics-bind-address={metrics}"))
@@ -98,9 +97,29 @@ fn echo_log(process: &mut Child) {
     });
 }
 
-pub fn free_local_address() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
-    listener.local_addr().expect("the port's address")
+/// Two free local addresses for the probes and the metrics, distinct from
+/// each other (both ports are held until both are picked) and from every
+/// port `command` names already: the webhook's, picked the same way and
+/// released before the manager binds it.
+fn free_local_addresses_besides(command: &Command) -> [SocketAddr; 2] {
+    let taken: Vec<String> = command
+        .get_args()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let mut held = Vec::new();
+    let mut picked = Vec::new();
+    while picked.len() < 2 {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
+        let addr = listener.local_addr().expect("the port's address");
+        if !taken
+            .iter()
+            .any(|arg| arg.ends_with(&format!(":{}", addr.port())))
+        {
+            picked.push(addr);
+        }
+        held.push(listener);
+    }
+    [picked[0], picked[1]]
 }
 
 /// A minimal HTTP/1.0 GET: the status code and body, or None if the

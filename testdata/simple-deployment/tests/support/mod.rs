@@ -121,8 +121,7 @@ impl Operator {
 
     /// [`Operator::start`] as `user`, or as the kubeconfig's user if None.
     pub async fn start_as(user: Option<&str>, args: &[String], env: &[(&str, &str)]) -> Operator {
-        let health = free_local_address();
-        let metrics = free_local_address();
+        let [health, metrics] = free_local_addresses();
         let binary = env!("CARGO_BIN_EXE_simple-deployment");
         let mut command = Command::new(binary);
         for name in [
@@ -314,9 +313,12 @@ fn echo_log(process: &mut Child) {
     });
 }
 
-pub fn free_local_address() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
-    listener.local_addr().expect("the port's address")
+/// `N` free local addresses, distinct from each other: every port is held
+/// until all are picked (a port released at once can be picked again).
+pub fn free_local_addresses<const N: usize>() -> [SocketAddr; N] {
+    let listeners: [TcpListener; N] =
+        std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").expect("a free local port"));
+    listeners.map(|listener| listener.local_addr().expect("the port's address"))
 }
 
 /// A minimal HTTP/1.0 GET: the status code and body, or None if the

@@ -137,8 +137,7 @@ impl Manager {
     /// [`Manager::start`] as the replica `name` (its POD_NAME: its identity
     /// in leader election and as the reporter of events).
     fn start_named(name: &str, args: &[&str]) -> Manager {
-        let health = free_local_address();
-        let metrics = free_local_address();
+        let [health, metrics] = free_local_addresses();
         let binary = env!("CARGO_BIN_EXE_database");
         let mut command = Command::new(binary);
         command
@@ -231,9 +230,12 @@ impl Drop for Manager {
     }
 }
 
-fn free_local_address() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
-    listener.local_addr().expect("the port's address")
+/// `N` free local addresses, distinct from each other: every port is held
+/// until all are picked (a port released at once can be picked again).
+fn free_local_addresses<const N: usize>() -> [SocketAddr; N] {
+    let listeners: [TcpListener; N] =
+        std::array::from_fn(|_| TcpListener::bind("127.0.0.1:0").expect("a free local port"));
+    listeners.map(|listener| listener.local_addr().expect("the port's address"))
 }
 
 /// A minimal HTTP/1.0 GET: the status code and body, or None if the
