@@ -119,12 +119,22 @@ impl Manager {
     /// [`Manager::start_as`] as the replica `name` (its POD_NAME: its
     /// identity in leader election and as the reporter of events).
     pub fn start_replica(name: &str, user: Option<&str>, args: &[&str]) -> Manager {
+        Manager::launch(name, user, args, &[])
+    }
+
+    /// [`Manager::start`] with these environment variables added.
+    pub fn start_with_env(args: &[&str], env: &[(&str, String)]) -> Manager {
+        Manager::launch("e2e", None, args, env)
+    }
+
+    fn launch(name: &str, user: Option<&str>, args: &[&str], env: &[(&str, String)]) -> Manager {
         let [health, metrics] = free_local_addresses();
         let binary = env!("CARGO_BIN_EXE_database");
         let mut command = Command::new(binary);
         command
             .env_remove("KUBE_RS_DEBUG_IMPERSONATE_GROUP")
-            .env("POD_NAME", name);
+            .env("POD_NAME", name)
+            .envs(env.iter().map(|(name, value)| (name, value)));
         match user {
             Some(user) => command.env("KUBE_RS_DEBUG_IMPERSONATE_USER", user),
             None => command.env_remove("KUBE_RS_DEBUG_IMPERSONATE_USER"),
