@@ -40,7 +40,10 @@ fn the_dockerfile_builds_a_static_manager_that_starts() {
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
         .status()
         .expect("sh runs");
-    assert!(status.success(), "the Dockerfile's build failed: {build}");
+    assert!(
+        status.success(),
+        "the Dockerfile's build failed (a static link needs glibc's libc.a: libc6-dev on Debian, glibc-static on Fedora): {build}"
+    );
 
     let this_test = std::env::current_exe().expect("the test binary");
     assert!(
