@@ -67,6 +67,8 @@ use support::{
 const CREATE_CONCURRENCY: usize = 64;
 /// How long the request counts must stay still to call the manager idle.
 const SETTLED: Duration = Duration::from_secs(2);
+/// How long every Database may take to be Ready.
+const READY_WITHIN: Duration = Duration::from_secs(900);
 /// The most API requests one new Database may cost (see the module doc).
 const REQUEST_CEILING: f64 = 6.0;
 
@@ -307,31 +309,47 @@ async fn create_all(api: &Api<Database>, count: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Completes once `count` Databases report Ready at their generation. One
-/// watch request from resourceVersion 0 (every Database, then their
-/// changes), so that it adds no LIST to the counts.
+/// Completes once `count` Databases report Ready at their generation. A
+/// watch from resourceVersion 0 (every Database, then their changes), so
+/// that it adds no LIST to the counts; when the server ends it (its
+/// timeout), another goes on from the last version seen, until
+/// [`READY_WITHIN`].
 async fn wait_until_ready(api: &Api<Database>, count: usize) -> anyhow::Result<()> {
     let mut ready = HashSet::new();
-    let params = WatchParams::default().timeout(290);
-    let mut stream = std::pin::pin!(api.watch(&params, "0").await?);
-    while let Some(event) = stream.try_next().await? {
-        let database = match event {
-            WatchEvent::Added(database) | WatchEvent::Modified(database) => database,
-            WatchEvent::Error(status) => anyhow::bail!("the watch failed: {status:?}"),
-            WatchEvent::Deleted(_) | WatchEvent::Bookmark(_) => continue,
-        };
-        let is_ready = database.status.as_ref().is_some_and(|s| {
-            s.phase == Some(DatabasePhase::Ready)
-                && s.observed_generation == database.metadata.generation
-        });
-        if is_ready {
-            ready.insert(database.name_any());
-            if ready.len() >= count {
-                return Ok(());
+    let mut version = "0".to_owned();
+    let started = Instant::now();
+    while started.elapsed() < READY_WITHIN {
+        let params = WatchParams::default().timeout(290);
+        let mut stream = std::pin::pin!(api.watch(&params, &version).await?);
+        while let Some(event) = stream.try_next().await? {
+            let database = match event {
+                WatchEvent::Added(database) | WatchEvent::Modified(database) => database,
+                WatchEvent::Error(status) => anyhow::bail!("the watch failed: {status:?}"),
+                WatchEvent::Bookmark(bookmark) => {
+                    version = bookmark.metadata.resource_version;
+                    continue;
+                }
+                WatchEvent::Deleted(_) => continue,
+            };
+            if let Some(seen) = database.resource_version() {
+                version = seen;
+            }
+            let is_ready = database.status.as_ref().is_some_and(|s| {
+                s.phase == Some(DatabasePhase::Ready)
+                    && s.observed_generation == database.metadata.generation
+            });
+            if is_ready {
+                ready.insert(database.name_any());
+                if ready.len() >= count {
+                    return Ok(());
+                }
             }
         }
     }
-    anyhow::bail!("the watch of Databases ended with {} Ready", ready.len())
+    anyhow::bail!(
+        "{} of {count} Databases Ready after {READY_WITHIN:?}",
+        ready.len()
+    )
 }
 
 /// The request counts once they have stayed still for [`SETTLED`].
