@@ -106,20 +106,16 @@ fn free_local_addresses_besides(command: &Command) -> [SocketAddr; 2] {
         .get_args()
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
-    let mut held = Vec::new();
-    let mut picked = Vec::new();
-    while picked.len() < 2 {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a free local port");
-        let addr = listener.local_addr().expect("the port's address");
-        if !taken
-            .iter()
-            .any(|arg| arg.ends_with(&format!(":{}", addr.port())))
-        {
-            picked.push(addr);
-        }
-        held.push(listener);
-    }
-    [picked[0], picked[1]]
+    let address = |listener: &TcpListener| listener.local_addr().expect("the port's address");
+    let listeners: Vec<TcpListener> =
+        std::iter::repeat_with(|| TcpListener::bind("127.0.0.1:0").expect("a free local port"))
+            .filter(|listener| {
+                let port = address(listener).port();
+                !taken.iter().any(|arg| arg.ends_with(&format!(":{port}")))
+            })
+            .take(2)
+            .collect();
+    [address(&listeners[0]), address(&listeners[1])]
 }
 
 /// A minimal HTTP/1.0 GET: the status code and body, or None if the
