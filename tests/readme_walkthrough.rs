@@ -20,7 +20,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{opctl_bin, project_dir, shared_target_dir};
+use common::{build_env, opctl_bin, project_dir};
 
 /// Commands of the walkthrough this test does not run, as they start.
 const COVERED_ELSEWHERE: &[&str] = &[
@@ -115,7 +115,7 @@ fn the_readme_walkthrough_runs_as_written() {
         .arg(&script)
         .current_dir(&work)
         .env("PATH", path)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .envs(build_env())
         // A newcomer has told git who they are.
         .env("GIT_AUTHOR_NAME", "Jane Doe")
         .env("GIT_AUTHOR_EMAIL", "jane@example.com")
