@@ -182,6 +182,73 @@ fn template_lock() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/Cargo.lock")
 }
 
+/// `(name, version)` of every package a Cargo.lock names.
+fn locked_packages(lock: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(lock).expect("a Cargo.lock");
+    let lock: toml::Table = toml::from_str(&text).expect("Cargo.lock is TOML");
+    let packages = lock["package"].as_array().expect("packages");
+    packages
+        .iter()
+        .map(|p| {
+            let field = |key: &str| p[key].as_str().expect("name and version").to_owned();
+            (field("name"), field("version"))
+        })
+        .collect()
+}
+
+/// The part of a version a caret requirement keeps: releases with the same
+/// key are compatible, so cargo may choose either for one requirement.
+fn compatibility_key(version: &str) -> String {
+    let parts: Vec<&str> = version.split(['.', '-', '+']).take(3).collect();
+    match parts.as_slice() {
+        ["0", "0", patch] => format!("0.0.{patch}"),
+        ["0", minor, _] => format!("0.{minor}"),
+        [major, ..] => (*major).to_owned(),
+        [] => String::new(),
+    }
+}
+
+/// Where opctl's own lock and the scaffold's both have a compatible release
+/// of a package, it is the same release: tests build generated projects in
+/// the workspace's target directory, and one differing release low in the
+/// tree (pin-project-lite, cc) recompiled every crate above it for each
+/// project. The reference projects are held to the same.
+#[test]
+fn the_workspace_and_reference_projects_lock_the_scaffold_releases() {
+    let scaffold = locked_packages(&template_lock());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for lock in [
+        "Cargo.lock",
+        "testdata/database/Cargo.lock",
+        "testdata/sidecarset/Cargo.lock",
+        "testdata/simple-deployment/Cargo.lock",
+    ] {
+        let differing: Vec<String> = locked_packages(&root.join(lock))
+            .into_iter()
+            .filter_map(|(name, version)| {
+                let key = compatibility_key(&version);
+                scaffold
+                    .iter()
+                    .find(|(n, v)| *n == name && compatibility_key(v) == key && *v != version)
+                    .map(|(_, v)| format!("{name} {version} (scaffold: {v})"))
+            })
+            .collect();
+        assert!(
+            differing.is_empty(),
+            "{lock} locks other releases than templates/Cargo.lock: {differing:?}; \
+             align it with `cargo update -p NAME@VERSION --precise SCAFFOLD_VERSION`"
+        );
+    }
+}
+
+#[test]
+fn compatibility_keys_follow_caret_requirements() {
+    assert_eq!(compatibility_key("1.13.0"), "1");
+    assert_eq!(compatibility_key("0.23.48"), "0.23");
+    assert_eq!(compatibility_key("0.0.7"), "0.0.7");
+    assert_eq!(compatibility_key("2.0.0-rc.1"), "2");
+}
+
 #[test]
 #[ignore = "builds a scaffold against the newest versions on crates.io; run before a release"]
 fn newest_versions() {
