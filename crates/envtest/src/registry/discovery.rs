@@ -1,5 +1,6 @@
 //! Discovery documents: the legacy `/api`, `/apis`, group and group-version
-//! documents (shaped as in kube-apiserver v1.24) and aggregated discovery
+//! documents (shaped as kube-apiserver v1.32 serves them, checked against the
+//! recorded transcripts) and aggregated discovery
 //! (`apidiscovery.k8s.io/v2`), which current kubectl requests first.
 
 use std::cmp::Ordering;

@@ -1,4 +1,4 @@
-//! Defaulting (`pkg/apis/*/v1/defaults.go` of kube-apiserver v1.24), applied
+//! Defaulting (`pkg/apis/*/v1/defaults.go` of kube-apiserver v1.32), applied
 //! to every create and update body after decoding.
 
 mod cluster_kinds;

@@ -1,5 +1,5 @@
 //! Pod spec defaults (`SetDefaults_PodSpec`, `SetDefaults_Container`,
-//! probes, volumes, ...) as kube-apiserver v1.24 applies them to Pods and to
+//! probes, volumes, ...) as kube-apiserver v1.32 applies them to Pods and to
 //! every pod template.
 
 use serde_json::{Map, Value, json};
