@@ -163,28 +163,85 @@ where
                     reconcile: reconcile.clone(),
                     context: context.clone(),
                 };
-                let failures = context.clone();
-                let finished = context.clone();
-                let config =
-                    controller::Config::default().concurrency(settings.max_concurrent_reconciles);
-                controller
-                    .inner
-                    .with_config(config)
-                    .reconcile_all_on(ticks(settings.sync_period))
-                    .graceful_shutdown_on(context.shutdown.clone().wait_owned())
-                    .run(
-                        move |object, ctx| reconciler.clone().run(object, ctx).boxed(),
-                        move |object, error, _| retry(name, &failures, &*object, error),
-                        Arc::new(ctx),
-                    )
-                    .for_each(move |result| {
-                        after(name, &finished, result);
-                        std::future::ready(())
-                    })
+                let ctx = Arc::new(ctx);
+                let erased: ErasedReconcile<K> = Arc::new(move |object| {
+                    let run = reconciler.clone().run(object, ctx.clone());
+                    run.map(|result| result.map_err(ReconcileError::new))
+                        .boxed()
+                });
+                drive(name, controller, erased, context)
             })
             .collect();
         Box::pin(futures::future::join_all(runs).map(drop))
     })
+}
+
+/// A reconcile with its context, function and error type behind a pointer.
+/// kube's controller is a stream of many layers, each of whose closures
+/// names every type parameter of the function it is made in: instantiated
+/// in [`task`], those names repeated the context, reconcile and error types
+/// thousands of times (300 MB of debug strings for 15 controllers, and
+/// as much compile time). Here it is instantiated per kind only.
+type ErasedReconcile<K> =
+    Arc<dyn Fn(Arc<K>) -> BoxFuture<'static, Result<Action, ReconcileError>> + Send + Sync>;
+
+/// A reconcile's own error, behind a pointer (see [`ErasedReconcile`]):
+/// displayed as the error itself, with the same sources.
+struct ReconcileError(Box<dyn std::error::Error + Send + Sync>);
+
+impl ReconcileError {
+    fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Box::new(error))
+    }
+}
+
+impl std::fmt::Debug for ReconcileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl std::fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for ReconcileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Runs kube's controller of one scope until the manager shuts down.
+fn drive<K>(
+    name: &'static str,
+    controller: Controller<K>,
+    reconcile: ErasedReconcile<K>,
+    context: &Context,
+) -> BoxFuture<'static, ()>
+where
+    K: Cacheable,
+{
+    let settings = context.settings;
+    let failures = context.clone();
+    let finished = context.clone();
+    let config = controller::Config::default().concurrency(settings.max_concurrent_reconciles);
+    controller
+        .inner
+        .with_config(config)
+        .reconcile_all_on(ticks(settings.sync_period))
+        .graceful_shutdown_on(context.shutdown.clone().wait_owned())
+        .run(
+            move |object, _: Arc<()>| reconcile(object),
+            move |object, error, _| retry(name, &failures, &*object, error),
+            Arc::new(()),
+        )
+        .for_each(move |result| {
+            after(name, &finished, result);
+            std::future::ready(())
+        })
+        .boxed()
 }
 
 /// Ticks every `period` (not at once): the periodic resync.
@@ -264,7 +321,7 @@ fn retry<K: Cacheable>(
     name: &str,
     context: &Context,
     object: &K,
-    error: &impl std::error::Error,
+    error: &ReconcileError,
 ) -> Action {
     let key = ObjectRef::from_obj(object).erase();
     let delay = context.backoff.failed(&key);
@@ -272,15 +329,12 @@ fn retry<K: Cacheable>(
     Action::requeue(delay)
 }
 
-type Finished<K, E> = Result<(ObjectRef<K>, Action), controller::Error<E, watcher::Error>>;
+type Finished<K> =
+    Result<(ObjectRef<K>, Action), controller::Error<ReconcileError, watcher::Error>>;
 
 /// After each reconcile (or attempt): an object gone before its turn loses
 /// its backoff; watch failures are reported (the controller retries them).
-fn after<K: Cacheable, E: std::error::Error>(
-    name: &str,
-    context: &Context,
-    result: Finished<K, E>,
-) {
+fn after<K: Cacheable>(name: &str, context: &Context, result: Finished<K>) {
     match result {
         Ok((object, _)) => tracing::debug!(controller = name, %object, "reconciled"),
         // Reported by `retry`.

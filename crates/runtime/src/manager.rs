@@ -271,8 +271,12 @@ impl Manager {
         if let Some(leadership) = leadership {
             leadership.release().await;
         } else if electing {
-            // Gives up waiting for the Lease (it sees the shutdown).
-            let _ = elected.await;
+            // Gives up waiting for the Lease (it sees the shutdown); one
+            // taken just before the shutdown was seen is given up too, or
+            // the next replica would wait for it to run out.
+            if let Ok(Ok(Some(held))) = elected.await {
+                held.release().await;
+            }
         }
         webhooks_stop.trigger();
         stop_servers(servers).await?;
