@@ -6,8 +6,9 @@
 use std::path::Path;
 use std::process::Command;
 
-#[test]
-fn the_documentation_builds_without_a_warning() {
+/// `cargo doc -p opctl-runtime` with `features` after it succeeds with
+/// warnings denied.
+fn assert_documented(features: &[&str]) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     // The workspace's target directory (the parent of the tests' scratch
     // directory): the dependencies' metadata is shared with other builds.
@@ -17,6 +18,7 @@ fn the_documentation_builds_without_a_warning() {
         .to_path_buf();
     let out = Command::new(cargo)
         .args(["doc", "--locked", "--no-deps", "-p", "opctl-runtime"])
+        .args(features)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("RUSTDOCFLAGS", "-D warnings")
         .env("CARGO_TARGET_DIR", target)
@@ -24,7 +26,18 @@ fn the_documentation_builds_without_a_warning() {
         .expect("cargo runs");
     assert!(
         out.status.success(),
-        "cargo doc -p opctl-runtime:\n{}",
+        "cargo doc -p opctl-runtime {features:?}:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn the_documentation_builds_without_a_warning() {
+    assert_documented(&[]);
+}
+
+/// What an API crate's generator takes (`default-features = false`).
+#[test]
+fn the_documentation_of_crdgen_alone_builds_without_a_warning() {
+    assert_documented(&["--no-default-features"]);
 }
