@@ -88,6 +88,28 @@ pub(crate) fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     errs
 }
 
+const WILDCARD_DNS1123_SUBDOMAIN_FMT: &str =
+    "\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+static WILDCARD_DNS1123_SUBDOMAIN: LazyLock<Regex> =
+    LazyLock::new(|| anchored(WILDCARD_DNS1123_SUBDOMAIN_FMT));
+
+/// `IsWildcardDNS1123Subdomain`: `*.` and a DNS subdomain (Ingress hosts).
+/// Its message kept the older "DNS-1123" wording.
+pub(crate) fn is_wildcard_dns1123_subdomain(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 253 {
+        errs.push(max_len_error(253));
+    }
+    if !WILDCARD_DNS1123_SUBDOMAIN.is_match(value) {
+        errs.push(regex_error(
+            "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character",
+            WILDCARD_DNS1123_SUBDOMAIN_FMT,
+            &["*.example.com"],
+        ));
+    }
+    errs
+}
+
 pub(crate) fn is_dns1035_label(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 63 {

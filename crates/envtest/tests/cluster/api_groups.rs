@@ -98,10 +98,45 @@ async fn networking_objects_get_their_defaults_and_validation() {
             )
             .await,
     );
+    // k8s-openapi sends the required pathType as "", which the server's
+    // pointer field keeps: a value not supported (only an absent one is
+    // Required).
     assert_eq!(err.code, 422);
     assert_eq!(
         err.message,
-        "Ingress.networking.k8s.io \"bad\" is invalid: spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified"
+        "Ingress.networking.k8s.io \"bad\" is invalid: spec.rules[0].http.paths[0].pathType: Unsupported value: \"\": supported values: \"Exact\", \"ImplementationSpecific\", \"Prefix\""
+    );
+    // Nothing to route, and a backend with two ports: every cause, in order.
+    let err = api_error(
+        ingresses
+            .create(
+                &PostParams::default(),
+                &object(json!({
+                    "metadata": {"name": "bad"},
+                    "spec": {"tls": [{"hosts": ["10.0.0.1.example.com"], "secretName": "Bad"}]}
+                })),
+            )
+            .await,
+    );
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "Ingress.networking.k8s.io \"bad\" is invalid: [spec: Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified, spec.tls[0].secretName: Invalid value: \"Bad\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')]"
+    );
+    let two_ports = json!({"service": {"name": "web", "port": {"name": "http", "number": 80}}});
+    let err = api_error(
+        ingresses
+            .create(
+                &PostParams::default(),
+                &object(
+                    json!({"metadata": {"name": "bad"}, "spec": {"defaultBackend": two_ports}}),
+                ),
+            )
+            .await,
+    );
+    assert_eq!(
+        err.message,
+        "Ingress.networking.k8s.io \"bad\" is invalid: spec.defaultBackend: Invalid value: \"\": cannot set both port name & port number"
     );
     let ingress = ingresses
         .create(

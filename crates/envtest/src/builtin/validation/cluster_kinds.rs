@@ -1,5 +1,6 @@
-//! Validation of the networking, autoscaling, scheduling and storage kinds: the rules an operator's objects most often break, with
-//! kube-apiserver v1.32's messages.
+//! Validation of the autoscaling, scheduling, storage and node kinds and of
+//! IngressClass (Ingress has its own module): the rules an operator's
+//! objects most often break, with kube-apiserver v1.32's messages.
 
 use serde_json::Value;
 
@@ -38,48 +39,6 @@ pub(super) fn priority_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             "value",
             "may not be changed in an update.",
         ));
-    }
-    causes
-}
-
-pub(super) fn ingress(obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let rules = obj
-        .pointer("/spec/rules")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten();
-    for (i, rule) in rules.enumerate() {
-        let paths = rule
-            .pointer("/http/paths")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten();
-        for (j, path) in paths.enumerate() {
-            let at = format!("spec.rules[{i}].http.paths[{j}]");
-            match path.get("pathType").and_then(Value::as_str) {
-                None | Some("") => causes.push(Cause::required(
-                    format!("{at}.pathType"),
-                    "pathType must be specified",
-                )),
-                Some("Exact" | "Prefix") => {
-                    let p = path.get("path").and_then(Value::as_str).unwrap_or("");
-                    if !p.starts_with('/') {
-                        causes.push(Cause::invalid(
-                            format!("{at}.path"),
-                            &Value::from(p),
-                            "must be an absolute path",
-                        ));
-                    }
-                }
-                Some("ImplementationSpecific") => {}
-                Some(other) => causes.push(Cause::not_supported(
-                    format!("{at}.pathType"),
-                    &Value::from(other),
-                    &["Exact", "ImplementationSpecific", "Prefix"],
-                )),
-            }
-        }
     }
     causes
 }
@@ -350,32 +309,7 @@ pub(super) fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         return causes;
     };
     let path = "spec.parameters";
-    let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or("");
-    // validateIngressTypedLocalObjectReference.
-    if let Some(group) = params.get("apiGroup").and_then(Value::as_str) {
-        for msg in crate::name_rules::is_dns1123_subdomain(group) {
-            causes.push(Cause::invalid(
-                format!("{path}.apiGroup"),
-                &Value::String(group.into()),
-                &msg,
-            ));
-        }
-    }
-    for key in ["kind", "name"] {
-        if text(key).is_empty() {
-            causes.push(Cause::required(
-                format!("{path}.{key}"),
-                &format!("{key} is required"),
-            ));
-        }
-        for msg in crate::name_rules::is_valid_path_segment(text(key)) {
-            causes.push(Cause::invalid(
-                format!("{path}.{key}"),
-                &Value::String(text(key).into()),
-                &msg,
-            ));
-        }
-    }
+    causes.extend(super::ingress::typed_local_object_reference(params, path));
     let namespace = params.get("namespace").and_then(Value::as_str);
     match params.get("scope").and_then(Value::as_str) {
         None => causes.push(Cause::required(format!("{path}.scope"), "")),

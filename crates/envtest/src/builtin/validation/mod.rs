@@ -10,6 +10,7 @@ mod core;
 mod cron;
 mod fields;
 pub(crate) mod go_syntax;
+mod ingress;
 pub(crate) mod meta;
 mod pod;
 mod pod_scheduling;
@@ -223,7 +224,7 @@ fn kind_rules(kind: &KindInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         ("batch", "Job", Some(old)) => workloads::job_update(obj, old),
         ("batch", "CronJob", old) => workloads::cron_job(obj, old),
         ("coordination.k8s.io", "Lease", _) => core::lease(obj),
-        ("networking.k8s.io", "Ingress", _) => cluster_kinds::ingress(obj),
+        ("networking.k8s.io", "Ingress", old) => ingress::ingress(obj, old),
         ("autoscaling", "HorizontalPodAutoscaler", _) => {
             cluster_kinds::horizontal_pod_autoscaler(obj)
         }
