@@ -98,13 +98,10 @@ async fn networking_objects_get_their_defaults_and_validation() {
             )
             .await,
     );
-    // k8s-openapi sends the required pathType as "", which the server's
-    // pointer field keeps: a value not supported (only an absent one is
-    // Required).
     assert_eq!(err.code, 422);
     assert_eq!(
         err.message,
-        "Ingress.networking.k8s.io \"bad\" is invalid: spec.rules[0].http.paths[0].pathType: Unsupported value: \"\": supported values: \"Exact\", \"ImplementationSpecific\", \"Prefix\""
+        "Ingress.networking.k8s.io \"bad\" is invalid: spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified"
     );
     // Nothing to route, and a backend with two ports: every cause, in order.
     let err = api_error(

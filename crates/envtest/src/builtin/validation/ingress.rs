@@ -163,8 +163,10 @@ fn http_path(path: &Value, at: &str) -> Vec<Cause> {
     let value = text(path, "path");
     let field = format!("{at}.path");
     let invalid = |msg: &str| Cause::invalid(field.clone(), &Value::from(value), msg);
+    // Bodies are decoded through the typed model, which gives an absent
+    // pathType (what a client that omits it means) the value "".
     match path.get("pathType").and_then(Value::as_str) {
-        None => {
+        None | Some("") => {
             return vec![Cause::required(
                 format!("{at}.pathType"),
                 "pathType must be specified",
