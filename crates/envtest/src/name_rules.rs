@@ -73,19 +73,35 @@ pub(crate) fn is_dns1123_label(value: &str) -> Vec<String> {
     errs
 }
 
-pub(crate) fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+/// At most `max` bytes and matching `regex` (whose source is `fmt`): the
+/// shape of most name rules, with `msg` and `examples` for a mismatch.
+fn bounded_match(
+    value: &str,
+    max: usize,
+    regex: &Regex,
+    (msg, fmt, examples): (&str, &str, &[&str]),
+) -> Vec<String> {
     let mut errs = Vec::new();
-    if value.len() > 253 {
-        errs.push(max_len_error(253));
+    if value.len() > max {
+        errs.push(max_len_error(max));
     }
-    if !DNS1123_SUBDOMAIN.is_match(value) {
-        errs.push(regex_error(
+    if !regex.is_match(value) {
+        errs.push(regex_error(msg, fmt, examples));
+    }
+    errs
+}
+
+pub(crate) fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+    bounded_match(
+        value,
+        253,
+        &DNS1123_SUBDOMAIN,
+        (
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
             DNS1123_SUBDOMAIN_FMT,
             &["example.com"],
-        ));
-    }
-    errs
+        ),
+    )
 }
 
 const WILDCARD_DNS1123_SUBDOMAIN_FMT: &str =
@@ -96,33 +112,29 @@ static WILDCARD_DNS1123_SUBDOMAIN: LazyLock<Regex> =
 /// `IsWildcardDNS1123Subdomain`: `*.` and a DNS subdomain (Ingress hosts).
 /// Its message kept the older "DNS-1123" wording.
 pub(crate) fn is_wildcard_dns1123_subdomain(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 253 {
-        errs.push(max_len_error(253));
-    }
-    if !WILDCARD_DNS1123_SUBDOMAIN.is_match(value) {
-        errs.push(regex_error(
+    bounded_match(
+        value,
+        253,
+        &WILDCARD_DNS1123_SUBDOMAIN,
+        (
             "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character",
             WILDCARD_DNS1123_SUBDOMAIN_FMT,
             &["*.example.com"],
-        ));
-    }
-    errs
+        ),
+    )
 }
 
 pub(crate) fn is_dns1035_label(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push(max_len_error(63));
-    }
-    if !DNS1035_LABEL.is_match(value) {
-        errs.push(regex_error(
+    bounded_match(
+        value,
+        63,
+        &DNS1035_LABEL,
+        (
             "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
             DNS1035_LABEL_FMT,
             &["my-name", "abc-123"],
-        ));
-    }
-    errs
+        ),
+    )
 }
 
 const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
