@@ -136,16 +136,14 @@ fn rule_causes(rule: &Value, at: &str, allow: &Allowances) -> Vec<Cause> {
     causes
 }
 
-/// `validateIngressRuleValue`: the rule's HTTP paths, when it has them.
+/// `validateIngressRuleValue`: the rule's HTTP paths, when it has them
+/// (`at` is the rule's field path; its causes' paths are not read when only
+/// their presence matters, as for the old object's rules).
 fn rule_value(rule: &Value, at: &str) -> Vec<Cause> {
     let Some(http) = rule.get("http").filter(|http| !http.is_null()) else {
         return Vec::new();
     };
-    let at = if at.is_empty() {
-        "http".to_owned()
-    } else {
-        format!("{at}.http")
-    };
+    let at = format!("{at}.http");
     let mut causes = Vec::new();
     let paths: Vec<&Value> = items(http.get("paths")).collect();
     if paths.is_empty() {
@@ -207,7 +205,7 @@ fn http_path(path: &Value, at: &str) -> Vec<Cause> {
 
 /// `validateIngressBackend`: a service (name and one of port name or
 /// number) or a resource, not both.
-pub(super) fn backend_causes(backend: &Value, at: &str) -> Vec<Cause> {
+fn backend_causes(backend: &Value, at: &str) -> Vec<Cause> {
     let resource = backend.get("resource").filter(|r| !r.is_null());
     let service = backend.get("service").filter(|s| !s.is_null());
     match (resource, service) {
